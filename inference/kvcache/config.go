@@ -1,0 +1,358 @@
+package kvcache
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Layout is what an off-graph .pte publishes about its cache through its
+// constant methods: one entry per cache (layer) in KVHeads, HeadDims and
+// Windows (0 = full attention), plus the largest step the program accepts.
+type Layout struct {
+	KVHeads      []int // get_kv_heads
+	HeadDims     []int // get_head_dims
+	Windows      []int // get_windows; 0 = flat
+	PrefillChunk int   // get_prefill_chunk_size
+	MaxCtxLen    int   // get_max_ctx_len; 0 if not published
+}
+
+// Validate checks that the layout is self-consistent.
+func (l Layout) Validate() error {
+	n := len(l.KVHeads)
+	switch {
+	case n == 0:
+		return errors.New("layout has no caches")
+	case len(l.HeadDims) != n || len(l.Windows) != n:
+		return fmt.Errorf("layout arrays disagree: %d kv_heads, %d head_dims, %d windows", n, len(l.HeadDims), len(l.Windows))
+	case l.PrefillChunk <= 0:
+		return fmt.Errorf("prefill chunk size %d is not positive", l.PrefillChunk)
+	}
+	for i := 0; i < n; i++ {
+		if l.KVHeads[i] <= 0 || l.HeadDims[i] <= 0 || l.Windows[i] < 0 {
+			return fmt.Errorf("cache %d: kv_heads %d, head_dim %d, window %d out of range", i, l.KVHeads[i], l.HeadDims[i], l.Windows[i])
+		}
+		if l.KVHeads[i] > 1<<12 || l.HeadDims[i] > 1<<14 {
+			return fmt.Errorf("cache %d: kv_heads %d or head_dim %d is implausibly large", i, l.KVHeads[i], l.HeadDims[i])
+		}
+	}
+	return nil
+}
+
+// DType is a KV storage dtype, numbered as ExecuTorch's ScalarType.
+type DType int
+
+// The storage dtypes the cache pools support.
+const (
+	Float16  DType = 5
+	Float32  DType = 6
+	BFloat16 DType = 15
+)
+
+// ParseDType reads the command-line spelling: bf16, fp16 or fp32.
+func ParseDType(s string) (DType, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "bf16", "bfloat16":
+		return BFloat16, nil
+	case "fp16", "f16", "half", "float16":
+		return Float16, nil
+	case "fp32", "f32", "float", "float32":
+		return Float32, nil
+	}
+	return 0, fmt.Errorf("unknown kv storage dtype %q (bf16|fp16|fp32)", s)
+}
+
+// Size is the bytes of one element.
+func (d DType) Size() int {
+	if d == Float32 {
+		return 4
+	}
+	return 2
+}
+
+// Flag is the command-line spelling (bf16, fp16, fp32).
+func (d DType) Flag() string {
+	switch d {
+	case Float16:
+		return "fp16"
+	case Float32:
+		return "fp32"
+	case BFloat16:
+		return "bf16"
+	}
+	return "scalar_type_" + strconv.Itoa(int(d))
+}
+
+// String is the runner's name for the dtype, as its summary prints it.
+func (d DType) String() string {
+	switch d {
+	case Float16:
+		return "Half(fp16)"
+	case Float32:
+		return "Float(fp32)"
+	case BFloat16:
+		return "BFloat16"
+	}
+	return "scalar_type_" + strconv.Itoa(int(d))
+}
+
+// Kind says how a layer keeps history.
+type Kind int
+
+const (
+	// Flat layers keep every token.
+	Flat Kind = 0
+	// Ring layers keep the last Window tokens in Window+MaxWrite-1 rows.
+	Ring Kind = 1
+)
+
+// Layer is one cache's geometry and policy.
+type Layer struct {
+	Kind    Kind
+	Window  int // Ring only; 0 for Flat
+	KVHeads int
+	HeadDim int
+}
+
+// Config is a complete cache configuration: the file's geometry with the
+// user's policy applied. Both engines and every display use this one value.
+type Config struct {
+	Capacity        int // most tokens the cache admits
+	InitialCapacity int // starting pool size in tokens; pools double up to Capacity
+	DType           DType
+	MaxWrite        int // largest step; 0 = unset (then a ring's window bounds it)
+	Layers          []Layer
+}
+
+// Policy is what the user chooses; zero values mean "the default".
+type Policy struct {
+	Capacity        int    // 0 = the file's get_max_ctx_len
+	StorageDType    string // "" = bf16
+	InitialCapacity int    // -1 = default (512); 0 is a valid choice
+	Windows         string // "" = the model's own; "512" or "8,8,0" repeats over layers
+}
+
+// DefaultPolicy is the runner's defaults.
+func DefaultPolicy() Policy { return Policy{InitialCapacity: -1} }
+
+// DefaultInitialCapacity is ExecuTorch CacheConfig's default pool size.
+const DefaultInitialCapacity = 512
+
+// MaxCapacity bounds capacities so that sizes computed from them cannot
+// overflow (2^24 tokens is far beyond any exported context).
+const MaxCapacity = 1 << 24
+
+// Build is the one cache-config builder: the CLI flags, the settings sheet,
+// the library's memory estimate and both engines all go through it, so the
+// numbers the user sees are the numbers the engine uses.
+func Build(l Layout, p Policy) (*Config, error) {
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("cache layout: %w", err)
+	}
+	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity}
+
+	switch {
+	case p.Capacity < 0:
+		return nil, fmt.Errorf("capacity %d is negative", p.Capacity)
+	case p.Capacity > MaxCapacity:
+		return nil, fmt.Errorf("capacity %d is above the limit %d", p.Capacity, MaxCapacity)
+	case p.Capacity > 0:
+		cfg.Capacity = p.Capacity
+	case l.MaxCtxLen > 0:
+		cfg.Capacity = l.MaxCtxLen
+	default:
+		return nil, errors.New("capacity not given and the model publishes no get_max_ctx_len")
+	}
+
+	dt := BFloat16
+	if p.StorageDType != "" {
+		var err error
+		if dt, err = ParseDType(p.StorageDType); err != nil {
+			return nil, err
+		}
+	}
+	cfg.DType = dt
+
+	cfg.Layers = make([]Layer, len(l.KVHeads))
+	for i := range cfg.Layers {
+		cfg.Layers[i] = Layer{Kind: Flat, KVHeads: l.KVHeads[i], HeadDim: l.HeadDims[i]}
+		if w := l.Windows[i]; w > 0 {
+			cfg.Layers[i].Kind, cfg.Layers[i].Window = Ring, w
+		}
+	}
+	if strings.TrimSpace(p.Windows) != "" {
+		if err := cfg.overrideWindows(p.Windows); err != nil {
+			return nil, err
+		}
+	}
+
+	switch {
+	case p.InitialCapacity < -1:
+		return nil, fmt.Errorf("initial capacity %d is negative", p.InitialCapacity)
+	case p.InitialCapacity > MaxCapacity:
+		return nil, fmt.Errorf("initial capacity %d is above the limit %d", p.InitialCapacity, MaxCapacity)
+	case p.InitialCapacity >= 0:
+		cfg.InitialCapacity = p.InitialCapacity
+	}
+	return cfg, nil
+}
+
+// ParseWindows reads a --kv-windows spec: comma-separated non-negative
+// window sizes (0 = flat).
+func ParseWindows(spec string) ([]int, error) {
+	parts := strings.Split(spec, ",")
+	out := make([]int, 0, len(parts))
+	for _, s := range parts {
+		s = strings.TrimSpace(s)
+		w, err := strconv.Atoi(s)
+		if err != nil || w < 0 || w > MaxCapacity {
+			return nil, fmt.Errorf("invalid --kv-windows %q: %q is not a window size (a whole number ≥ 0; 0 = flat)", spec, s)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// overrideWindows replaces the attention pattern, repeating the list over
+// the layers. The geometry stays the file's. The export sizes its chunk to
+// the model's own window, so a narrower ring narrows MaxWrite with it.
+func (c *Config) overrideWindows(spec string) error {
+	pattern, err := ParseWindows(spec)
+	if err != nil {
+		return err
+	}
+	for i := range c.Layers {
+		w := pattern[i%len(pattern)]
+		c.Layers[i].Kind, c.Layers[i].Window = Flat, 0
+		if w > 0 {
+			c.Layers[i].Kind, c.Layers[i].Window = Ring, w
+		}
+	}
+	narrowest := 0
+	for _, w := range pattern {
+		if w > 0 && (narrowest == 0 || w < narrowest) {
+			narrowest = w
+		}
+	}
+	if c.MaxWrite > 0 && narrowest > 0 && narrowest < c.MaxWrite {
+		c.MaxWrite = narrowest
+	}
+	return nil
+}
+
+// Summary is the runner's two-line announcement, without the leading
+// newline:
+//
+//	[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8
+//	        4 layers: 1 flat + 3 ring(window 8)
+func (c *Config) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[cache] off-graph seq | capacity=%d initial=%d kv_dtype=%s", c.Capacity, c.InitialCapacity, c.DType)
+	if c.MaxWrite > 0 {
+		fmt.Fprintf(&b, " max_write=%d", c.MaxWrite)
+	}
+	b.WriteString("\n        ")
+	b.WriteString(c.LayersSummary())
+	return b.String()
+}
+
+// LayersSummary is the shape line: "4 layers: 1 flat + 3 ring(window 8)".
+// Ring layers are grouped by window, narrowest first.
+func (c *Config) LayersSummary() string {
+	flat := 0
+	ring := map[int]int{}
+	for _, l := range c.Layers {
+		if l.Kind == Ring {
+			ring[l.Window]++
+		} else {
+			flat++
+		}
+	}
+	windows := make([]int, 0, len(ring))
+	for w := range ring {
+		windows = append(windows, w)
+	}
+	sort.Ints(windows)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d layers: %d flat", len(c.Layers), flat)
+	for _, w := range windows {
+		fmt.Fprintf(&b, " + %d ring(window %d)", ring[w], w)
+	}
+	return b.String()
+}
+
+// RingRows is the number of rows a ring layer keeps: window + max_write - 1
+// (max_write defaults to the window when unset).
+func (c *Config) RingRows(l Layer) int {
+	mw := c.MaxWrite
+	if mw <= 0 {
+		mw = l.Window
+	}
+	return l.Window + mw - 1
+}
+
+// Rows is the most rows layer l ever holds.
+func (c *Config) Rows(l Layer) int {
+	if l.Kind == Ring {
+		return c.RingRows(l)
+	}
+	return c.Capacity
+}
+
+// LayerBytes is the K+V bytes of layer l holding rows rows.
+func (c *Config) LayerBytes(l Layer, rows int) int64 {
+	return int64(rows) * int64(l.KVHeads) * int64(l.HeadDim) * 2 * int64(c.DType.Size())
+}
+
+// LayerMemory is one layer's K+V bytes at the initial pool size and at full
+// capacity.
+type LayerMemory struct {
+	Rows, InitialRows int
+	Initial, Full     int64
+}
+
+// Memory estimates every layer's KV bytes. Flat layers hold capacity rows
+// when full and min(initial, capacity) at the start; ring layers hold
+// window+max_write-1 rows, at most that many at the start too.
+func (c *Config) Memory() (layers []LayerMemory, initial, full int64) {
+	layers = make([]LayerMemory, len(c.Layers))
+	for i, l := range c.Layers {
+		rows := c.Rows(l)
+		init := min(c.InitialCapacity, rows)
+		layers[i] = LayerMemory{Rows: rows, InitialRows: init, Initial: c.LayerBytes(l, init), Full: c.LayerBytes(l, rows)}
+		initial += layers[i].Initial
+		full += layers[i].Full
+	}
+	return layers, initial, full
+}
+
+// Validate checks a config that did not come from Build (a stored setting,
+// a config passed across the C ABI).
+func (c *Config) Validate() error {
+	switch {
+	case c == nil:
+		return errors.New("no cache config")
+	case c.Capacity <= 0 || c.Capacity > MaxCapacity:
+		return fmt.Errorf("capacity %d out of range (1..%d)", c.Capacity, MaxCapacity)
+	case c.InitialCapacity < 0 || c.InitialCapacity > MaxCapacity:
+		return fmt.Errorf("initial capacity %d out of range", c.InitialCapacity)
+	case len(c.Layers) == 0:
+		return errors.New("cache config has no layers")
+	case c.MaxWrite < 0:
+		return fmt.Errorf("max_write %d is negative", c.MaxWrite)
+	}
+	if _, err := ParseDType(c.DType.Flag()); err != nil {
+		return err
+	}
+	for i, l := range c.Layers {
+		if l.KVHeads <= 0 || l.HeadDim <= 0 {
+			return fmt.Errorf("layer %d: kv_heads %d, head_dim %d", i, l.KVHeads, l.HeadDim)
+		}
+		if (l.Kind == Ring) != (l.Window > 0) || (l.Kind != Ring && l.Kind != Flat) {
+			return fmt.Errorf("layer %d: kind %d with window %d", i, l.Kind, l.Window)
+		}
+	}
+	return nil
+}
