@@ -1,0 +1,186 @@
+/*
+ * etchat_runner.h — the C ABI of libetchat_runner, etchat's native runner
+ * for ExecuTorch programs delegated to the MLX backend (Metal on macOS).
+ *
+ * etchat (Go) loads the library at run time with purego and calls only the
+ * functions declared here. Nothing C++ crosses this boundary: every entry
+ * point catches every exception and reports it as a status code plus a
+ * message.
+ *
+ * Conventions
+ *   - Every function except etchat_abi_version, etchat_last_error and
+ *     etchat_status_name returns an etchat_status; ETCHAT_OK is 0.
+ *   - On failure the message is available from etchat_last_error() on the
+ *     SAME THREAD (it is thread_local). Callers that may migrate between
+ *     threads (Go goroutines) must pin the thread across the call and the
+ *     read of the message.
+ *   - Handles are opaque. The library keeps a registry of live handles, so a
+ *     stale or foreign handle (use after close) is reported as
+ *     ETCHAT_ERR_CLOSED, never dereferenced. Closing NULL or a closed handle
+ *     returns ETCHAT_OK (idempotent).
+ *   - Different sessions may be used from different threads at once; one
+ *     session must not be used from two threads at once. The library
+ *     serialises execution internally (MLX's default stream is process-wide).
+ *   - Out-parameters are written only on success.
+ *
+ * Sections (the Go binding in inference/metal has one file per section):
+ *   1. version and errors   2. program   3. session   4. memory
+ */
+#ifndef ETCHAT_RUNNER_H
+#define ETCHAT_RUNNER_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ETCHAT_API __declspec(dllexport)
+#else
+#define ETCHAT_API __attribute__((visibility("default")))
+#endif
+
+/* ===== 1. Version and errors ============================================ */
+
+/* Bumped on any incompatible change to a signature, struct or semantics. */
+#define ETCHAT_RUNNER_ABI_VERSION 1
+
+typedef int32_t etchat_status;
+
+enum {
+  ETCHAT_OK = 0,
+  ETCHAT_ERR_INVALID_ARGUMENT = 1, /* bad pointer, size, config, position */
+  ETCHAT_ERR_UNSUPPORTED = 2,      /* e.g. rewind on an in-graph model */
+  ETCHAT_ERR_REWIND_REFUSED = 3,   /* grows, or a ring evicted the cells */
+  ETCHAT_ERR_CACHE_FULL = 4,       /* the step exceeds the capacity */
+  ETCHAT_ERR_CLOSED = 5,           /* stale, closed or unknown handle */
+  ETCHAT_ERR_LOAD = 6,             /* program/method load or cache build */
+  ETCHAT_ERR_EXECUTE = 7,          /* ExecuTorch/MLX failed while running */
+  ETCHAT_ERR_INTERNAL = 8          /* anything else (caught exception) */
+};
+
+/* The ABI version the library was built with (ETCHAT_RUNNER_ABI_VERSION).
+ * The caller refuses a library whose version differs from its own. */
+ETCHAT_API int32_t etchat_abi_version(void);
+
+/* The message of the last failed call on this thread; "" if none. The
+ * pointer stays valid until the next call into the library on this thread. */
+ETCHAT_API const char* etchat_last_error(void);
+
+/* A static name for a status code ("ok", "invalid argument", ...). */
+ETCHAT_API const char* etchat_status_name(etchat_status status);
+
+/* ===== 2. Program ======================================================= */
+
+/* A loaded .pte: the program is loaded and verified, its "forward" method
+ * is not (each session loads its own, bound to its own cache). */
+typedef struct etchat_program etchat_program;
+
+/* Loads the program at path (UTF-8, NUL-terminated) and checks that it has
+ * a "forward" method. */
+ETCHAT_API etchat_status etchat_program_open(const char* path,
+                                             etchat_program** out);
+
+/* The size of a logits row (the last dimension of forward's first output),
+ * from the method's metadata. */
+ETCHAT_API etchat_status etchat_program_vocab(etchat_program* program,
+                                              int64_t* out);
+
+/* Releases the program. Sessions opened from it stay valid. */
+ETCHAT_API etchat_status etchat_program_close(etchat_program* program);
+
+/* ===== 3. Session ======================================================= */
+
+/* Layer kinds, as ExecuTorch's cache::LayerPolicy::Kind. */
+enum { ETCHAT_LAYER_FLAT = 0, ETCHAT_LAYER_RING = 1 };
+
+/* One cache (layer): geometry from the file, policy from the user. */
+typedef struct etchat_cache_layer {
+  int32_t kind;     /* ETCHAT_LAYER_FLAT or ETCHAT_LAYER_RING */
+  int32_t window;   /* ring: sliding-window size (> 0); flat: 0 */
+  int32_t kv_heads; /* > 0 */
+  int32_t head_dim; /* > 0 */
+} etchat_cache_layer;
+
+/* The cache configuration, passed in full: the library does not re-derive
+ * anything from the program. Layers travel in a separate array. */
+typedef struct etchat_cache_config {
+  int32_t capacity;         /* most tokens the cache admits (> 0) */
+  int32_t initial_capacity; /* starting pool rows (>= 0); pools double */
+  int32_t kv_dtype;         /* ExecuTorch ScalarType: 5 Half, 6 Float,
+                               15 BFloat16 */
+  int32_t max_write;        /* largest step; 0 = unset */
+} etchat_cache_config;
+
+/* A conversation: its own "forward" method and, for off-graph programs,
+ * its own KV cache. */
+typedef struct etchat_session etchat_session;
+
+/* Opens a session. For an off-graph program pass cfg and n_layers layers:
+ * the library builds the cache through ExecuTorch's cache builder registry
+ * (MLX backend, kind "seq"), installs it under a fresh key and loads
+ * "forward" with that key as the MLX backend's cache_key option. For an
+ * in-graph program pass cfg = NULL, layers = NULL, n_layers = 0. */
+ETCHAT_API etchat_status etchat_session_open(etchat_program* program,
+                                             const etchat_cache_config* cfg,
+                                             const etchat_cache_layer* layers,
+                                             int32_t n_layers,
+                                             etchat_session** out);
+
+/* Runs n tokens (ids[i] at cache position positions[i]) and copies logits,
+ * converted to float32, into the caller's buffer of logits_cap floats:
+ * the last position's row (vocab floats) when all_rows is 0, or every
+ * row, row-major n*vocab, when all_rows is non-zero. *written receives the
+ * number of floats written. Fails with ETCHAT_ERR_CACHE_FULL (nothing run)
+ * when a position reaches the capacity, and ETCHAT_ERR_UNSUPPORTED when
+ * all rows are asked of a program that returns only the last one. */
+ETCHAT_API etchat_status etchat_session_forward(etchat_session* session,
+                                                const int64_t* ids,
+                                                const int64_t* positions,
+                                                int32_t n, float* logits,
+                                                int64_t logits_cap,
+                                                int32_t all_rows,
+                                                int64_t* written);
+
+/* Shortens the cache to new_len tokens. ETCHAT_ERR_REWIND_REFUSED if
+ * new_len is above the length or below what a ring layer still holds;
+ * ETCHAT_ERR_UNSUPPORTED on an in-graph program. */
+ETCHAT_API etchat_status etchat_session_rewind(etchat_session* session,
+                                               int32_t new_len);
+
+/* Empties the cache (pools keep their grown size). ETCHAT_ERR_UNSUPPORTED
+ * on an in-graph program. */
+ETCHAT_API etchat_status etchat_session_clear(etchat_session* session);
+
+/* Tokens in the cache: the highest position run + 1 since the last clear,
+ * lowered by rewind. */
+ETCHAT_API etchat_status etchat_session_length(etchat_session* session,
+                                               int32_t* out);
+
+/* The most tokens the cache admits (the config's capacity; for an in-graph
+ * program the exported get_max_ctx_len / get_max_seq_len, or 0 if none). */
+ETCHAT_API etchat_status etchat_session_capacity(etchat_session* session,
+                                                 int32_t* out);
+
+/* *out = 1 if n more tokens fit, else 0. */
+ETCHAT_API etchat_status etchat_session_can_extend(etchat_session* session,
+                                                   int32_t n, int32_t* out);
+
+/* Releases the session, its method and its cache. */
+ETCHAT_API etchat_status etchat_session_close(etchat_session* session);
+
+/* ===== 4. Memory ======================================================== */
+
+/* MLX's process-wide active and peak memory in bytes (0 where the library
+ * was built without MLX). Either pointer may be NULL. */
+ETCHAT_API etchat_status etchat_memory(int64_t* active, int64_t* peak);
+
+/* Resets MLX's peak memory to the active memory. */
+ETCHAT_API etchat_status etchat_memory_reset_peak(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ETCHAT_RUNNER_H */
