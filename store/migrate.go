@@ -94,35 +94,46 @@ func (db *DB) migrate(ctx context.Context) error {
 	if hasTable == 0 && others > 0 {
 		return corruptError(db.path, errors.New("it holds tables but no etchat schema; it may belong to another program"))
 	}
+	have := 0
 	if hasTable == 1 {
 		v, err := db.Version(ctx)
 		if err != nil {
 			return err
 		}
+		have = v
 		if v > len(ms) {
 			return &fileError{path: db.path, kind: ErrTooNew, cause: fmt.Errorf("schema version %d", v), have: v, know: len(ms)}
 		}
-		if v == len(ms) {
-			return nil
-		}
+	}
+	// Only now, knowing the file is ours, switch it to WAL (a persistent
+	// setting of the file, so once is enough).
+	var mode string
+	if err := db.sql.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return db.wrap("migrate", err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("store: database %s: cannot use write-ahead logging (journal mode %q); is it on a network drive?", db.path, mode)
 	}
 	for _, m := range ms {
+		if m.version <= have {
+			continue
+		}
 		err := db.write(ctx, "migrate "+m.name, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, migrationsTable); err != nil {
 				return err
 			}
-			var have int
-			if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&have); err != nil {
+			var cur int
+			if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&cur); err != nil {
 				return err
 			}
-			if have > len(ms) {
-				return &fileError{path: db.path, kind: ErrTooNew, cause: fmt.Errorf("schema version %d", have), have: have, know: len(ms)}
+			if cur > len(ms) {
+				return &fileError{path: db.path, kind: ErrTooNew, cause: fmt.Errorf("schema version %d", cur), have: cur, know: len(ms)}
 			}
-			if have >= m.version {
+			if cur >= m.version {
 				return nil // applied already, perhaps by another process just now
 			}
-			if have != m.version-1 {
-				return corruptError(db.path, fmt.Errorf("schema_migrations is at %d, cannot apply %s", have, m.name))
+			if cur != m.version-1 {
+				return corruptError(db.path, fmt.Errorf("schema_migrations is at %d, cannot apply %s", cur, m.name))
 			}
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("apply %s: %w", m.name, err)

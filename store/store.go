@@ -8,7 +8,7 @@
 // and UpdateMessage as tokens arrive, so a crash loses at most the part of
 // the reply that had not yet been saved, never an earlier message.
 //
-// The connection runs in WAL mode with foreign keys on, a busy timeout,
+// The file runs in WAL mode (set once its schema is known to be ours) with foreign keys on, a busy timeout,
 // BEGIN IMMEDIATE for every write transaction (_txlock=immediate: without it
 // a read-then-write transaction on one connection deadlocks against another
 // writer and fails with "database is locked" regardless of the busy
@@ -144,7 +144,6 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
