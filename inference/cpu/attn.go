@@ -1,0 +1,417 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"etchat/inference/kvcache"
+	g "etchat/inference/mlxgraph"
+)
+
+// addmm is out = alpha·(mat1 @ mat2) + beta·bias.
+func (s *session) addmm(n *g.AddmmNode) error {
+	a, err := s.get(n.Mat1)
+	if err != nil {
+		return err
+	}
+	b, err := s.get(n.Mat2)
+	if err != nil {
+		return err
+	}
+	if len(a.shape) < 1 || len(b.shape) < 2 {
+		return fmt.Errorf("Addmm: shapes %v @ %v", a.shape, b.shape)
+	}
+	K := a.shape[len(a.shape)-1]
+	var out *tensor
+	if len(b.shape) == 2 {
+		if b.shape[0] != K {
+			return fmt.Errorf("Addmm: shapes %v @ %v", a.shape, b.shape)
+		}
+		N := b.shape[1]
+		rows := a.numel() / max(K, 1)
+		shape := append(append([]int(nil), a.shape[:len(a.shape)-1]...), N)
+		cnt, err := checkElems(shape)
+		if err != nil {
+			return err
+		}
+		o, err := s.allocF(cnt)
+		if err != nil {
+			return err
+		}
+		w := wmat{n: N, k: K}
+		if b.strides[0] == 1 && (b.strides[1] == K || N == 1) && b.i == nil {
+			// a transposed [N, K] row-major weight: the common linear layer
+			w.f, w.h, w.fp16, w.ld, w.off = b.f, b.h, b.dt == stF16, K, b.off
+		} else {
+			// anything else: materialise Wᵀ in fp32
+			bf := b.floats(nil)
+			wt := make([]float32, N*K)
+			for k := 0; k < K; k++ {
+				for j := 0; j < N; j++ {
+					wt[j*K+k] = bf[k*N+j]
+				}
+			}
+			w.f, w.ld = wt, K
+		}
+		x := a.floats(nil)
+		matmul(o, x, rows, &w, s.threads)
+		out = newF(stF32, shape, o)
+		if a.dt == stBF16 || b.dt == stBF16 {
+			out.dt = stBF16
+		}
+		if a.dt == stF32 || b.dt == stF32 {
+			out.dt = stF32
+		}
+	} else {
+		out, err = s.batchedMatmul(a, b)
+		if err != nil {
+			return err
+		}
+	}
+	if n.Alpha != 1 {
+		for i := range out.f {
+			out.f[i] *= n.Alpha
+		}
+	}
+	if n.Bias != nil {
+		bias, err := s.get(*n.Bias)
+		if err != nil {
+			return err
+		}
+		bv, err := bias.broadcastView(out.shape)
+		if err != nil {
+			return fmt.Errorf("Addmm bias: %w", err)
+		}
+		bf := bv.floats(nil)
+		for i := range out.f {
+			out.f[i] += n.Beta * bf[i]
+		}
+	}
+	return s.set(n.Out, out)
+}
+
+// batchedMatmul is matmul with broadcast batch dimensions ([..., M, K] @
+// [..., K, N]); used for small tensors (the RoPE outer product).
+func (s *session) batchedMatmul(a, b *tensor) (*tensor, error) {
+	if len(a.shape) < 2 {
+		a = a.view(append([]int{1}, a.shape...), append([]int{0}, a.strides...), a.off)
+	}
+	ra, rb := len(a.shape), len(b.shape)
+	M, K := a.shape[ra-2], a.shape[ra-1]
+	if b.shape[rb-2] != K {
+		return nil, fmt.Errorf("Addmm: shapes %v @ %v", a.shape, b.shape)
+	}
+	N := b.shape[rb-1]
+	batch, err := broadcastShapes(a.shape[:ra-2], b.shape[:rb-2])
+	if err != nil {
+		return nil, fmt.Errorf("Addmm: %w", err)
+	}
+	av, err := a.broadcastView(append(append([]int(nil), batch...), M, K))
+	if err != nil {
+		return nil, err
+	}
+	bv, err := b.broadcastView(append(append([]int(nil), batch...), K, N))
+	if err != nil {
+		return nil, err
+	}
+	shape := append(append([]int(nil), batch...), M, N)
+	cnt, err := checkElems(shape)
+	if err != nil {
+		return nil, err
+	}
+	x, y := av.floats(nil), bv.floats(nil)
+	o, err := s.allocF(cnt)
+	if err != nil {
+		return nil, err
+	}
+	nb := cnt / max(M*N, 1)
+	for bi := 0; bi < nb; bi++ {
+		xa, yb, ob := x[bi*M*K:], y[bi*K*N:], o[bi*M*N:]
+		for i := 0; i < M; i++ {
+			for j := 0; j < N; j++ {
+				var acc float32
+				for k := 0; k < K; k++ {
+					acc += xa[i*K+k] * yb[k*N+j]
+				}
+				ob[i*N+j] = acc
+			}
+		}
+	}
+	return newF(stF32, shape, o), nil
+}
+
+// attend computes softmax(q·kᵀ·scale)·v per query head over S keys.
+// q is [Hq][T][D], k and v are [Hkv][S][D]; query t sits at logical
+// position qBase+t, key j at kBase+j; a query sees keys at positions ≤ its
+// own and, with window > 0, greater than its position − window.
+func attend(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int) {
+	group := hq / hkv
+	head := func(h int, scores []float32) {
+		kh := h / group
+		kk := k[kh*S*D : (kh+1)*S*D]
+		vv := v[kh*S*D : (kh+1)*S*D]
+		for t := 0; t < T; t++ {
+			qp := qBase + t
+			qv := q[(h*T+t)*D : (h*T+t+1)*D]
+			o := out[(h*T+t)*D : (h*T+t+1)*D]
+			lo := 0
+			if window > 0 {
+				lo = max(0, qp-window+1-kBase)
+			}
+			hi := min(S, qp-kBase+1)
+			for i := range o {
+				o[i] = 0
+			}
+			if hi <= lo {
+				continue
+			}
+			m := float32(math.Inf(-1))
+			for j := lo; j < hi; j++ {
+				sc := dotF32(qv, kk[j*D:(j+1)*D]) * scale
+				scores[j] = sc
+				m = max(m, sc)
+			}
+			var sum float32
+			for j := lo; j < hi; j++ {
+				e := float32(math.Exp(float64(scores[j] - m)))
+				scores[j] = e
+				sum += e
+			}
+			inv := 1 / sum
+			for j := lo; j < hi; j++ {
+				p := scores[j] * inv
+				vr := vv[j*D : (j+1)*D]
+				for i := range o {
+					o[i] += p * vr[i]
+				}
+			}
+		}
+	}
+	if threads <= 1 || hq == 1 || T*S*D < 1<<14 {
+		scores := make([]float32, S)
+		for h := 0; h < hq; h++ {
+			head(h, scores)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	nt := min(threads, hq)
+	for w := 0; w < nt; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			scores := make([]float32, S)
+			for h := w; h < hq; h += nt {
+				head(h, scores)
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
+func (s *session) sdpa(n *g.SdpaNode) error {
+	if n.Mask != nil {
+		return fmt.Errorf("SdpaNode with an explicit mask is not supported")
+	}
+	q, err := s.get(n.Q)
+	if err != nil {
+		return err
+	}
+	k, err := s.get(n.K)
+	if err != nil {
+		return err
+	}
+	v, err := s.get(n.V)
+	if err != nil {
+		return err
+	}
+	if len(q.shape) != 4 || len(k.shape) != 4 || len(v.shape) != 4 || q.shape[0] != 1 || k.shape[0] != 1 {
+		return fmt.Errorf("Sdpa: shapes q %v k %v v %v (want [1, H, T, D])", q.shape, k.shape, v.shape)
+	}
+	hq, T, D := q.shape[1], q.shape[2], q.shape[3]
+	hkv, S := k.shape[1], k.shape[2]
+	if hkv == 0 || hq%hkv != 0 || k.shape[3] != D || v.shape[1] != hkv || v.shape[2] != S || v.shape[3] != D {
+		return fmt.Errorf("Sdpa: shapes q %v k %v v %v", q.shape, k.shape, v.shape)
+	}
+	o, err := s.allocF(hq * T * D)
+	if err != nil {
+		return err
+	}
+	qBase := 0
+	if n.Causal {
+		qBase = S - T
+	} else {
+		qBase = 1 << 30 // sees every key
+	}
+	attend(o, q.floats(nil), k.floats(nil), v.floats(nil), hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads)
+	return s.set(n.Out, newF(q.dt, []int{1, hq, T, D}, o))
+}
+
+// kvPool is one layer's K and V storage, [heads][rows][dim] each, in the
+// configured dtype.
+type kvPool struct {
+	rows, heads, dim int
+	dt               kvcache.DType
+	kf, vf           []float32
+	kh, vh           []uint16
+}
+
+func (p *kvPool) bytes() int64 {
+	return int64(p.rows) * int64(p.heads) * int64(p.dim) * 2 * int64(p.dt.Size())
+}
+
+// grow makes room for rows rows, copying what is held.
+func (p *kvPool) grow(rows int) {
+	if rows <= p.rows {
+		return
+	}
+	n := rows * p.heads * p.dim
+	old := p.rows * p.dim
+	nw := rows * p.dim
+	if p.dt == kvcache.Float32 {
+		kf, vf := make([]float32, n), make([]float32, n)
+		for h := 0; h < p.heads; h++ {
+			copy(kf[h*nw:], p.kf[h*old:(h+1)*old])
+			copy(vf[h*nw:], p.vf[h*old:(h+1)*old])
+		}
+		p.kf, p.vf = kf, vf
+	} else {
+		kh, vh := make([]uint16, n), make([]uint16, n)
+		for h := 0; h < p.heads; h++ {
+			copy(kh[h*nw:], p.kh[h*old:(h+1)*old])
+			copy(vh[h*nw:], p.vh[h*old:(h+1)*old])
+		}
+		p.kh, p.vh = kh, vh
+	}
+	p.rows = rows
+}
+
+func (p *kvPool) store(dstF []float32, dstH []uint16, at int, src []float32) {
+	switch p.dt {
+	case kvcache.Float32:
+		copy(dstF[at:], src)
+	case kvcache.Float16:
+		for i, v := range src {
+			dstH[at+i] = f32ToF16(v)
+		}
+	default:
+		for i, v := range src {
+			dstH[at+i] = f32ToBF16(v)
+		}
+	}
+}
+
+func (p *kvPool) load(dst []float32, srcF []float32, srcH []uint16, at int) {
+	switch p.dt {
+	case kvcache.Float32:
+		copy(dst, srcF[at:at+len(dst)])
+	case kvcache.Float16:
+		for i := range dst {
+			dst[i] = f16ToF32(srcH[at+i])
+		}
+	default:
+		for i := range dst {
+			dst[i] = bf16ToF32(srcH[at+i])
+		}
+	}
+}
+
+func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
+	if s.seq == nil {
+		return fmt.Errorf("UpdateAndAttend: the session has no off-graph cache")
+	}
+	if n.LayerID == nil || n.Scale == nil {
+		return fmt.Errorf("UpdateAndAttend: layer_id or scale not set")
+	}
+	layer := int(*n.LayerID)
+	if layer < 0 || layer >= len(s.kv) {
+		return fmt.Errorf("UpdateAndAttend: layer %d out of range (%d cache layers)", layer, len(s.kv))
+	}
+	q, err := s.get(n.Q)
+	if err != nil {
+		return err
+	}
+	k, err := s.get(n.K)
+	if err != nil {
+		return err
+	}
+	v, err := s.get(n.V)
+	if err != nil {
+		return err
+	}
+	pt, err := s.get(n.Position)
+	if err != nil {
+		return err
+	}
+	pool := &s.kv[layer]
+	if len(q.shape) != 4 || len(k.shape) != 4 || len(v.shape) != 4 || q.shape[0] != 1 || k.shape[0] != 1 || v.shape[0] != 1 {
+		return fmt.Errorf("UpdateAndAttend: shapes q %v k %v v %v (want [1, H, T, D])", q.shape, k.shape, v.shape)
+	}
+	hq, T, D := q.shape[1], q.shape[2], q.shape[3]
+	if k.shape[1] != pool.heads || k.shape[3] != pool.dim || D != pool.dim || k.shape[2] != T ||
+		v.shape[1] != pool.heads || v.shape[2] != T || v.shape[3] != pool.dim || hq%pool.heads != 0 {
+		return fmt.Errorf("UpdateAndAttend layer %d: q %v k %v v %v do not fit the cache's %d heads × %d", layer, q.shape, k.shape, v.shape, pool.heads, pool.dim)
+	}
+	if pt.numel() < 1 {
+		return fmt.Errorf("UpdateAndAttend: empty position tensor")
+	}
+	position := int(pt.ints()[0])
+	plan, err := s.seq.Plan(layer, position, T)
+	if err != nil {
+		return err
+	}
+	need := 0
+	for _, r := range plan.Writes() {
+		need = max(need, r.Start+r.Len)
+	}
+	rows := s.cfg.PoolRows(s.cfg.Layers[layer], need)
+	if rows < need {
+		return fmt.Errorf("UpdateAndAttend layer %d: %d rows needed, pool holds at most %d", layer, need, rows)
+	}
+	pool.grow(rows)
+
+	H := pool.heads
+	kf, vf := k.floats(nil), v.floats(nil)
+	off := 0
+	for _, r := range plan.Writes() {
+		for h := 0; h < H; h++ {
+			src := (h*T + off) * D
+			dst := (h*pool.rows + r.Start) * D
+			pool.store(pool.kf, pool.kh, dst, kf[src:src+r.Len*D])
+			pool.store(pool.vf, pool.vh, dst, vf[src:src+r.Len*D])
+		}
+		off += r.Len
+	}
+	S := plan.End() - plan.ReadBase
+	need = H * S * D
+	if cap(s.kbuf) < need {
+		s.kbuf, s.vbuf = make([]float32, need), make([]float32, need)
+	}
+	kb, vb := s.kbuf[:need], s.vbuf[:need]
+	j := 0
+	for _, r := range plan.Reads() {
+		for h := 0; h < H; h++ {
+			src := (h*pool.rows + r.Start) * D
+			dst := (h*S + j) * D
+			pool.load(kb[dst:dst+r.Len*D], pool.kf, pool.kh, src)
+			pool.load(vb[dst:dst+r.Len*D], pool.vf, pool.vh, src)
+		}
+		j += r.Len
+	}
+	o, err := s.allocF(hq * T * D)
+	if err != nil {
+		return err
+	}
+	window := 0
+	if l := s.cfg.Layers[layer]; l.Kind == kvcache.Ring {
+		window = l.Window
+	}
+	attend(o, q.floats(nil), kb, vb, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads)
+	dt := q.dt
+	if n.OutDType != nil && isFloatST(int(*n.OutDType)) {
+		dt = int(*n.OutDType)
+	}
+	s.plans = append(s.plans, plan)
+	return s.set(n.Out, newF(dt, []int{1, hq, T, D}, o))
+}

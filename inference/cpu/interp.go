@@ -1,0 +1,1027 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	g "etchat/inference/mlxgraph"
+)
+
+// value is a value slot: an int or a float scalar.
+type value struct {
+	i       int64
+	f       float64
+	isFloat bool
+	set     bool
+}
+
+// maxElems bounds any tensor the interpreter materialises (1 G elements),
+// so a hostile graph cannot ask for unbounded memory.
+const maxElems = 1 << 30
+
+func (s *session) get(t g.Tid) (*tensor, error) {
+	if int(t) >= len(s.slots) {
+		return nil, fmt.Errorf("tensor slot %d out of range (%d slots)", t, len(s.slots))
+	}
+	x := s.slots[t]
+	if x == nil {
+		return nil, fmt.Errorf("tensor slot %d read before it was written", t)
+	}
+	return x, nil
+}
+
+func (s *session) set(t g.Tid, x *tensor) error {
+	if int(t) >= len(s.slots) {
+		return fmt.Errorf("tensor slot %d out of range (%d slots)", t, len(s.slots))
+	}
+	if int(t) < len(s.m.consts) {
+		return fmt.Errorf("instruction writes constant slot %d", t)
+	}
+	s.slots[t] = x
+	return nil
+}
+
+func (s *session) setVal(v g.Vid, x value) error {
+	if int(v) >= len(s.vals) {
+		return fmt.Errorf("value slot %d out of range (%d values)", v, len(s.vals))
+	}
+	x.set = true
+	s.vals[v] = x
+	return nil
+}
+
+func (s *session) val(v g.Vid) (value, error) {
+	if int(v) >= len(s.vals) || !s.vals[v].set {
+		return value{}, fmt.Errorf("value slot %d read before it was written", v)
+	}
+	return s.vals[v], nil
+}
+
+func clampI32(v int64) int {
+	return int(max(min(v, math.MaxInt32), math.MinInt32))
+}
+
+func (s *session) resolveInt(x g.IntOrVid) (int, error) {
+	if !x.IsVid {
+		return clampI32(x.Literal), nil
+	}
+	v, err := s.val(x.Vid)
+	if err != nil {
+		return 0, err
+	}
+	if v.isFloat {
+		return clampI32(int64(v.f)), nil
+	}
+	return clampI32(v.i), nil
+}
+
+func (s *session) resolveInts(xs []g.IntOrVid) ([]int, error) {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		v, err := s.resolveInt(x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// allocF returns a float buffer of n elements from the session arena.
+func (s *session) allocF(n int) ([]float32, error) {
+	if n < 0 || n > maxElems {
+		return nil, fmt.Errorf("tensor of %d elements is too large", n)
+	}
+	return s.arena.alloc(n), nil
+}
+
+func checkElems(shape []int) (int, error) {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		if d > 0 && n > maxElems/d {
+			return 0, fmt.Errorf("shape %v is too large", shape)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// exec runs one instruction.
+func (s *session) exec(in g.Instruction) error {
+	switch n := in.Op.(type) {
+	case *g.NoopNode:
+		return nil
+	case *g.IdCopyNode:
+		x, err := s.get(n.X)
+		if err != nil {
+			return err
+		}
+		if n.X == n.Out {
+			return nil
+		}
+		return s.set(n.Out, x)
+	case *g.AddmmNode:
+		return s.addmm(n)
+	case *g.ItemIntNode:
+		x, err := s.get(n.X)
+		if err != nil {
+			return err
+		}
+		if x.numel() != 1 {
+			return fmt.Errorf("item of a tensor of shape %v", x.shape)
+		}
+		var v int64
+		if x.isInt() {
+			v = x.ints()[0]
+		} else {
+			v = int64(x.floats(nil)[0])
+		}
+		return s.setVal(n.Out, value{i: int64(int32(v))})
+	case *g.ExpandDimsNode:
+		x, err := s.get(n.X)
+		if err != nil {
+			return err
+		}
+		ax, err := normAxis(int(n.Axis), len(x.shape)+1, "ExpandDims")
+		if err != nil {
+			return err
+		}
+		shape := append(append(append([]int{}, x.shape[:ax]...), 1), x.shape[ax:]...)
+		st := append(append(append([]int{}, x.strides[:ax]...), 0), x.strides[ax:]...)
+		return s.set(n.Out, x.view(shape, st, x.off))
+	case *g.TakeNode:
+		return s.take(n)
+	case *g.RMSNormNode:
+		return s.rmsNorm(n)
+	case *g.SdpaNode:
+		return s.sdpa(n)
+	case *g.UpdateAndAttendNode:
+		return s.updateAndAttend(n)
+	case *g.AddNode:
+		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a + b }, func(a, b int64) int64 { return a + b })
+	case *g.SubtractNode:
+		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a - b }, func(a, b int64) int64 { return a - b })
+	case *g.MultiplyNode:
+		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a * b }, func(a, b int64) int64 { return a * b })
+	case *g.DivideNode:
+		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a / b }, nil)
+	case *g.MaximumNode:
+		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return max(a, b) }, func(a, b int64) int64 { return max(a, b) })
+	case *g.MinimumNode:
+		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return min(a, b) }, func(a, b int64) int64 { return min(a, b) })
+	case *g.NotEqualNode:
+		return s.compare(g.BinaryNode(*n), func(c int) bool { return c != 0 })
+	case *g.EqualNode:
+		return s.compare(g.BinaryNode(*n), func(c int) bool { return c == 0 })
+	case *g.AddIntNode:
+		return s.intOp(g.IntBinaryNode(*n), "AddInt", func(a, b int64) (int64, error) { return a + b, nil })
+	case *g.SubtractIntNode:
+		return s.intOp(g.IntBinaryNode(*n), "SubtractInt", func(a, b int64) (int64, error) { return a - b, nil })
+	case *g.MultiplyIntNode:
+		return s.intOp(g.IntBinaryNode(*n), "MultiplyInt", func(a, b int64) (int64, error) { return a * b, nil })
+	case *g.FloorDivideIntNode:
+		return s.intOp(g.IntBinaryNode(*n), "FloorDivideInt", func(a, b int64) (int64, error) {
+			if b == 0 {
+				return 0, fmt.Errorf("division by zero")
+			}
+			q := a / b
+			if (a%b != 0) && ((a < 0) != (b < 0)) {
+				q--
+			}
+			return q, nil
+		})
+	case *g.ModIntNode:
+		return s.intOp(g.IntBinaryNode(*n), "ModInt", func(a, b int64) (int64, error) {
+			if b == 0 {
+				return 0, fmt.Errorf("modulo by zero")
+			}
+			r := a % b
+			if r != 0 && ((r < 0) != (b < 0)) {
+				r += b
+			}
+			return r, nil
+		})
+	case *g.SymSizeNode:
+		x, err := s.get(n.A)
+		if err != nil {
+			return err
+		}
+		d, err := normAxis(int(n.Dim), len(x.shape), "SymSize")
+		if err != nil {
+			return err
+		}
+		return s.setVal(n.Out, value{i: int64(x.shape[d])})
+	case *g.GeluNode:
+		if n.Approximate == "tanh" {
+			return s.unary(n.X, n.Out, func(x float32) float32 {
+				x3 := x * x * x
+				return 0.5 * x * (1 + float32(math.Tanh(float64(0.7978845608*(x+0.044715*x3)))))
+			})
+		}
+		return s.unary(n.X, n.Out, func(x float32) float32 {
+			return 0.5 * x * (1 + float32(math.Erf(float64(x*0.7071067812))))
+		})
+	case *g.SiluNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) })
+	case *g.SigmoidNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) })
+	case *g.TanhNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Tanh(float64(x))) })
+	case *g.RsqrtNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(1 / math.Sqrt(float64(x))) })
+	case *g.SqrtNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Sqrt(float64(x))) })
+	case *g.SinNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Sin(float64(x))) })
+	case *g.CosNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Cos(float64(x))) })
+	case *g.ExpNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Exp(float64(x))) })
+	case *g.SquareNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return x * x })
+	case *g.AbsNode:
+		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Abs(float64(x))) })
+	case *g.NegNode:
+		x, err := s.get(n.X)
+		if err != nil {
+			return err
+		}
+		if x.isInt() {
+			v := x.ints()
+			o := make([]int64, len(v))
+			for i := range v {
+				o[i] = -v[i]
+			}
+			return s.set(n.Out, newI(x.dt, append([]int(nil), x.shape...), o))
+		}
+		return s.unary(n.X, n.Out, func(x float32) float32 { return -x })
+	case *g.ContiguousNode:
+		x, err := s.get(n.X)
+		if err != nil {
+			return err
+		}
+		return s.set(n.Out, x)
+	case *g.BroadcastToNode:
+		x, err := s.get(n.X)
+		if err != nil {
+			return err
+		}
+		shape, err := s.resolveInts(n.Shape)
+		if err != nil {
+			return err
+		}
+		lead := len(shape) - len(x.shape)
+		for i := range shape {
+			if shape[i] == -1 && i-lead >= 0 && i-lead < len(x.shape) {
+				shape[i] = x.shape[i-lead]
+			}
+		}
+		if _, err := checkElems(shape); err != nil {
+			return fmt.Errorf("BroadcastTo: %w", err)
+		}
+		v, err := x.broadcastView(shape)
+		if err != nil {
+			return fmt.Errorf("BroadcastTo: %w", err)
+		}
+		return s.set(n.Out, v)
+	case *g.ReshapeNode:
+		return s.reshape(n)
+	case *g.TransposeNode:
+		x, err := s.get(n.X)
+		if err != nil {
+			return err
+		}
+		if len(n.Perm) != len(x.shape) {
+			return fmt.Errorf("Transpose: perm %v for rank %d", n.Perm, len(x.shape))
+		}
+		shape := make([]int, len(x.shape))
+		st := make([]int, len(x.shape))
+		seen := make([]bool, len(x.shape))
+		for i, p := range n.Perm {
+			a, err := normAxis(int(p), len(x.shape), "Transpose")
+			if err != nil {
+				return err
+			}
+			if seen[a] {
+				return fmt.Errorf("Transpose: perm %v repeats an axis", n.Perm)
+			}
+			seen[a] = true
+			shape[i], st[i] = x.shape[a], x.strides[a]
+		}
+		return s.set(n.Out, x.view(shape, st, x.off))
+	case *g.SliceNode:
+		return s.slice(n)
+	case *g.AsTypeNode:
+		return s.asType(n.X, n.Out, int(n.ScalarType))
+	case *g.ConcatenateNode:
+		return s.concat(n)
+	case *g.FullNode:
+		shape, err := s.resolveInts(n.Shape)
+		if err != nil {
+			return err
+		}
+		cnt, err := checkElems(shape)
+		if err != nil {
+			return fmt.Errorf("Full: %w", err)
+		}
+		fv := n.V.Literal
+		if n.V.IsVid {
+			v, err := s.val(n.V.Vid)
+			if err != nil {
+				return err
+			}
+			fv = v.f
+			if !v.isFloat {
+				fv = float64(v.i)
+			}
+		}
+		st := int(n.ScalarType)
+		if isIntST(st) {
+			o := make([]int64, cnt)
+			for i := range o {
+				o[i] = int64(fv)
+			}
+			return s.set(n.Out, newI(st, shape, o))
+		}
+		o, err := s.allocF(cnt)
+		if err != nil {
+			return err
+		}
+		for i := range o {
+			o[i] = float32(fv)
+		}
+		return s.set(n.Out, newF(st, shape, o))
+	case *g.ARangeNode:
+		start, err := s.resolveInt(n.Start)
+		if err != nil {
+			return err
+		}
+		stop, err := s.resolveInt(n.Stop)
+		if err != nil {
+			return err
+		}
+		step, err := s.resolveInt(n.Step)
+		if err != nil {
+			return err
+		}
+		if step == 0 {
+			return fmt.Errorf("ARange: step 0")
+		}
+		cnt := 0
+		if r := stop - start; (r > 0 && step > 0) || (r < 0 && step < 0) {
+			cnt = (r + step - sign(step)) / step
+		}
+		if cnt > maxElems {
+			return fmt.Errorf("ARange: %d elements", cnt)
+		}
+		st := stI32
+		if n.ScalarType != nil {
+			st = int(*n.ScalarType)
+		}
+		if isFloatST(st) {
+			o, _ := s.allocF(cnt)
+			for i := range o {
+				o[i] = float32(start + i*step)
+			}
+			return s.set(n.Out, newF(st, []int{cnt}, o))
+		}
+		o := make([]int64, cnt)
+		for i := range o {
+			o[i] = int64(start + i*step)
+		}
+		return s.set(n.Out, newI(st, []int{cnt}, o))
+	case *g.SumNode:
+		return s.sum(n)
+	case *g.SliceUpdateNode:
+		return s.sliceUpdate(n)
+	}
+	return fmt.Errorf("unsupported MLX node %s", in.Kind)
+}
+
+func sign(x int) int {
+	if x < 0 {
+		return -1
+	}
+	return 1
+}
+
+func (s *session) unary(xt, out g.Tid, fn func(float32) float32) error {
+	x, err := s.get(xt)
+	if err != nil {
+		return err
+	}
+	src := x.floats(nil)
+	o, err := s.allocF(len(src))
+	if err != nil {
+		return err
+	}
+	for i, v := range src {
+		o[i] = fn(v)
+	}
+	dt := x.dt
+	if !isFloatST(dt) {
+		dt = stF32
+	}
+	return s.set(out, newF(dt, append([]int(nil), x.shape...), o))
+}
+
+func promote(a, b int) int {
+	switch {
+	case a == stF32 || b == stF32 || a == stF64 || b == stF64:
+		return stF32
+	case isFloatST(a):
+		return a
+	case isFloatST(b):
+		return b
+	case a == stI64 || b == stI64:
+		return stI64
+	case a == stBool:
+		return b
+	}
+	return a
+}
+
+func (s *session) binary(n g.BinaryNode, ff func(a, b float32) float32, fi func(a, b int64) int64) error {
+	a, err := s.get(n.A)
+	if err != nil {
+		return err
+	}
+	b, err := s.get(n.B)
+	if err != nil {
+		return err
+	}
+	shape, err := broadcastShapes(a.shape, b.shape)
+	if err != nil {
+		return err
+	}
+	cnt, err := checkElems(shape)
+	if err != nil {
+		return err
+	}
+	av, _ := a.broadcastView(shape)
+	bv, _ := b.broadcastView(shape)
+	dt := promote(a.dt, b.dt)
+	if a.isInt() && b.isInt() && fi != nil {
+		x, y := av.ints(), bv.ints()
+		o := make([]int64, cnt)
+		for i := range o {
+			o[i] = fi(x[i], y[i])
+		}
+		return s.set(n.Out, newI(dt, shape, o))
+	}
+	if !isFloatST(dt) {
+		dt = stF32
+	}
+	o, err := s.allocF(cnt)
+	if err != nil {
+		return err
+	}
+	// Fast paths: equal contiguous shapes, or b a broadcast along leading
+	// dimensions of a contiguous last-axis vector.
+	if a.f != nil && b.f != nil && a.contiguous() && b.contiguous() && len(a.f) >= a.off+cnt && a.numel() == cnt && b.numel() == cnt {
+		x, y := a.f[a.off:a.off+cnt], b.f[b.off:b.off+cnt]
+		for i := range o {
+			o[i] = ff(x[i], y[i])
+		}
+		return s.set(n.Out, newF(dt, shape, o))
+	}
+	x := av.floats(nil)
+	y := bv.floats(nil)
+	for i := range o {
+		o[i] = ff(x[i], y[i])
+	}
+	return s.set(n.Out, newF(dt, shape, o))
+}
+
+func (s *session) compare(n g.BinaryNode, pred func(c int) bool) error {
+	a, err := s.get(n.A)
+	if err != nil {
+		return err
+	}
+	b, err := s.get(n.B)
+	if err != nil {
+		return err
+	}
+	shape, err := broadcastShapes(a.shape, b.shape)
+	if err != nil {
+		return err
+	}
+	cnt, err := checkElems(shape)
+	if err != nil {
+		return err
+	}
+	av, _ := a.broadcastView(shape)
+	bv, _ := b.broadcastView(shape)
+	o := make([]int64, cnt)
+	cmp := func(x, y float64) int {
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	}
+	if a.isInt() && b.isInt() {
+		x, y := av.ints(), bv.ints()
+		for i := range o {
+			if pred(cmp(float64(x[i]), float64(y[i]))) {
+				o[i] = 1
+			}
+		}
+	} else {
+		x, y := av.floats(nil), bv.floats(nil)
+		for i := range o {
+			if pred(cmp(float64(x[i]), float64(y[i]))) {
+				o[i] = 1
+			}
+		}
+	}
+	return s.set(n.Out, newI(stBool, shape, o))
+}
+
+func (s *session) intOp(n g.IntBinaryNode, name string, fn func(a, b int64) (int64, error)) error {
+	a, err := s.resolveInt(n.A)
+	if err != nil {
+		return err
+	}
+	b, err := s.resolveInt(n.B)
+	if err != nil {
+		return err
+	}
+	r, err := fn(int64(a), int64(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if r > math.MaxInt32 || r < math.MinInt32 {
+		return fmt.Errorf("%s: overflow", name)
+	}
+	return s.setVal(n.Out, value{i: r})
+}
+
+func (s *session) take(n *g.TakeNode) error {
+	x, err := s.get(n.X)
+	if err != nil {
+		return err
+	}
+	ax, err := normAxis(int(n.Axis), len(x.shape), "Take")
+	if err != nil {
+		return err
+	}
+	dim := x.shape[ax]
+	if n.Index.Kind != g.KindTid {
+		var idx int
+		if n.Index.Kind == g.KindLiteral {
+			idx = clampI32(n.Index.Literal)
+		} else {
+			v, err := s.val(n.Index.Vid)
+			if err != nil {
+				return err
+			}
+			idx = clampI32(v.i)
+		}
+		if idx < -dim || idx >= dim {
+			return fmt.Errorf("Take: index %d out of range for axis of size %d", idx, dim)
+		}
+		if idx < 0 {
+			idx += dim
+		}
+		shape := append(append([]int{}, x.shape[:ax]...), x.shape[ax+1:]...)
+		st := append(append([]int{}, x.strides[:ax]...), x.strides[ax+1:]...)
+		return s.set(n.Out, x.view(shape, st, x.off+idx*x.strides[ax]))
+	}
+	it, err := s.get(n.Index.Tid)
+	if err != nil {
+		return err
+	}
+	if !it.isInt() {
+		return fmt.Errorf("Take: float index tensor")
+	}
+	idx := it.ints()
+	outer, inner := 1, 1
+	for _, d := range x.shape[:ax] {
+		outer *= d
+	}
+	for _, d := range x.shape[ax+1:] {
+		inner *= d
+	}
+	shape := append(append(append([]int{}, x.shape[:ax]...), it.shape...), x.shape[ax+1:]...)
+	cnt, err := checkElems(shape)
+	if err != nil {
+		return err
+	}
+	for _, v := range idx {
+		if v < int64(-dim) || v >= int64(dim) {
+			return fmt.Errorf("Take: index %d out of range for axis of size %d (token id outside the vocabulary?)", v, dim)
+		}
+	}
+	if x.isInt() {
+		xs := x.ints()
+		o := make([]int64, 0, cnt)
+		for oi := 0; oi < outer; oi++ {
+			for _, v := range idx {
+				if v < 0 {
+					v += int64(dim)
+				}
+				b := (oi*dim + int(v)) * inner
+				o = append(o, xs[b:b+inner]...)
+			}
+		}
+		return s.set(n.Out, newI(x.dt, shape, o))
+	}
+	o, err := s.allocF(cnt)
+	if err != nil {
+		return err
+	}
+	contig := x.contiguous()
+	var xs []float32
+	if !contig {
+		xs = x.floats(nil)
+	}
+	p := 0
+	for oi := 0; oi < outer; oi++ {
+		for _, v := range idx {
+			if v < 0 {
+				v += int64(dim)
+			}
+			b := (oi*dim + int(v)) * inner
+			dst := o[p : p+inner]
+			switch {
+			case !contig:
+				copy(dst, xs[b:b+inner])
+			case x.f != nil:
+				copy(dst, x.f[x.off+b:x.off+b+inner])
+			default:
+				convertRow(dst, x.h[x.off+b:x.off+b+inner], x.dt == stF16)
+			}
+			p += inner
+		}
+	}
+	dt := x.dt
+	return s.set(n.Out, newF(dt, shape, o))
+}
+
+func (s *session) rmsNorm(n *g.RMSNormNode) error {
+	x, err := s.get(n.X)
+	if err != nil {
+		return err
+	}
+	if len(x.shape) == 0 {
+		return fmt.Errorf("RMSNorm of a scalar")
+	}
+	H := x.shape[len(x.shape)-1]
+	var w []float32
+	if n.Weight != nil {
+		wt, err := s.get(*n.Weight)
+		if err != nil {
+			return err
+		}
+		if wt.numel() != H {
+			return fmt.Errorf("RMSNorm: weight of shape %v for rows of %d", wt.shape, H)
+		}
+		w = wt.floats(nil)
+	}
+	src := x.floats(nil)
+	o, err := s.allocF(len(src))
+	if err != nil {
+		return err
+	}
+	for r := 0; r+H <= len(src); r += H {
+		row := src[r : r+H]
+		var ss float64
+		for _, v := range row {
+			ss += float64(v) * float64(v)
+		}
+		inv := float32(1 / math.Sqrt(ss/float64(H)+float64(n.Eps)))
+		dst := o[r : r+H]
+		if w != nil {
+			for i, v := range row {
+				dst[i] = v * inv * w[i]
+			}
+		} else {
+			for i, v := range row {
+				dst[i] = v * inv
+			}
+		}
+	}
+	dt := x.dt
+	if !isFloatST(dt) {
+		dt = stF32
+	}
+	return s.set(n.Out, newF(dt, append([]int(nil), x.shape...), o))
+}
+
+func (s *session) reshape(n *g.ReshapeNode) error {
+	x, err := s.get(n.X)
+	if err != nil {
+		return err
+	}
+	shape, err := s.resolveInts(n.Shape)
+	if err != nil {
+		return err
+	}
+	total := x.numel()
+	neg, known := -1, 1
+	for i, d := range shape {
+		switch {
+		case d == -1 && neg < 0:
+			neg = i
+		case d < 0:
+			return fmt.Errorf("Reshape: bad shape %v", shape)
+		default:
+			known *= d
+			if known > maxElems {
+				return fmt.Errorf("Reshape: shape %v too large", shape)
+			}
+		}
+	}
+	if neg >= 0 {
+		if known == 0 || total%known != 0 {
+			return fmt.Errorf("Reshape: cannot infer -1 in %v from %d elements", shape, total)
+		}
+		shape[neg] = total / known
+	} else if known != total {
+		return fmt.Errorf("Reshape: %v (%d elements) to %v", x.shape, total, shape)
+	}
+	if x.contiguous() {
+		return s.set(n.Out, x.view(shape, contiguousStrides(shape), x.off))
+	}
+	if x.isInt() {
+		return s.set(n.Out, newI(x.dt, shape, x.ints()))
+	}
+	o, err := s.allocF(total)
+	if err != nil {
+		return err
+	}
+	copy(o, x.floats(o[:0]))
+	return s.set(n.Out, newF(x.dt, shape, o))
+}
+
+func (s *session) slice(n *g.SliceNode) error {
+	x, err := s.get(n.X)
+	if err != nil {
+		return err
+	}
+	axv, err := s.resolveInt(n.Axis)
+	if err != nil {
+		return err
+	}
+	ax, err := normAxis(axv, len(x.shape), "Slice")
+	if err != nil {
+		return err
+	}
+	start, err := s.resolveInt(n.Start)
+	if err != nil {
+		return err
+	}
+	stop, err := s.resolveInt(n.Stop)
+	if err != nil {
+		return err
+	}
+	if n.Step <= 0 {
+		return fmt.Errorf("Slice: step %d not supported", n.Step)
+	}
+	dim := x.shape[ax]
+	start, stop = clampIdx(start, dim), clampIdx(stop, dim)
+	length := 0
+	if stop > start {
+		length = (stop - start + int(n.Step) - 1) / int(n.Step)
+	}
+	shape := append([]int(nil), x.shape...)
+	st := append([]int(nil), x.strides...)
+	shape[ax] = length
+	st[ax] *= int(n.Step)
+	return s.set(n.Out, x.view(shape, st, x.off+start*x.strides[ax]))
+}
+
+func clampIdx(i, dim int) int {
+	if i < 0 {
+		i += dim
+	}
+	return max(0, min(i, dim))
+}
+
+func (s *session) asType(xt, out g.Tid, st int) error {
+	x, err := s.get(xt)
+	if err != nil {
+		return err
+	}
+	shape := append([]int(nil), x.shape...)
+	switch {
+	case isFloatST(st):
+		o, err := s.allocF(x.numel())
+		if err != nil {
+			return err
+		}
+		copy(o, x.floats(o[:0]))
+		return s.set(out, newF(st, shape, o))
+	case st == stBool:
+		v := x.floats(nil)
+		o := make([]int64, len(v))
+		for i := range v {
+			if v[i] != 0 {
+				o[i] = 1
+			}
+		}
+		return s.set(out, newI(st, shape, o))
+	case isIntST(st):
+		return s.set(out, newI(st, shape, append([]int64(nil), x.ints()...)))
+	}
+	return fmt.Errorf("AsType: dtype %d not supported", st)
+}
+
+func (s *session) concat(n *g.ConcatenateNode) error {
+	if len(n.Tensors) == 0 {
+		return fmt.Errorf("Concatenate of nothing")
+	}
+	ts := make([]*tensor, len(n.Tensors))
+	for i, id := range n.Tensors {
+		t, err := s.get(id)
+		if err != nil {
+			return err
+		}
+		ts[i] = t
+	}
+	rank := len(ts[0].shape)
+	ax, err := normAxis(int(n.Axis), rank, "Concatenate")
+	if err != nil {
+		return err
+	}
+	shape := append([]int(nil), ts[0].shape...)
+	shape[ax] = 0
+	allInt := true
+	for _, t := range ts {
+		if len(t.shape) != rank {
+			return fmt.Errorf("Concatenate: ranks differ")
+		}
+		for d := range shape {
+			if d != ax && t.shape[d] != shape[d] {
+				return fmt.Errorf("Concatenate: shapes %v and %v differ off axis %d", ts[0].shape, t.shape, ax)
+			}
+		}
+		shape[ax] += t.shape[ax]
+		allInt = allInt && t.isInt()
+	}
+	cnt, err := checkElems(shape)
+	if err != nil {
+		return err
+	}
+	outer := 1
+	for _, d := range shape[:ax] {
+		outer *= d
+	}
+	inner := 1
+	for _, d := range shape[ax+1:] {
+		inner *= d
+	}
+	if allInt {
+		o := make([]int64, cnt)
+		p := 0
+		for _, t := range ts {
+			v := t.ints()
+			c := t.shape[ax] * inner
+			for oi := 0; oi < outer; oi++ {
+				copy(o[oi*shape[ax]*inner+p:], v[oi*c:oi*c+c])
+			}
+			p += c
+		}
+		return s.set(n.Out, newI(ts[0].dt, shape, o))
+	}
+	o, err := s.allocF(cnt)
+	if err != nil {
+		return err
+	}
+	p := 0
+	dt := ts[0].dt
+	for _, t := range ts {
+		v := t.floats(nil)
+		c := t.shape[ax] * inner
+		for oi := 0; oi < outer; oi++ {
+			copy(o[oi*shape[ax]*inner+p:], v[oi*c:oi*c+c])
+		}
+		p += c
+		dt = promote(dt, t.dt)
+	}
+	return s.set(n.Out, newF(dt, shape, o))
+}
+
+func (s *session) sum(n *g.SumNode) error {
+	x, err := s.get(n.X)
+	if err != nil {
+		return err
+	}
+	rank := len(x.shape)
+	red := make([]bool, rank)
+	if len(n.Axes) == 0 {
+		for i := range red {
+			red[i] = true
+		}
+	}
+	for _, a := range n.Axes {
+		ax, err := normAxis(int(a), rank, "Sum")
+		if err != nil {
+			return err
+		}
+		red[ax] = true
+	}
+	var shape, kept []int
+	for d := 0; d < rank; d++ {
+		switch {
+		case !red[d]:
+			shape = append(shape, x.shape[d])
+			kept = append(kept, x.shape[d])
+		case n.KeepDims:
+			shape = append(shape, 1)
+		}
+	}
+	ks := contiguousStrides(kept)
+	ostr := make([]int, rank)
+	k := 0
+	for d := 0; d < rank; d++ {
+		if !red[d] {
+			ostr[d] = ks[k]
+			k++
+		}
+	}
+	cnt := 1
+	for _, d := range kept {
+		cnt *= d
+	}
+	if shape == nil {
+		shape = []int{}
+	}
+	if x.isInt() {
+		v := x.ints()
+		o := make([]int64, cnt)
+		j := 0
+		iterate(x.shape, ostr, 0, func(p int) { o[p] += v[j]; j++ })
+		return s.set(n.Out, newI(stI64, shape, o))
+	}
+	v := x.floats(nil)
+	acc := make([]float64, cnt)
+	j := 0
+	iterate(x.shape, ostr, 0, func(p int) { acc[p] += float64(v[j]); j++ })
+	o, _ := s.allocF(cnt)
+	for i := range o {
+		o[i] = float32(acc[i])
+	}
+	return s.set(n.Out, newF(x.dt, shape, o))
+}
+
+// sliceUpdate writes update into dst[start:stop] along axis. The result is a
+// fresh tensor (dst may be viewed elsewhere); when dst is a mutable buffer
+// the session keeps the result as the buffer's new value.
+func (s *session) sliceUpdate(n *g.SliceUpdateNode) error {
+	dst, err := s.get(n.Dst)
+	if err != nil {
+		return err
+	}
+	upd, err := s.get(n.Update)
+	if err != nil {
+		return err
+	}
+	axv, err := s.resolveInt(n.Axis)
+	if err != nil {
+		return err
+	}
+	ax, err := normAxis(axv, len(dst.shape), "SliceUpdate")
+	if err != nil {
+		return err
+	}
+	start, err := s.resolveInt(n.Start)
+	if err != nil {
+		return err
+	}
+	stop, err := s.resolveInt(n.Stop)
+	if err != nil {
+		return err
+	}
+	if n.Step != 1 {
+		return fmt.Errorf("SliceUpdate: step %d not supported", n.Step)
+	}
+	dim := dst.shape[ax]
+	start, stop = clampIdx(start, dim), clampIdx(stop, dim)
+	if stop <= start {
+		return s.set(n.Out, dst)
+	}
+	region := append([]int(nil), dst.shape...)
+	region[ax] = stop - start
+	uv, err := upd.broadcastView(region)
+	if err != nil {
+		return fmt.Errorf("SliceUpdate: update %v into region %v: %w", upd.shape, region, err)
+	}
+	if dst.isInt() {
+		return fmt.Errorf("SliceUpdate of integer tensors not supported")
+	}
+	cnt := dst.numel()
+	o := make([]float32, cnt) // owned: may become a mutable buffer
+	copy(o, dst.floats(o[:0]))
+	u := uv.floats(nil)
+	ostr := contiguousStrides(dst.shape)
+	j := 0
+	iterate(region, ostr, start*ostr[ax], func(p int) { o[p] = u[j]; j++ })
+	return s.set(n.Out, newF(dst.dt, append([]int(nil), dst.shape...), o))
+}

@@ -1,0 +1,317 @@
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"etchat/inference/engine"
+	"etchat/inference/kvcache"
+	g "etchat/inference/mlxgraph"
+)
+
+// arena hands out float buffers for one forward pass; reset makes the
+// memory reusable, so a steady decode loop allocates nothing new.
+type arena struct {
+	buf  []float32
+	used int
+	over int // elements requested beyond buf since the last reset
+	peak int
+}
+
+func (a *arena) alloc(n int) []float32 {
+	if a.used+n <= len(a.buf) {
+		b := a.buf[a.used : a.used+n : a.used+n]
+		a.used += n
+		clear(b)
+		return b
+	}
+	a.over += n
+	return make([]float32, n)
+}
+
+// reset recycles the arena, growing it to what the last pass needed.
+func (a *arena) reset() {
+	if need := a.used + a.over; need > len(a.buf) {
+		a.buf = make([]float32, need+need/4)
+	}
+	a.peak = max(a.peak, a.used+a.over)
+	a.used, a.over = 0, 0
+}
+
+func (a *arena) bytes() int64 { return int64(len(a.buf)) * 4 }
+
+// session is one conversation on a loaded model.
+type session struct {
+	m       *model
+	threads int
+
+	// off-graph cache
+	cfg   *kvcache.Config
+	seq   *kvcache.Sequence
+	kv    []kvPool
+	plans []kvcache.Plan
+
+	// in-graph cache: the mutable buffers by tensor slot, and the length
+	mut    map[g.Tid]*tensor
+	length int
+	capac  int
+
+	slots  []*tensor
+	vals   []value
+	arena  arena
+	kbuf   []float32
+	vbuf   []float32
+	logits []float32
+	peak   int64
+	closed bool
+}
+
+func newSession(m *model, cfg *kvcache.Config, threads int) (*session, error) {
+	gr := m.graph
+	s := &session{m: m, threads: threads, slots: make([]*tensor, gr.NumTensors()), vals: make([]value, gr.NumValues)}
+	if m.offgraph {
+		if cfg == nil {
+			return nil, errors.New("cpu: this model keeps its KV cache off-graph and needs a cache config")
+		}
+		if len(gr.MutableBuffers) > 0 {
+			return nil, errors.New("cpu: off-graph model with mutable buffers is not supported")
+		}
+		seq, err := kvcache.NewSequence(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cpu: cache config: %w", err)
+		}
+		s.seq = seq
+		s.cfg = seq.Config()
+		s.kv = make([]kvPool, len(s.cfg.Layers))
+		for i, l := range s.cfg.Layers {
+			s.kv[i] = kvPool{heads: l.KVHeads, dim: l.HeadDim, dt: s.cfg.DType}
+			s.kv[i].grow(s.cfg.PoolRows(l, 0))
+		}
+		// Every UpdateAndAttend must name a configured layer.
+		for _, in := range gr.Instructions {
+			if n, ok := in.Op.(*g.UpdateAndAttendNode); ok {
+				if n.LayerID == nil || int(*n.LayerID) < 0 || int(*n.LayerID) >= len(s.kv) {
+					return nil, fmt.Errorf("cpu: UpdateAndAttend layer %v outside the cache config's %d layers", n.LayerID, len(s.kv))
+				}
+			}
+		}
+	} else {
+		if cfg != nil {
+			return nil, errors.New("cpu: this model keeps its KV cache in-graph; pass no cache config")
+		}
+		if len(gr.MutableBuffers) == 0 {
+			return nil, errors.New("cpu: model has neither an off-graph cache nor mutable buffers")
+		}
+		s.mut = map[g.Tid]*tensor{}
+		s.capac = m.maxCtx
+		for _, mb := range gr.MutableBuffers {
+			meta := gr.Meta(g.Tid(mb.Idx))
+			if !mb.IsTensor() || meta == nil || !isFloatST(meta.DType) {
+				return nil, fmt.Errorf("cpu: mutable buffer slot %d has no float tensor metadata", mb.Idx)
+			}
+			shape := make([]int, len(meta.Shape))
+			for i, d := range meta.Shape {
+				if d.Value < 0 {
+					return nil, fmt.Errorf("cpu: mutable buffer slot %d has a dynamic shape", mb.Idx)
+				}
+				shape[i] = int(d.Value)
+			}
+			if _, err := checkElems(shape); err != nil {
+				return nil, fmt.Errorf("cpu: mutable buffer: %w", err)
+			}
+			// [1, H, ctx, D] caches bound the context.
+			if len(shape) == 4 && (s.capac == 0 || shape[2] < s.capac) {
+				s.capac = shape[2]
+			}
+			s.mut[g.Tid(mb.Idx)] = &tensor{dt: meta.DType, shape: shape}
+		}
+		if s.capac <= 0 {
+			return nil, errors.New("cpu: in-graph model publishes no context length")
+		}
+		s.resetMutable()
+	}
+	return s, nil
+}
+
+func (s *session) resetMutable() {
+	for _, t := range s.mut {
+		t.f = make([]float32, t.numel())
+		t.strides = contiguousStrides(t.shape)
+		t.off = 0
+	}
+	s.length = 0
+}
+
+func (s *session) Forward(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	out, n, err := s.forward(ctx, ids, positions)
+	if err != nil {
+		return nil, err
+	}
+	V := s.m.vocab
+	return out[(n-1)*V : n*V], nil
+}
+
+func (s *session) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	out, _, err := s.forward(ctx, ids, positions)
+	return out, err
+}
+
+func (s *session) forward(ctx context.Context, ids, positions []int64) ([]float32, int, error) {
+	if s.closed {
+		return nil, 0, engine.ErrClosed
+	}
+	n := len(ids)
+	switch {
+	case n == 0:
+		return nil, 0, errors.New("cpu: forward of no tokens")
+	case len(positions) != n:
+		return nil, 0, fmt.Errorf("cpu: %d ids but %d positions", n, len(positions))
+	case n > s.m.maxStep:
+		return nil, 0, fmt.Errorf("cpu: %d tokens in one step; the program accepts at most %d (feed prompts in chunks)", n, s.m.maxStep)
+	case s.cfg != nil && s.cfg.MaxWrite > 0 && n > s.cfg.MaxWrite:
+		return nil, 0, fmt.Errorf("cpu: %d tokens in one step exceed the cache's max_write %d", n, s.cfg.MaxWrite)
+	case !s.CanExtend(n):
+		return nil, 0, fmt.Errorf("cpu: %w: %d tokens after %d exceed capacity %d", engine.ErrCacheFull, n, s.Len(), s.Capacity())
+	}
+	for i, p := range positions {
+		if p != int64(s.Len()+i) {
+			return nil, 0, fmt.Errorf("cpu: position %d at index %d; positions must run from Len() = %d", p, i, s.Len())
+		}
+	}
+	for _, id := range ids {
+		if id < 0 || id >= int64(s.m.vocab) {
+			return nil, 0, fmt.Errorf("cpu: token id %d outside the vocabulary (0..%d)", id, s.m.vocab-1)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+
+	gr := s.m.graph
+	clear(s.slots)
+	clear(s.vals)
+	copy(s.slots, s.m.consts)
+	for t, x := range s.mut {
+		s.slots[t] = x
+	}
+	s.slots[s.m.inIDs] = newI(stI64, []int{1, n}, append([]int64(nil), ids...))
+	s.slots[s.m.inPos] = newI(stI64, []int{n}, append([]int64(nil), positions...))
+	s.arena.reset()
+	s.plans = s.plans[:0]
+
+	for i, in := range gr.Instructions {
+		if i&7 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
+		}
+		if err := s.exec(in); err != nil {
+			return nil, 0, fmt.Errorf("cpu: instruction %d (%s): %w", i, in.Kind, err)
+		}
+	}
+
+	lt, err := s.get(s.m.logits)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cpu: logits: %w", err)
+	}
+	V := s.m.vocab
+	if lt.numel() != n*V || lt.shape[len(lt.shape)-1] != V {
+		return nil, 0, fmt.Errorf("cpu: logits of shape %v, want [1, %d, %d]", lt.shape, n, V)
+	}
+	if cap(s.logits) < n*V {
+		s.logits = make([]float32, n*V)
+	}
+	s.logits = s.logits[:n*V]
+	copy(s.logits, lt.floats(s.logits[:0]))
+
+	if s.seq != nil {
+		if len(s.plans) == 0 {
+			return nil, 0, errors.New("cpu: the graph wrote no cache layer")
+		}
+		for _, p := range s.plans {
+			s.seq.Commit(p)
+		}
+	} else {
+		for t := range s.mut {
+			x := s.slots[t]
+			if x == nil || x.f == nil || !x.contiguous() || x.off != 0 {
+				return nil, 0, fmt.Errorf("cpu: mutable buffer slot %d lost its storage", t)
+			}
+			s.mut[t] = x
+		}
+		s.length += n
+	}
+	clear(s.slots)
+	s.peak = max(s.peak, s.Memory().ActiveBytes)
+	return s.logits, n, nil
+}
+
+func (s *session) Rewind(newLen int) error {
+	if s.closed {
+		return engine.ErrClosed
+	}
+	if s.seq == nil {
+		if newLen == s.length {
+			return nil
+		}
+		return fmt.Errorf("cpu: rewind of an in-graph model: %w", engine.ErrUnsupported)
+	}
+	return s.seq.Rewind(newLen)
+}
+
+func (s *session) Clear() error {
+	if s.closed {
+		return engine.ErrClosed
+	}
+	if s.seq != nil {
+		s.seq.Clear()
+		return nil
+	}
+	s.resetMutable()
+	return nil
+}
+
+func (s *session) Len() int {
+	if s.seq != nil {
+		return s.seq.Len()
+	}
+	return s.length
+}
+
+func (s *session) Capacity() int {
+	if s.seq != nil {
+		return s.seq.Capacity()
+	}
+	return s.capac
+}
+
+func (s *session) CanExtend(n int) bool {
+	if s.seq != nil {
+		return s.seq.CanExtend(n)
+	}
+	return n >= 0 && s.length+n <= s.capac
+}
+
+func (s *session) Vocab() int { return s.m.vocab }
+
+func (s *session) Memory() engine.Memory {
+	var kv int64
+	for i := range s.kv {
+		kv += s.kv[i].bytes()
+	}
+	for _, t := range s.mut {
+		kv += int64(len(t.f)) * 4
+	}
+	active := kv + s.arena.bytes() + int64(cap(s.logits)+cap(s.kbuf)+cap(s.vbuf))*4
+	return engine.Memory{KVBytes: kv, ActiveBytes: active, PeakBytes: max(s.peak, active)}
+}
+
+func (s *session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.kv, s.mut, s.slots = nil, nil, nil
+	return s.m.close()
+}
