@@ -129,9 +129,11 @@ std::mutex& exec_mu() {
   return mu;
 }
 
-// Live handles. Entry points look a handle up and hold a shared_ptr for the
+// Live handles. A handle is not a pointer: it is a never-reused number
+// (cast to the opaque pointer type), so a stale handle cannot alias a newer
+// object. Entry points look a handle up and hold a shared_ptr for the
 // duration of the call, so a close on another thread cannot free it under
-// them, and a stale pointer is reported instead of dereferenced.
+// them, and a stale or foreign handle is reported instead of dereferenced.
 template <class T>
 class Registry {
  public:
@@ -142,17 +144,17 @@ class Registry {
       std::lock_guard<std::mutex> lk(exec_mu());
       delete p;
     });
-    T* raw = sp.get();
     std::lock_guard<std::mutex> lk(mu_);
-    live_.emplace(raw, std::move(sp));
-    return raw;
+    next_ += 16;
+    live_.emplace(next_, std::move(sp));
+    return reinterpret_cast<T*>(next_);
   }
   std::shared_ptr<T> get(const T* h, const char* what) const {
     if (h == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, std::string(what) + " handle is NULL");
     }
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = live_.find(h);
+    auto it = live_.find(reinterpret_cast<uintptr_t>(h));
     if (it == live_.end()) {
       fail(ETCHAT_ERR_CLOSED, std::string(what) + " is closed or unknown");
     }
@@ -160,7 +162,7 @@ class Registry {
   }
   std::shared_ptr<T> take(const T* h) {
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = live_.find(h);
+    auto it = live_.find(reinterpret_cast<uintptr_t>(h));
     if (it == live_.end()) {
       return nullptr;
     }
@@ -171,7 +173,8 @@ class Registry {
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<const T*, std::shared_ptr<T>> live_;
+  uintptr_t next_ = 0x10000;
+  std::unordered_map<uintptr_t, std::shared_ptr<T>> live_;
 };
 
 Registry<etchat_program>& programs() {

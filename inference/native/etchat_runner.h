@@ -14,7 +14,8 @@
  *     SAME THREAD (it is thread_local). Callers that may migrate between
  *     threads (Go goroutines) must pin the thread across the call and the
  *     read of the message.
- *   - Handles are opaque. The library keeps a registry of live handles, so a
+ *   - Handles are opaque and never reused (they are registry numbers, not
+ *     addresses). The library keeps a registry of live handles, so a
  *     stale or foreign handle (use after close) is reported as
  *     ETCHAT_ERR_CLOSED, never dereferenced. Closing NULL or a closed handle
  *     returns ETCHAT_OK (idempotent).

@@ -1,0 +1,276 @@
+package metal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+
+	"etchat/inference/engine"
+	"etchat/inference/kvcache"
+)
+
+// Options chooses the runner library. The zero value searches
+// Candidates(os.Getenv, os.Executable(), runtime.GOOS).
+type Options struct {
+	// Library is an explicit path to libetchat_runner; when set it is the
+	// only path tried (it takes precedence over $ETCHAT_RUNNER).
+	Library string
+	// Getenv replaces os.Getenv for the search (tests).
+	Getenv func(string) string
+	// Executable replaces os.Executable() for the search (tests).
+	Executable string
+}
+
+func defaultCandidates(o Options) []string {
+	if o.Library != "" {
+		return []string{o.Library}
+	}
+	env := o.Getenv
+	if env == nil {
+		env = os.Getenv
+	}
+	exe := o.Executable
+	if exe == "" {
+		if p, err := os.Executable(); err == nil {
+			exe = p
+		}
+	}
+	return Candidates(env, exe, runtime.GOOS)
+}
+
+// Engine runs programs through libetchat_runner.
+type Engine struct {
+	lib *library
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New loads the runner library and returns the Metal engine, or an error
+// naming every path tried and why it failed (missing, not a library, wrong
+// architecture, wrong ABI version); callers fall back to the CPU engine.
+func New(opts Options) (engine.Engine, error) {
+	l, err := find(defaultCandidates(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{lib: l}, nil
+}
+
+// Name is "metal".
+func (e *Engine) Name() string { return "metal" }
+
+// LibraryPath is the path of the loaded runner library.
+func (e *Engine) LibraryPath() string { return e.lib.path }
+
+// Open loads the program at path and opens a session on it: with cfg, an
+// off-graph session whose cache the library builds from cfg exactly; with
+// cfg nil, an in-graph session (no rewind or clear).
+func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (engine.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var (
+		ccfg   *CConfig
+		layers []CLayer
+		own    *kvcache.Config
+	)
+	if cfg != nil {
+		c, ls, err := ToC(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("metal: %w", err)
+		}
+		ccfg, layers = &c, ls
+		cp := *cfg
+		cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
+		own = &cp
+	}
+	p, err := e.lib.openProgram(path)
+	if err != nil {
+		return nil, err
+	}
+	// Sessions own their method and cache; the program is only needed to
+	// open one.
+	defer e.lib.closeProgram(p)
+	vocab, err := e.lib.vocab(p)
+	if err != nil {
+		return nil, err
+	}
+	if vocab <= 0 || vocab > math.MaxInt32 {
+		return nil, fmt.Errorf("metal: %s: implausible vocabulary size %d", path, vocab)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h, err := e.lib.openSession(p, ccfg, layers)
+	if err != nil {
+		return nil, err
+	}
+	capacity, err := e.lib.capacity(h)
+	if err != nil {
+		e.lib.closeSession(h)
+		return nil, err
+	}
+	return &Session{lib: e.lib, h: h, vocab: int(vocab), cfg: own, capacity: capacity}, nil
+}
+
+// Session is an engine.Session backed by an etchat_session. Its methods
+// are serialised by a mutex, so a Close racing a Forward is safe (the
+// interface does not promise concurrent use, but the handle must never be
+// used after it is freed).
+type Session struct {
+	mu       sync.Mutex
+	lib      *library
+	h        sessionHandle // zero once closed
+	vocab    int
+	cfg      *kvcache.Config // nil for in-graph programs
+	capacity int
+	maxLen   int // high-water length, for the KV pool estimate
+	buf      []float32
+}
+
+var _ engine.Session = (*Session)(nil)
+
+func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("metal: forward: no tokens")
+	}
+	if len(ids) != len(positions) {
+		return nil, fmt.Errorf("metal: forward: %d ids but %d positions", len(ids), len(positions))
+	}
+	if len(ids) > math.MaxInt32 {
+		return nil, fmt.Errorf("metal: forward: %d tokens in one step", len(ids))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.h == 0 {
+		return nil, fmt.Errorf("metal: forward: %w", engine.ErrClosed)
+	}
+	rows := 1
+	if all {
+		rows = len(ids)
+	}
+	need := rows * s.vocab
+	if cap(s.buf) < need {
+		s.buf = make([]float32, need)
+	}
+	buf := s.buf[:need]
+	n, err := s.lib.forward(s.h, ids, positions, buf, all)
+	if err != nil {
+		return nil, err
+	}
+	if n != need {
+		return nil, fmt.Errorf("metal: forward: library wrote %d logits, expected %d", n, need)
+	}
+	for _, p := range positions {
+		if int(p)+1 > s.maxLen {
+			s.maxLen = int(p) + 1
+		}
+	}
+	return buf, nil
+}
+
+// Forward runs ids at positions and returns the last position's logits.
+func (s *Session) Forward(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	return s.run(ctx, ids, positions, false)
+}
+
+// ForwardAll runs ids at positions and returns every position's logits.
+func (s *Session) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	return s.run(ctx, ids, positions, true)
+}
+
+// Rewind shortens the cache to newLen tokens.
+func (s *Session) Rewind(newLen int) error {
+	if newLen < 0 || newLen > math.MaxInt32 {
+		return fmt.Errorf("metal: rewind to %d: %w", newLen, engine.ErrRewindRefused)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lib.rewind(s.h, int32(newLen))
+}
+
+// Clear empties the cache.
+func (s *Session) Clear() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lib.clear(s.h)
+}
+
+// Len is the number of tokens in the cache (0 once closed).
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.lib.length(s.h)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// Capacity is the most tokens the cache admits (0 if the program
+// publishes no limit).
+func (s *Session) Capacity() int { return s.capacity }
+
+// CanExtend reports whether n more tokens fit (false once closed).
+func (s *Session) CanExtend(n int) bool {
+	if n < 0 || n > math.MaxInt32 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok, err := s.lib.canExtend(s.h, int32(n))
+	return err == nil && ok
+}
+
+// Vocab is the size of a logits row.
+func (s *Session) Vocab() int { return s.vocab }
+
+// Memory reports MLX's active and peak memory, and the KV pools' bytes as
+// the pool policy sizes them for the longest sequence this session has
+// held (pools grow by doubling and never shrink); the library does not
+// expose the pools' own sizes.
+func (s *Session) Memory() engine.Memory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m engine.Memory
+	if s.h == 0 {
+		return m
+	}
+	if a, p, err := s.lib.mlxMemory(); err == nil {
+		m.ActiveBytes, m.PeakBytes = a, p
+	}
+	m.KVBytes = kvPoolBytes(s.cfg, s.maxLen)
+	return m
+}
+
+// kvPoolBytes is the KV pools' size once a sequence of maxLen tokens has
+// been held: each layer's pool starts at the initial capacity and doubles
+// up to its most rows (capacity, or a ring's window+max_write-1).
+func kvPoolBytes(cfg *kvcache.Config, maxLen int) int64 {
+	if cfg == nil {
+		return 0
+	}
+	var total int64
+	for _, l := range cfg.Layers {
+		need := min(maxLen, cfg.Rows(l))
+		total += cfg.LayerBytes(l, cfg.PoolRows(l, need))
+	}
+	return total
+}
+
+// Close releases the session; calling it twice is harmless.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.h
+	s.h = 0
+	s.buf = nil
+	return s.lib.closeSession(h)
+}

@@ -1,0 +1,156 @@
+package metal
+
+// Header section 1: version and errors.
+
+import (
+	"fmt"
+	"runtime"
+
+	"etchat/inference/engine"
+)
+
+// ABIVersion is the etchat_runner.h ABI version this binding speaks
+// (ETCHAT_RUNNER_ABI_VERSION).
+const ABIVersion = 1
+
+// Status is an etchat_status code.
+type Status int32
+
+// The status codes of etchat_runner.h.
+const (
+	StatusOK              Status = 0
+	StatusInvalidArgument Status = 1
+	StatusUnsupported     Status = 2
+	StatusRewindRefused   Status = 3
+	StatusCacheFull       Status = 4
+	StatusClosed          Status = 5
+	StatusLoad            Status = 6
+	StatusExecute         Status = 7
+	StatusInternal        Status = 8
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusInvalidArgument:
+		return "invalid argument"
+	case StatusUnsupported:
+		return "unsupported"
+	case StatusRewindRefused:
+		return "rewind refused"
+	case StatusCacheFull:
+		return "cache full"
+	case StatusClosed:
+		return "closed"
+	case StatusLoad:
+		return "load failed"
+	case StatusExecute:
+		return "execution failed"
+	case StatusInternal:
+		return "internal error"
+	}
+	return fmt.Sprintf("status %d", int32(s))
+}
+
+// Error is a failure the runner library reported: the operation, its
+// status and the library's own message.
+type Error struct {
+	Op     string // the Go-side operation, e.g. "forward"
+	Status Status
+	Msg    string // etchat_last_error() right after the failure
+}
+
+func (e *Error) Error() string {
+	if e.Msg == "" {
+		return "metal: " + e.Op + ": " + e.Status.String()
+	}
+	return "metal: " + e.Msg
+}
+
+// Unwrap maps the status onto the engine's sentinels.
+func (e *Error) Unwrap() error {
+	switch e.Status {
+	case StatusUnsupported:
+		return engine.ErrUnsupported
+	case StatusRewindRefused:
+		return engine.ErrRewindRefused
+	case StatusCacheFull:
+		return engine.ErrCacheFull
+	case StatusClosed:
+		return engine.ErrClosed
+	}
+	return nil
+}
+
+// versionFuncs binds section 1.
+type versionFuncs struct {
+	abiVersion func() int32
+	lastError  func() string
+}
+
+// library is one loaded runner library with every entry point bound.
+type library struct {
+	path   string
+	handle uintptr
+	versionFuncs
+	programFuncs
+	sessionFuncs
+	memoryFuncs
+}
+
+// symbol binds fptr to the named symbol, or says which one is missing.
+func (l *library) symbol(fptr any, name string) error {
+	addr, err := dlsym(l.handle, name)
+	if err != nil || addr == 0 {
+		return fmt.Errorf("metal: %s lacks %s; is it an etchat runner library? (%v)", l.path, name, err)
+	}
+	registerFunc(fptr, addr)
+	return nil
+}
+
+// bind loads the library at path, checks its ABI version first, then binds
+// every section.
+func bind(path string) (*library, error) {
+	h, err := dlopen(path)
+	if err != nil {
+		return nil, fmt.Errorf("metal: cannot load runner library %s: %v (a library for another architecture or OS, or a file that is not a library, fails here)", path, err)
+	}
+	l := &library{path: path, handle: h}
+	if err := l.symbol(&l.abiVersion, "etchat_abi_version"); err != nil {
+		return nil, err
+	}
+	if v := l.abiVersion(); v != ABIVersion {
+		return nil, fmt.Errorf("metal: %s speaks ABI version %d, this etchat needs %d: %w (rebuild the library from this etchat's inference/native)", path, v, ABIVersion, ErrABIVersion)
+	}
+	for _, err := range []error{
+		l.versionFuncs.bind(l), l.programFuncs.bind(l), l.sessionFuncs.bind(l), l.memoryFuncs.bind(l),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (f *versionFuncs) bind(l *library) error {
+	return l.symbol(&f.lastError, "etchat_last_error")
+}
+
+// call runs one entry point and, on failure, reads the library's message
+// on the same OS thread (the message is thread_local on the C side).
+func (l *library) call(op string, fn func() int32) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	st := Status(fn())
+	if st == StatusOK {
+		return nil
+	}
+	return &Error{Op: op, Status: st, Msg: l.lastError()}
+}
+
+// errZeroHandle is what a typed handle method returns for a zero handle,
+// without calling into the library.
+func errZeroHandle(op, what string) error {
+	return &Error{Op: op, Status: StatusClosed, Msg: op + ": " + what + " is closed"}
+}

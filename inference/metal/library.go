@@ -1,0 +1,156 @@
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// EnvLibrary names the environment variable that overrides the search: when
+// set, it is the only path tried.
+const EnvLibrary = "ETCHAT_RUNNER"
+
+// ErrNoLibrary is wrapped by the error returned when no candidate path
+// holds a loadable runner library.
+var ErrNoLibrary = errors.New("etchat runner library not found")
+
+// ErrABIVersion is wrapped by the error returned for a library built
+// against another version of etchat_runner.h.
+var ErrABIVersion = errors.New("etchat runner ABI version mismatch")
+
+// LibraryName is the runner library's file name on goos.
+func LibraryName(goos string) string {
+	switch goos {
+	case "darwin", "ios":
+		return "libetchat_runner.dylib"
+	case "windows":
+		return "etchat_runner.dll"
+	}
+	return "libetchat_runner.so"
+}
+
+// Candidates is the order in which the runner library is looked for, for
+// an environment (env), the running executable's path (exe, "" if unknown)
+// and an operating system (goos). It touches nothing: callers try each
+// path in turn.
+//
+//  1. $ETCHAT_RUNNER, if set: the only candidate.
+//  2. Beside the executable.
+//  3. On macOS, ../Frameworks from the executable: Contents/Frameworks when
+//     the executable is an .app bundle's Contents/MacOS/etchat.
+//  4. ../lib from the executable (a prefix install: bin/etchat, lib/…).
+//  5. Common prefixes: on macOS /opt/homebrew/lib and /usr/local/lib; on
+//     Linux /usr/local/lib, /usr/lib and /usr/lib64.
+func Candidates(env func(string) string, exe string, goos string) []string {
+	if env != nil {
+		if p := strings.TrimSpace(env(EnvLibrary)); p != "" {
+			return []string{p}
+		}
+	}
+	name := LibraryName(goos)
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if exe != "" {
+		dir := filepath.Dir(exe)
+		add(filepath.Join(dir, name))
+		if goos == "darwin" {
+			add(filepath.Join(dir, "..", "Frameworks", name))
+		}
+		add(filepath.Join(dir, "..", "lib", name))
+	}
+	switch goos {
+	case "darwin":
+		add(filepath.Join("/opt/homebrew/lib", name))
+		add(filepath.Join("/usr/local/lib", name))
+	case "linux", "freebsd", "netbsd":
+		add(filepath.Join("/usr/local/lib", name))
+		add(filepath.Join("/usr/lib", name))
+		add(filepath.Join("/usr/lib64", name))
+	}
+	return out
+}
+
+// libs caches loaded libraries by path. A runner library is never unloaded:
+// ExecuTorch registers backends and kernels from static initialisers.
+var (
+	libsMu sync.Mutex
+	libs   = map[string]*library{}
+)
+
+// loadPath loads and binds the library at path, checking its ABI version.
+func loadPath(path string) (*library, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("metal: %s: %w", path, err)
+	}
+	libsMu.Lock()
+	defer libsMu.Unlock()
+	if l, ok := libs[abs]; ok {
+		return l, nil
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("metal: runner library %s: %w", abs, err)
+	case st.IsDir():
+		return nil, fmt.Errorf("metal: runner library %s is a directory", abs)
+	}
+	l, err := bind(abs)
+	if err != nil {
+		return nil, err
+	}
+	libs[abs] = l
+	return l, nil
+}
+
+// find tries each candidate in order and returns the first library that
+// loads and has our ABI version. The error lists every path tried and why
+// each failed.
+func find(candidates []string) (*library, error) {
+	if len(candidates) == 0 {
+		return nil, fmt.Errorf("metal: %w (no candidate paths on this system)", ErrNoLibrary)
+	}
+	var reasons []string
+	var last error
+	for _, p := range candidates {
+		l, err := loadPath(p)
+		if err == nil {
+			return l, nil
+		}
+		last = err
+		if errors.Is(err, os.ErrNotExist) {
+			reasons = append(reasons, "  "+p+": not found")
+		} else {
+			reasons = append(reasons, "  "+p+": "+strings.TrimPrefix(err.Error(), "metal: "))
+		}
+	}
+	// A single explicit path (ETCHAT_RUNNER, Options.Library) keeps its
+	// own error's identity, so an ABI mismatch stays recognisable.
+	if len(candidates) == 1 && !errors.Is(last, os.ErrNotExist) {
+		return nil, last
+	}
+	return nil, fmt.Errorf("metal: %w; tried:\n%s\n(build it from inference/native and put it beside the etchat executable, or set %s)",
+		ErrNoLibrary, strings.Join(reasons, "\n"), EnvLibrary)
+}
+
+// Available reports whether the Metal engine can run here: the path of a
+// runner library that loads and matches this build's ABI version, or an
+// error listing the paths tried. It searches Candidates(os.Getenv,
+// os.Executable(), runtime.GOOS).
+func Available() (path string, err error) {
+	l, err := find(defaultCandidates(Options{}))
+	if err != nil {
+		return "", err
+	}
+	return l.path, nil
+}
