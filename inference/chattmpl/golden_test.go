@@ -1,0 +1,87 @@
+package chattmpl
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"etchat/inference/chattmpl/jinja"
+	"etchat/internal/fixtures"
+)
+
+type goldenRecord struct {
+	Messages            []Message       `json:"messages"`
+	AddGenerationPrompt bool            `json:"add_generation_prompt"`
+	Kwargs              json.RawMessage `json:"kwargs"`
+	Rendered            *string         `json:"rendered"`
+	Error               *string         `json:"error"`
+}
+
+func (g goldenRecord) vars(t *testing.T) map[string]any {
+	t.Helper()
+	if len(g.Kwargs) == 0 {
+		return nil
+	}
+	v, err := jinja.DecodeJSON(g.Kwargs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := v.(*jinja.Dict)
+	out := map[string]any{}
+	for _, k := range d.Keys() {
+		val, _ := d.Get(k)
+		out[k.(string)] = val
+	}
+	return out
+}
+
+var goldenModels = map[string]string{"llama3": fixtures.Llama3, "gemma3": fixtures.Gemma3, "qwen3": fixtures.Qwen3}
+
+// TestGoldens reproduces every chat_template record of the reference
+// goldens: each rendering byte for byte, each template error with the
+// template's own message.
+func TestGoldens(t *testing.T) {
+	for name, model := range goldenModels {
+		t.Run(name, func(t *testing.T) {
+			var g struct {
+				ChatTemplate []goldenRecord `json:"chat_template"`
+			}
+			fixtures.Golden(t, name, &g)
+			if len(g.ChatTemplate) == 0 {
+				t.Fatal("no chat_template records")
+			}
+			cfg, err := LoadConfig(fixtures.TokenizerConfig(t, model))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl, err := cfg.Template("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var nRendered, nErr int
+			for i, rec := range g.ChatTemplate {
+				got, err := tmpl.Render(rec.Messages, RenderOptions{AddGenerationPrompt: rec.AddGenerationPrompt, Vars: rec.vars(t)})
+				switch {
+				case rec.Error != nil:
+					want := strings.TrimPrefix(*rec.Error, "TemplateError: ")
+					var re *jinja.RaisedError
+					if !errors.As(err, &re) || re.Msg != want {
+						t.Errorf("record %d: got (%q, %v), want error %q", i, got, err, want)
+					}
+					nErr++
+				case rec.Rendered != nil:
+					if err != nil {
+						t.Errorf("record %d: %v", i, err)
+					} else if got != *rec.Rendered {
+						t.Errorf("record %d:\n got %q\nwant %q", i, got, *rec.Rendered)
+					}
+					nRendered++
+				default:
+					t.Fatalf("record %d has neither rendered nor error", i)
+				}
+			}
+			t.Logf("%d renderings, %d errors", nRendered, nErr)
+		})
+	}
+}
