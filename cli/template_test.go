@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"etchat/internal/fixtures"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code := Run(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type cliGolden struct {
+	Messages            json.RawMessage `json:"messages"`
+	AddGenerationPrompt bool            `json:"add_generation_prompt"`
+	Kwargs              map[string]json.RawMessage
+	Rendered            *string `json:"rendered"`
+	Error               *string `json:"error"`
+}
+
+// TestTemplateGoldens runs every golden chat_template record through the
+// command: stdout must be exactly the reference rendering, and a template
+// error must exit 1 with the template's message.
+func TestTemplateGoldens(t *testing.T) {
+	for name, model := range map[string]string{"llama3": fixtures.Llama3, "gemma3": fixtures.Gemma3, "qwen3": fixtures.Qwen3} {
+		t.Run(name, func(t *testing.T) {
+			var g struct {
+				ChatTemplate []cliGolden `json:"chat_template"`
+			}
+			fixtures.Golden(t, name, &g)
+			cfg := fixtures.TokenizerConfig(t, model)
+			for i, rec := range g.ChatTemplate {
+				msgs := writeFile(t, "m.json", string(rec.Messages))
+				args := []string{"template", "--tokenizer-config", cfg, "--messages", msgs}
+				if rec.AddGenerationPrompt {
+					args = append(args, "--add-generation-prompt")
+				}
+				for k, v := range rec.Kwargs {
+					args = append(args, "--var", k+"="+string(v))
+				}
+				code, out, stderr := runCLI(t, "", args...)
+				if rec.Error != nil {
+					want := strings.TrimPrefix(*rec.Error, "TemplateError: ")
+					if code != 1 || out != "" || !strings.Contains(stderr, want) {
+						t.Errorf("record %d: exit %d, stdout %q, stderr %q; want exit 1 and %q", i, code, out, stderr, want)
+					}
+					continue
+				}
+				if code != 0 || out != *rec.Rendered {
+					t.Errorf("record %d: exit %d, stderr %q\n got %q\nwant %q", i, code, stderr, out, *rec.Rendered)
+				}
+			}
+		})
+	}
+}
+
+func TestTemplateStdinAndBuiltin(t *testing.T) {
+	msgs := `{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}, {"role": "user", "content": "again"}]}`
+	code, out, stderr := runCLI(t, msgs, "template", "--chat", "llama3", "--messages", "-", "--add-generation-prompt")
+	want := "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nyo<|eot_id|>" +
+		"<|start_header_id|>user<|end_header_id|>\n\nagain<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d, stderr %q\n got %q\nwant %q", code, stderr, out, want)
+	}
+}
+
+func TestTemplateTools(t *testing.T) {
+	cfg := fixtures.TokenizerConfig(t, fixtures.Qwen3)
+	msgs := writeFile(t, "m.json", `[{"role":"user","content":"weather?"}]`)
+	tools := writeFile(t, "t.json", `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`)
+	code, out, stderr := runCLI(t, "", "template", "--tokenizer-config", cfg, "--messages", msgs, "--tools", tools)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// Qwen's template prints each tool with tojson: Python's json.dumps
+	// spacing, keys in the file's order.
+	want := `{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}`
+	if !strings.Contains(out, "<tools>\n"+want+"\n</tools>") {
+		t.Fatalf("tools not rendered as expected:\n%s", out)
+	}
+}
+
+func TestTemplateUsageErrors(t *testing.T) {
+	cfg := fixtures.TokenizerConfig(t, fixtures.Llama3)
+	msgs := writeFile(t, "m.json", `[{"role":"user","content":"hi"}]`)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no messages", []string{"--tokenizer-config", cfg}, 2, "--messages is required"},
+		{"no template", []string{"--messages", msgs}, 2, "--tokenizer-config"},
+		{"bad var", []string{"--tokenizer-config", cfg, "--messages", msgs, "--var", "x=not json"}, 2, "var"},
+		{"var without =", []string{"--tokenizer-config", cfg, "--messages", msgs, "--var", "x"}, 2, "name=json"},
+		{"unknown chat", []string{"--messages", msgs, "--chat", "nope"}, 2, "not a built-in"},
+		{"unknown named template", []string{"--tokenizer-config", cfg, "--messages", msgs, "--chat", "tool_use"}, 1, "no chat template named"},
+		{"missing file", []string{"--tokenizer-config", cfg, "--messages", filepath.Join(t.TempDir(), "nope.json")}, 1, "nope.json"},
+		{"bad messages", []string{"--tokenizer-config", cfg, "--messages", writeFile(t, "bad.json", `{"role": 3}`)}, 1, "messages"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, "", append([]string{"template"}, c.args...)...)
+			if code != c.code || out != "" || !strings.Contains(stderr, c.msg) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d mentioning %q", code, out, stderr, c.code, c.msg)
+			}
+		})
+	}
+}
