@@ -1,0 +1,356 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// bpe is a byte-pair-encoding model: Hugging Face's BPE with its options.
+type bpe struct {
+	vocab   map[string]int
+	idToTok []string // model ids; "" where none
+	merges  map[uint64]merge
+
+	unkID        int // -1: none
+	fuseUnk      bool
+	byteFallback bool
+	ignoreMerges bool
+	prefix       string // continuing_subword_prefix
+	suffix       string // end_of_word_suffix
+
+	byteFallbackID [256]int // id of "<0xXX>", -1 if absent
+	byteLevelID    [256]int // id of the byte-level character of each byte, -1 if absent
+}
+
+type merge struct {
+	rank, id int32
+}
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+type bpeJSON struct {
+	Type         string   `json:"type"`
+	Dropout      *float64 `json:"dropout"`
+	UnkToken     *string  `json:"unk_token"`
+	Prefix       *string  `json:"continuing_subword_prefix"`
+	Suffix       *string  `json:"end_of_word_suffix"`
+	FuseUnk      bool     `json:"fuse_unk"`
+	ByteFallback bool     `json:"byte_fallback"`
+	IgnoreMerges bool     `json:"ignore_merges"`
+}
+
+func parseModel(raw []byte) (*bpe, error) {
+	fs, err := objectFields(raw)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	// Everything but the vocabulary and merges is small.
+	small := []byte{'{'}
+	for _, f := range fs {
+		if f.key == "vocab" || f.key == "merges" {
+			continue
+		}
+		if len(small) > 1 {
+			small = append(small, ',')
+		}
+		k, _ := json.Marshal(f.key)
+		small = append(small, k...)
+		small = append(small, ':')
+		small = append(small, f.val...)
+	}
+	small = append(small, '}')
+	var c bpeJSON
+	if err := json.Unmarshal(small, &c); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if c.Type != "BPE" {
+		if c.Type == "" {
+			return nil, fmt.Errorf("model without a type")
+		}
+		return nil, fmt.Errorf("unsupported model type %q (only BPE is supported)", c.Type)
+	}
+	if c.Dropout != nil && *c.Dropout != 0 {
+		return nil, fmt.Errorf("model BPE: dropout %g is not supported (encoding would be random)", *c.Dropout)
+	}
+	rawVocab, rawMerges := field(fs, "vocab"), field(fs, "merges")
+	if isNull(rawVocab) {
+		return nil, fmt.Errorf("model BPE: missing vocab")
+	}
+	vocab, maxID, err := parseVocab(rawVocab)
+	if err != nil {
+		return nil, err
+	}
+	m := &bpe{
+		vocab:        vocab,
+		unkID:        -1,
+		fuseUnk:      c.FuseUnk,
+		byteFallback: c.ByteFallback,
+		ignoreMerges: c.IgnoreMerges,
+	}
+	if c.Prefix != nil {
+		m.prefix = *c.Prefix
+	}
+	if c.Suffix != nil {
+		m.suffix = *c.Suffix
+	}
+	m.idToTok = make([]string, maxID+1)
+	for t, id := range vocab {
+		m.idToTok[id] = t
+	}
+	if c.UnkToken != nil {
+		id, ok := vocab[*c.UnkToken]
+		if !ok {
+			return nil, fmt.Errorf("model BPE: unk_token %q is not in the vocabulary", *c.UnkToken)
+		}
+		m.unkID = id
+	}
+	for b := 0; b < 256; b++ {
+		m.byteFallbackID[b] = -1
+		if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			m.byteFallbackID[b] = id
+		}
+		m.byteLevelID[b] = -1
+		if id, ok := vocab[byteLevelStr[b]]; ok {
+			m.byteLevelID[b] = id
+		}
+	}
+	if isNull(rawMerges) {
+		return nil, fmt.Errorf("model BPE: missing merges")
+	}
+	m.merges = make(map[uint64]merge, len(rawMerges)/16)
+	var buf []byte
+	rank := int32(0)
+	err = parseMerges(rawMerges, func(a, b string) error {
+		ida, ok := vocab[a]
+		if !ok {
+			return fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, a)
+		}
+		idb, ok := vocab[b]
+		if !ok {
+			return fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, b)
+		}
+		rest := b
+		if len(m.prefix) <= len(b) {
+			rest = b[len(m.prefix):]
+		}
+		buf = append(append(buf[:0], a...), rest...)
+		idn, ok := vocab[string(buf)]
+		if !ok {
+			return fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, buf)
+		}
+		m.merges[pairKey(int32(ida), int32(idb))] = merge{rank, int32(idn)}
+		rank++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// symbol is one part of a word during merging.
+type symbol struct {
+	id         int32
+	prev, next int32
+	alive      bool
+}
+
+type mergeItem struct {
+	rank, pos, id int32
+}
+
+// wordState holds scratch buffers reused across words.
+type wordState struct {
+	syms []symbol
+	heap []mergeItem
+	buf  []byte
+}
+
+func (h *wordState) push(it mergeItem) {
+	q := append(h.heap, it)
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(q[i], q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+	h.heap = q
+}
+
+func less(a, b mergeItem) bool {
+	return a.rank < b.rank || a.rank == b.rank && a.pos < b.pos
+}
+
+func (h *wordState) pop() mergeItem {
+	q := h.heap
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && less(q[r], q[l]) {
+			m = r
+		}
+		if !less(q[m], q[i]) {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	h.heap = q
+	return top
+}
+
+// tokenize appends the ids of one pre-tokenized piece.
+func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
+	w := p.s
+	if w == "" {
+		return dst
+	}
+	if m.ignoreMerges {
+		key := w
+		if p.mapped {
+			st.buf = appendByteLevel(st.buf[:0], w)
+			if id, ok := m.vocab[string(st.buf)]; ok {
+				return append(dst, id)
+			}
+		} else if id, ok := m.vocab[key]; ok {
+			return append(dst, id)
+		}
+	}
+	st.syms = st.syms[:0]
+	unkID, unkPending := int32(-1), false
+	addSym := func(id int32) {
+		n := int32(len(st.syms))
+		st.syms = append(st.syms, symbol{id: id, prev: n - 1, next: n + 1, alive: true})
+	}
+	flushUnk := func() {
+		if unkPending {
+			addSym(unkID)
+			unkPending = false
+		}
+	}
+	simple := m.prefix == "" && m.suffix == ""
+	// Characters: in a mapped piece each byte is one character.
+	for i := 0; i < len(w); {
+		var cw int
+		if p.mapped {
+			cw = 1
+		} else if w[i] < utf8.RuneSelf {
+			cw = 1
+		} else {
+			_, cw = utf8.DecodeRuneInString(w[i:])
+		}
+		id, ok := -1, false
+		var chars string // the character as the vocabulary spells it
+		if p.mapped {
+			chars = byteLevelStr[w[i]]
+		} else {
+			chars = w[i : i+cw]
+		}
+		if simple {
+			if p.mapped {
+				id = m.byteLevelID[w[i]]
+				ok = id >= 0
+			} else {
+				id, ok = m.vocab[chars]
+			}
+		} else {
+			s := chars
+			if i > 0 {
+				s = m.prefix + s
+			}
+			if i+cw == len(w) {
+				s += m.suffix
+			}
+			chars = s
+			id, ok = m.vocab[s]
+		}
+		if ok {
+			flushUnk()
+			addSym(int32(id))
+			i += cw
+			continue
+		}
+		if m.byteFallback {
+			all := true
+			for k := 0; k < len(chars); k++ {
+				if m.byteFallbackID[chars[k]] < 0 {
+					all = false
+					break
+				}
+			}
+			if all {
+				for k := 0; k < len(chars); k++ {
+					addSym(int32(m.byteFallbackID[chars[k]]))
+				}
+				i += cw
+				continue
+			}
+		}
+		if m.unkID >= 0 {
+			if unkPending && !m.fuseUnk {
+				addSym(unkID)
+			}
+			unkID, unkPending = int32(m.unkID), true
+		}
+		i += cw
+	}
+	flushUnk()
+	syms := st.syms
+	if len(syms) == 0 {
+		return dst
+	}
+	syms[len(syms)-1].next = -1
+	if len(syms) > 1 {
+		st.heap = st.heap[:0]
+		for i := 0; i+1 < len(syms); i++ {
+			if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+				st.push(mergeItem{mg.rank, int32(i), mg.id})
+			}
+		}
+		for len(st.heap) > 0 {
+			top := st.pop()
+			cur := &syms[top.pos]
+			if !cur.alive || cur.next < 0 {
+				continue
+			}
+			nextPos := cur.next
+			right := syms[nextPos]
+			if mg, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mg.id != top.id {
+				continue
+			}
+			cur.id = top.id
+			cur.next = right.next
+			syms[nextPos].alive = false
+			if right.next >= 0 {
+				syms[right.next].prev = top.pos
+			}
+			if cur.prev >= 0 {
+				prev := syms[cur.prev]
+				if mg, ok := m.merges[pairKey(prev.id, cur.id)]; ok {
+					st.push(mergeItem{mg.rank, cur.prev, mg.id})
+				}
+			}
+			if cur.next >= 0 {
+				if mg, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+					st.push(mergeItem{mg.rank, top.pos, mg.id})
+				}
+			}
+		}
+	}
+	for i := int32(0); i >= 0; i = syms[i].next {
+		dst = append(dst, int(syms[i].id))
+	}
+	return dst
+}

@@ -1,0 +1,389 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The bulk of a tokenizer.json is the model's vocabulary and merges (for
+// Gemma 3, 33 MB of them). encoding/json would scan that twice and allocate
+// generously, so the top level and the model are split into raw fields by a
+// small scanner here, the vocabulary and merges are decoded by hand, and
+// only the small component objects go through encoding/json.
+
+type rawField struct {
+	key string
+	val []byte
+}
+
+// jsonErr is a syntax error at a byte offset.
+func jsonErr(off int, msg string) error {
+	return fmt.Errorf("tokenizer.json: invalid JSON at byte %d: %s", off, msg)
+}
+
+func skipWS(d []byte, i int) int {
+	for i < len(d) {
+		switch d[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue returns the end offset of the JSON value starting at i (after
+// white space).
+func skipValue(d []byte, i int) (int, error) {
+	i = skipWS(d, i)
+	if i >= len(d) {
+		return 0, jsonErr(i, "unexpected end of input")
+	}
+	switch c := d[i]; {
+	case c == '"':
+		return skipString(d, i)
+	case c == '{' || c == '[':
+		depth := 0
+		for i < len(d) {
+			switch d[i] {
+			case '"':
+				e, err := skipString(d, i)
+				if err != nil {
+					return 0, err
+				}
+				i = e
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return 0, jsonErr(i, "unterminated object or array")
+	default:
+		j := i
+		for j < len(d) {
+			switch d[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if j == i {
+					return 0, jsonErr(i, "unexpected character")
+				}
+				return j, nil
+			}
+			j++
+		}
+		return j, nil
+	}
+}
+
+func skipString(d []byte, i int) (int, error) {
+	// d[i] == '"'
+	for j := i + 1; j < len(d); j++ {
+		switch d[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, jsonErr(i, "unterminated string")
+}
+
+// parseString decodes the JSON string at d[i] and returns it with the
+// offset after it.
+func parseString(d []byte, i int) (string, int, error) {
+	i = skipWS(d, i)
+	if i >= len(d) || d[i] != '"' {
+		return "", 0, jsonErr(i, "expected a string")
+	}
+	j := i + 1
+	for j < len(d) && d[j] != '"' && d[j] != '\\' {
+		j++
+	}
+	if j < len(d) && d[j] == '"' {
+		return string(d[i+1 : j]), j + 1, nil
+	}
+	buf := make([]byte, 0, j-i+16)
+	buf = append(buf, d[i+1:j]...)
+	for j < len(d) {
+		c := d[j]
+		switch {
+		case c == '"':
+			return string(buf), j + 1, nil
+		case c == '\\':
+			if j+1 >= len(d) {
+				return "", 0, jsonErr(j, "bad escape")
+			}
+			e := d[j+1]
+			j += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, n, ok := hex4(d, j)
+				if !ok {
+					return "", 0, jsonErr(j, "bad \\u escape")
+				}
+				j = n
+				if utf16.IsSurrogate(r) {
+					if r2, n2, ok2 := lowSurrogate(d, j); ok2 {
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							r, j = dec, n2
+						} else {
+							r = utf8.RuneError
+						}
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", 0, jsonErr(j-2, "bad escape")
+			}
+		default:
+			buf = append(buf, c)
+			j++
+		}
+	}
+	return "", 0, jsonErr(i, "unterminated string")
+}
+
+func hex4(d []byte, j int) (rune, int, bool) {
+	if j+4 > len(d) {
+		return 0, 0, false
+	}
+	v, err := strconv.ParseUint(string(d[j:j+4]), 16, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	return rune(v), j + 4, true
+}
+
+func lowSurrogate(d []byte, j int) (rune, int, bool) {
+	if j+6 > len(d) || d[j] != '\\' || d[j+1] != 'u' {
+		return 0, 0, false
+	}
+	r, n, ok := hex4(d, j+2)
+	if !ok || r < 0xDC00 || r > 0xDFFF {
+		return 0, 0, false
+	}
+	return r, n, true
+}
+
+// objectFields splits a JSON object into its fields (values kept raw).
+func objectFields(d []byte) ([]rawField, error) {
+	i := skipWS(d, 0)
+	if i >= len(d) || d[i] != '{' {
+		return nil, jsonErr(i, "expected an object")
+	}
+	i++
+	var out []rawField
+	i = skipWS(d, i)
+	if i < len(d) && d[i] == '}' {
+		return out, nil
+	}
+	for {
+		k, n, err := parseString(d, i)
+		if err != nil {
+			return nil, err
+		}
+		i = skipWS(d, n)
+		if i >= len(d) || d[i] != ':' {
+			return nil, jsonErr(i, "expected ':'")
+		}
+		s := skipWS(d, i+1)
+		e, err := skipValue(d, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rawField{k, d[s:e]})
+		i = skipWS(d, e)
+		if i >= len(d) {
+			return nil, jsonErr(i, "unterminated object")
+		}
+		if d[i] == '}' {
+			return out, nil
+		}
+		if d[i] != ',' {
+			return nil, jsonErr(i, "expected ',' or '}'")
+		}
+		i++
+	}
+}
+
+func field(fs []rawField, key string) []byte {
+	for _, f := range fs {
+		if f.key == key {
+			return f.val
+		}
+	}
+	return nil
+}
+
+func isNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// parseVocab decodes {"token": id, ...}.
+func parseVocab(d []byte) (map[string]int, int, error) {
+	i := skipWS(d, 0)
+	if i >= len(d) || d[i] != '{' {
+		return nil, 0, fmt.Errorf("tokenizer.json: model.vocab is not an object")
+	}
+	vocab := make(map[string]int, len(d)/12)
+	maxID := -1
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return vocab, maxID, nil
+	}
+	for {
+		k, n, err := parseString(d, i)
+		if err != nil {
+			return nil, 0, err
+		}
+		i = skipWS(d, n)
+		if i >= len(d) || d[i] != ':' {
+			return nil, 0, jsonErr(i, "expected ':'")
+		}
+		i = skipWS(d, i+1)
+		j := i
+		id := 0
+		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
+			id = id*10 + int(d[j]-'0')
+			if id > 1<<31 {
+				return nil, 0, jsonErr(i, "vocabulary id out of range")
+			}
+			j++
+		}
+		if j == i {
+			return nil, 0, jsonErr(i, fmt.Sprintf("vocabulary id of %q is not a non-negative integer", k))
+		}
+		vocab[k] = id
+		if id > maxID {
+			maxID = id
+		}
+		i = skipWS(d, j)
+		if i >= len(d) {
+			return nil, 0, jsonErr(i, "unterminated vocab")
+		}
+		if d[i] == '}' {
+			return vocab, maxID, nil
+		}
+		if d[i] != ',' {
+			return nil, 0, jsonErr(i, "expected ',' or '}'")
+		}
+		i++
+	}
+}
+
+// parseMerges decodes ["a b", ...] or [["a","b"], ...] calling fn for each
+// merge in rank order.
+func parseMerges(d []byte, fn func(a, b string) error) error {
+	i := skipWS(d, 0)
+	if i >= len(d) || d[i] != '[' {
+		return fmt.Errorf("tokenizer.json: model.merges is not an array")
+	}
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return nil
+	}
+	rank := 0
+	for {
+		i = skipWS(d, i)
+		if i >= len(d) {
+			return jsonErr(i, "unterminated merges")
+		}
+		var a, b string
+		if d[i] == '"' {
+			s, n, err := parseString(d, i)
+			if err != nil {
+				return err
+			}
+			i = n
+			// Files written by old versions may carry a "#version" line.
+			if len(s) >= 8 && s[:8] == "#version" {
+				goto next
+			}
+			sp := -1
+			for k := 0; k < len(s); k++ {
+				if s[k] == ' ' {
+					if sp >= 0 {
+						sp = -2
+						break
+					}
+					sp = k
+				}
+			}
+			if sp < 0 {
+				return fmt.Errorf("tokenizer.json: merge %d %q is not two tokens separated by one space", rank, s)
+			}
+			a, b = s[:sp], s[sp+1:]
+		} else if d[i] == '[' {
+			var err error
+			a, i, err = parseString(d, i+1)
+			if err != nil {
+				return err
+			}
+			i = skipWS(d, i)
+			if i >= len(d) || d[i] != ',' {
+				return fmt.Errorf("tokenizer.json: merge %d is not a pair of strings", rank)
+			}
+			b, i, err = parseString(d, i+1)
+			if err != nil {
+				return err
+			}
+			i = skipWS(d, i)
+			if i >= len(d) || d[i] != ']' {
+				return fmt.Errorf("tokenizer.json: merge %d is not a pair of strings", rank)
+			}
+			i++
+		} else {
+			return jsonErr(i, "a merge must be a string or a pair of strings")
+		}
+		if err := fn(a, b); err != nil {
+			return err
+		}
+		rank++
+	next:
+		i = skipWS(d, i)
+		if i >= len(d) {
+			return jsonErr(i, "unterminated merges")
+		}
+		if d[i] == ']' {
+			return nil
+		}
+		if d[i] != ',' {
+			return jsonErr(i, "expected ',' or ']'")
+		}
+		i++
+	}
+}
+
+// typeOf reads the "type" field of a component object.
+func typeOf(raw []byte) (string, error) {
+	var t struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return "", err
+	}
+	return t.Type, nil
+}
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
