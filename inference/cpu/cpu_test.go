@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
@@ -188,5 +189,207 @@ func TestGreedyOffGraph(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMultiturn(t *testing.T) {
+	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3} {
+		t.Run(name, func(t *testing.T) {
+			var ref reference
+			fixtures.Reference(t, name, &ref)
+			mt := ref.Multiturn
+			s, l := openFixture(t, name, "fp32")
+			logits := prefill(t, s, mt.Turn1.InputIDs, l.PrefillChunk)
+			if d := maxAbs(logits, fixtures.Logits(t, name, mt.Turn1.LogitsFile)); d > 1e-4 {
+				t.Errorf("turn 1 prefill logits differ by %g", d)
+			}
+			got := greedy(t, s, logits, len(mt.Turn1.GeneratedIDs))
+			if !equalIDs(got, mt.Turn1.GeneratedIDs) {
+				t.Fatalf("turn 1: %v, want %v", got, mt.Turn1.GeneratedIDs)
+			}
+			// The last generated token goes into the cache too.
+			prefill(t, s, got[len(got)-1:], 1)
+			if s.Len() != len(mt.Turn2.CacheIDs) {
+				t.Fatalf("Len %d after turn 1, want %d", s.Len(), len(mt.Turn2.CacheIDs))
+			}
+			err := s.Rewind(mt.Turn2.RewindTo)
+			switch {
+			case err == nil:
+				// gemma3's ring layers (window 8, 15 rows) still hold
+				// positions 21-8+1.. after 29 tokens, so kvcache's floor
+				// (29-8 = 21) admits this rewind; HF's cache crop refused it.
+				logits = prefill(t, s, mt.Turn2.AfterRewind, l.PrefillChunk)
+			case errors.Is(err, engine.ErrRewindRefused) && s.Len()-mt.Turn2.RewindTo >= 0:
+				if err := s.Clear(); err != nil {
+					t.Fatal(err)
+				}
+				logits = prefill(t, s, mt.Turn2.InputIDs, l.PrefillChunk)
+			default:
+				t.Fatalf("rewind: %v", err)
+			}
+			if s.Len() != len(mt.Turn2.InputIDs) {
+				t.Fatalf("Len %d before turn 2, want %d", s.Len(), len(mt.Turn2.InputIDs))
+			}
+			if d := maxAbs(logits, fixtures.Logits(t, name, mt.Turn2.LogitsFile)); d > 1e-4 {
+				t.Errorf("turn 2 prefill logits differ by %g", d)
+			}
+			got = greedy(t, s, logits, len(mt.Turn2.GeneratedIDs))
+			if !equalIDs(got, mt.Turn2.GeneratedIDs) {
+				t.Errorf("turn 2: %v, want %v", got, mt.Turn2.GeneratedIDs)
+			}
+		})
+	}
+}
+
+func TestGemmaChunkSizes(t *testing.T) {
+	var ref reference
+	fixtures.Reference(t, fixtures.Gemma3, &ref)
+	s, _ := openFixture(t, fixtures.Gemma3, "fp32")
+	for chunk := 1; chunk <= 8; chunk++ {
+		for ci, c := range ref.Cases {
+			if testing.Short() && ci > 0 {
+				break
+			}
+			s.Clear()
+			logits := prefill(t, s, c.InputIDs, chunk)
+			got := greedy(t, s, logits, len(c.GreedyIDs))
+			if !equalIDs(got, c.GreedyIDs) {
+				t.Errorf("chunk %d case %d: %v, want %v", chunk, ci, got, c.GreedyIDs)
+			}
+		}
+	}
+}
+
+// TestKVDTypes: bf16 and fp16 KV storage stay close to the reference and
+// use half the bytes.
+func TestKVDTypes(t *testing.T) {
+	var ref reference
+	fixtures.Reference(t, fixtures.Llama3, &ref)
+	c := ref.Cases[0]
+	want := fixtures.Logits(t, fixtures.Llama3, c.LogitsFile)
+	for _, dt := range []string{"bf16", "fp16", "fp32"} {
+		s, l := openFixture(t, fixtures.Llama3, dt)
+		logits := prefill(t, s, c.InputIDs, l.PrefillChunk)
+		d := maxAbs(logits, want)
+		tol := 1e-4
+		if dt != "fp32" {
+			tol = 0.1
+		}
+		if d > tol || d == 0 && dt != "fp32" {
+			t.Errorf("%s: prefill logits differ by %g", dt, d)
+		}
+		if argmax(logits) != c.GreedyIDs[0] {
+			t.Errorf("%s: first token %d, want %d", dt, argmax(logits), c.GreedyIDs[0])
+		}
+		// 2 layers × K,V × 2 heads × 16 × initial rows (capacity 128).
+		per := int64(2 * 2 * 2 * 16 * 128)
+		size := int64(2)
+		if dt == "fp32" {
+			size = 4
+		}
+		if m := s.Memory(); m.KVBytes != per*size || m.ActiveBytes <= m.KVBytes || m.PeakBytes < m.ActiveBytes {
+			t.Errorf("%s: memory %+v, want KV %d", dt, m, per*size)
+		}
+		t.Logf("%s: max abs %g", dt, d)
+	}
+}
+
+func TestInGraph(t *testing.T) {
+	var ref reference
+	fixtures.Reference(t, fixtures.Llama3, &ref)
+	s, _ := openFixture(t, fixtures.InGraph, "")
+	if s.Capacity() != 128 || s.Vocab() != 128256 {
+		t.Errorf("capacity %d vocab %d", s.Capacity(), s.Vocab())
+	}
+	run := func(c refCase) []int64 {
+		logits := prefill(t, s, c.InputIDs, 32)
+		if d := maxAbs(logits, fixtures.Logits(t, fixtures.Llama3, c.LogitsFile)); d > 1e-4 {
+			t.Errorf("prefill logits differ by %g", d)
+		}
+		return greedy(t, s, logits, len(c.GreedyIDs))
+	}
+	// Two sessions' worth in a row, with Clear between: each equals the
+	// off-graph twin's reference.
+	for ci, c := range ref.Cases {
+		if err := s.Clear(); err != nil {
+			t.Fatal(err)
+		}
+		if got := run(c); !equalIDs(got, c.GreedyIDs) {
+			t.Errorf("case %d: %v, want %v", ci, got, c.GreedyIDs)
+		}
+	}
+	if err := s.Rewind(3); !errors.Is(err, engine.ErrUnsupported) {
+		t.Errorf("in-graph rewind: %v, want ErrUnsupported", err)
+	}
+	// A second session opened afterwards gives the same as the first case
+	// alone.
+	s2, _ := openFixture(t, fixtures.InGraph, "")
+	logits := prefill(t, s2, ref.Cases[1].InputIDs, 32)
+	if got := greedy(t, s2, logits, 16); !equalIDs(got, ref.Cases[1].GreedyIDs) {
+		t.Errorf("second session: %v", got)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	s, l := openFixture(t, fixtures.Llama3, "fp32")
+	ctx := context.Background()
+	long := make([]int64, l.PrefillChunk+1)
+	pos := make([]int64, len(long))
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	if _, err := s.Forward(ctx, long, pos); err == nil {
+		t.Error("a step longer than the chunk was accepted")
+	}
+	if _, err := s.Forward(ctx, []int64{1, 2}, []int64{0}); err == nil {
+		t.Error("mismatched positions accepted")
+	}
+	if _, err := s.Forward(ctx, []int64{1}, []int64{5}); err == nil {
+		t.Error("a gap in positions was accepted")
+	}
+	if _, err := s.Forward(ctx, []int64{1 << 40}, []int64{0}); err == nil {
+		t.Error("an out-of-vocabulary id was accepted")
+	}
+	if _, err := s.Forward(ctx, nil, nil); err == nil {
+		t.Error("an empty step was accepted")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Forward(cctx, []int64{1}, []int64{0}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: %v", err)
+	}
+	if s.Len() != 0 {
+		t.Errorf("failed steps changed Len to %d", s.Len())
+	}
+	// Fill to capacity, then one more is ErrCacheFull.
+	ids := make([]int64, 32)
+	for s.Len() < s.Capacity() {
+		p := make([]int64, 32)
+		for i := range p {
+			p[i] = int64(s.Len() + i)
+		}
+		if _, err := s.Forward(ctx, ids, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Forward(ctx, []int64{1}, []int64{int64(s.Len())}); !errors.Is(err, engine.ErrCacheFull) {
+		t.Errorf("past capacity: %v", err)
+	}
+	if err := s.Rewind(s.Len() + 1); !errors.Is(err, engine.ErrRewindRefused) {
+		t.Errorf("growing rewind: %v", err)
+	}
+	s.Close()
+	if _, err := s.Forward(ctx, []int64{1}, []int64{0}); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("after close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	// Wrong cache kind for the model.
+	if _, err := New(Options{}).Open(ctx, fixtures.PTE(fixtures.Llama3), nil); err == nil {
+		t.Error("off-graph model opened without a cache config")
+	}
+	if _, err := New(Options{}).Open(ctx, "/nonexistent.pte", nil); err == nil {
+		t.Error("missing file opened")
 	}
 }
