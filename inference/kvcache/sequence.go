@@ -47,6 +47,10 @@ func (p *Plan) End() int {
 type Sequence struct {
 	cfg    Config
 	length int
+	// oldest[l] is the oldest position ring layer l still holds: rows are
+	// reused every RingRows positions, and a rewind does not bring
+	// overwritten cells back (0 for flat layers).
+	oldest []int
 }
 
 // NewSequence makes the control state for cfg.
@@ -56,7 +60,7 @@ func NewSequence(cfg *Config) (*Sequence, error) {
 	}
 	c := *cfg
 	c.Layers = append([]Layer(nil), cfg.Layers...)
-	return &Sequence{cfg: c}, nil
+	return &Sequence{cfg: c, oldest: make([]int, len(c.Layers))}, nil
 }
 
 // Config returns the configuration the sequence was made with.
@@ -73,30 +77,49 @@ func (s *Sequence) Capacity() int { return s.cfg.Capacity }
 func (s *Sequence) CanExtend(n int) bool { return n >= 0 && s.length+n <= s.cfg.Capacity }
 
 // Clear empties the cache.
-func (s *Sequence) Clear() { s.length = 0 }
+func (s *Sequence) Clear() {
+	s.length = 0
+	clear(s.oldest)
+}
 
-// Floor is the shortest length a rewind may reach now: an evicting layer
-// holding a window w has dropped every position before length-w.
+// Floor is the shortest non-zero length a rewind may reach now (a rewind
+// to 0 is a clear and always allowed). The next step after a rewind to n
+// attends, in a ring layer of window w, to positions n-w+1 … n-1, so they
+// must still be in its rows: n ≥ oldest+w-1.
+//
+// ExecuTorch's SequenceCache uses length-window here, which is right only
+// for a ring of 2w-1 rows that has wrapped and not been rewound since: it
+// refuses rewinds a ring that has not wrapped could serve, and accepts
+// ones whose cells were overwritten (max_write < window, or a second
+// rewind).
 func (s *Sequence) Floor() int {
 	floor := 0
-	for _, l := range s.cfg.Layers {
-		if l.Kind == Ring && s.length > l.Window {
-			floor = max(floor, s.length-l.Window)
+	for i, l := range s.cfg.Layers {
+		if l.Kind == Ring && l.Window > 1 && s.oldest[i] > 0 {
+			floor = max(floor, s.oldest[i]+l.Window-1)
 		}
 	}
 	return floor
 }
 
+// CanRewind reports whether Rewind(newLen) would succeed.
+func (s *Sequence) CanRewind(newLen int) bool {
+	return newLen == 0 || (newLen > 0 && newLen <= s.length && newLen >= s.Floor())
+}
+
 // Rewind sets the length to newLen, refusing to grow or to reach below
-// Floor.
+// Floor (except to 0).
 func (s *Sequence) Rewind(newLen int) error {
 	if newLen < 0 || newLen > s.length {
 		return fmt.Errorf("%w: cannot rewind from %d to %d", ErrRewindRefused, s.length, newLen)
 	}
-	if f := s.Floor(); newLen < f {
-		return fmt.Errorf("%w: a sliding-window layer no longer holds positions before %d (asked %d)", ErrRewindRefused, f, newLen)
+	if !s.CanRewind(newLen) {
+		return fmt.Errorf("%w: a sliding-window layer has overwritten cells that length %d needs (shortest rewind now %d, or 0)", ErrRewindRefused, newLen, s.Floor())
 	}
 	s.length = newLen
+	for i := range s.oldest {
+		s.oldest[i] = min(s.oldest[i], newLen)
+	}
 	return nil
 }
 
@@ -156,8 +179,16 @@ func splitRuns(start, n, size int, out *[2]Run) int {
 }
 
 // Commit advances the length past a step that every layer has executed.
+// The step's writes overwrote, in every ring layer, the cells of positions
+// RingRows before them.
 func (s *Sequence) Commit(p Plan) {
-	s.length = max(s.length, p.End())
+	end := p.End()
+	for i, l := range s.cfg.Layers {
+		if l.Kind == Ring {
+			s.oldest[i] = max(s.oldest[i], end-s.cfg.RingRows(l))
+		}
+	}
+	s.length = max(s.length, end)
 }
 
 // PoolRows is how many physical rows layer l's pool has once it holds need
