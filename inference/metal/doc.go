@@ -7,7 +7,7 @@
 // The binding follows the header's sections, one Go file each:
 // errors.go (version and errors), program.go, session.go and memory.go.
 // library.go finds and loads the library (Candidates is the pure search
-// order), config.go converts a kvcache.Config into the C structs, and
+// order; diagnose.go explains files the loader refuses), config.go converts a kvcache.Config into the C structs, and
 // engine.go implements engine.Engine and engine.Session on top.
 //
 // Errors from the library carry its message (read from its thread-local

@@ -114,7 +114,10 @@ func (l *library) symbol(fptr any, name string) error {
 func bind(path string) (*library, error) {
 	h, err := dlopen(path)
 	if err != nil {
-		return nil, fmt.Errorf("metal: cannot load runner library %s: %v (a library for another architecture or OS, or a file that is not a library, fails here)", path, err)
+		if why := diagnoseFile(path, runtime.GOOS, runtime.GOARCH); why != "" {
+			return nil, fmt.Errorf("metal: cannot load runner library %s: %s (loader: %v)", path, why, err)
+		}
+		return nil, fmt.Errorf("metal: cannot load runner library %s: %v", path, err)
 	}
 	l := &library{path: path, handle: h}
 	if err := l.symbol(&l.abiVersion, "etchat_abi_version"); err != nil {

@@ -51,6 +51,9 @@ func compileC(t *testing.T, name, src string, flags ...string) string {
 		}
 	}
 	out := filepath.Join(fakeDir, name)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, filepath.Join("testdata", src)}, flags...)
 	args = append(args, "-lpthread")
 	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {

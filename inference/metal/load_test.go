@@ -1,0 +1,146 @@
+package metal
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestMissingLibraryListsPathsTried(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "bin", "etchat")
+	_, err := New(Options{Getenv: envOf(nil), Executable: exe})
+	if !errors.Is(err, ErrNoLibrary) {
+		t.Fatalf("New without a library: %v, want ErrNoLibrary", err)
+	}
+	msg := err.Error()
+	for _, p := range Candidates(envOf(nil), exe, runtime.GOOS) {
+		if !strings.Contains(msg, p) {
+			t.Errorf("error does not name tried path %s:\n%s", p, msg)
+		}
+	}
+	if !strings.Contains(msg, "ETCHAT_RUNNER") {
+		t.Errorf("error does not say how to point at the library:\n%s", msg)
+	}
+}
+
+func TestEnvOverride(t *testing.T) {
+	lib := fakeLib(t)
+	e, err := New(Options{Getenv: envOf(map[string]string{EnvLibrary: lib}), Executable: "/nonexistent/etchat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Name() != "metal" {
+		t.Errorf("Name = %q", e.Name())
+	}
+	// A missing override is not silently replaced by the search.
+	missing := filepath.Join(t.TempDir(), "nope.so")
+	_, err = New(Options{Getenv: envOf(map[string]string{EnvLibrary: missing}), Executable: filepath.Dir(lib) + "/etchat"})
+	if !errors.Is(err, ErrNoLibrary) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing override: %v", err)
+	}
+}
+
+func TestAvailable(t *testing.T) {
+	lib := fakeLib(t)
+	t.Setenv(EnvLibrary, lib)
+	p, err := Available()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != lib {
+		t.Errorf("Available = %q, want %q", p, lib)
+	}
+	t.Setenv(EnvLibrary, filepath.Join(t.TempDir(), "gone.so"))
+	if _, err := Available(); !errors.Is(err, ErrNoLibrary) {
+		t.Errorf("Available with a missing override: %v", err)
+	}
+}
+
+func TestBesideExecutable(t *testing.T) {
+	lib := fakeLib(t)
+	// The fake is built under its platform name; an executable in the same
+	// folder finds it by the search alone.
+	e, err := New(Options{Getenv: envOf(nil), Executable: filepath.Join(filepath.Dir(lib), "etchat")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.(*Engine).LibraryPath(); got != lib {
+		t.Errorf("found %s, want %s", got, lib)
+	}
+}
+
+func TestWrongABIVersion(t *testing.T) {
+	lib := compileC(t, "abi999/"+LibraryName(runtime.GOOS), "fake_runner.c", "-DABI=999")
+	_, err := New(Options{Library: lib})
+	if !errors.Is(err, ErrABIVersion) {
+		t.Fatalf("wrong ABI: %v, want ErrABIVersion", err)
+	}
+	for _, want := range []string{lib, "ABI version 999", "needs 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	// Found by the search, the mismatch is still reported with the path.
+	_, err = New(Options{Getenv: envOf(nil), Executable: filepath.Join(filepath.Dir(lib), "etchat")})
+	if err == nil || !strings.Contains(err.Error(), "ABI version 999") {
+		t.Errorf("searched wrong-ABI library: %v", err)
+	}
+}
+
+func TestNotALibrary(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, LibraryName(runtime.GOOS))
+	if err := os.WriteFile(text, []byte("this is not a shared library\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Options{Library: text})
+	if err == nil || !strings.Contains(err.Error(), "cannot load runner library "+text+": it is not a shared library") {
+		t.Errorf("text file: %v", err)
+	}
+	empty := filepath.Join(dir, "empty.so")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := New(Options{Library: empty}); err == nil || !strings.Contains(err.Error(), empty+": the file is empty") {
+		t.Errorf("empty file: %v", err)
+	}
+	if _, err := New(Options{Library: dir}); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("directory: %v", err)
+	}
+}
+
+func TestWrongArchitecture(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("patches an ELF header")
+	}
+	src, err := os.ReadFile(fakeLib(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// e_machine (offset 18, little-endian): claim another CPU.
+	const emX8664, emAArch64 = 62, 183
+	machine := uint16(emAArch64)
+	if runtime.GOARCH == "arm64" {
+		machine = emX8664
+	}
+	b := append([]byte(nil), src...)
+	b[18], b[19] = byte(machine), byte(machine>>8)
+	p := filepath.Join(t.TempDir(), LibraryName(runtime.GOOS))
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Options{Library: p})
+	if err == nil || !strings.Contains(err.Error(), "cannot load runner library "+p+": it is built for ") {
+		t.Errorf("foreign-architecture library: %v", err)
+	}
+}
+
+func TestLibraryMissingSymbols(t *testing.T) {
+	lib := compileC(t, "partial/"+LibraryName(runtime.GOOS), "partial_runner.c")
+	_, err := New(Options{Library: lib})
+	if err == nil || !strings.Contains(err.Error(), "lacks etchat_last_error") {
+		t.Errorf("partial library: %v", err)
+	}
+}
