@@ -133,7 +133,9 @@ func schemaOf(t *testing.T, db *DB) []string {
 	return out
 }
 
-func frozenPath(v int) string { return filepath.Join("testdata", "schema", fmt.Sprintf("v%04d.sql", v)) }
+func frozenPath(v int) string {
+	return filepath.Join("testdata", "schema", fmt.Sprintf("v%04d.sql", v))
+}
 
 // TestMigrateFrozenSchemas migrates a frozen copy of every earlier schema
 // (with data) to the current one and compares it with a fresh database;
