@@ -15,17 +15,17 @@ import (
 // Conversation is one chat. Its messages form a tree; CurrentLeaf is the
 // message the chat continues from (0 before the first message).
 type Conversation struct {
-	ID          int64
-	UID         string // stable across export and import
-	ModelID     int64  // 0 when none, or when the model was removed
-	ModelSHA256 string // copied from the model at creation
-	ModelName   string // copied from the model at creation
-	Title       string
-	Settings    json.RawMessage // cache policy and sampling, as the app writes them
-	CurrentLeaf int64
-	Created     time.Time
-	Updated     time.Time
-	Messages    int // number of messages in the tree (read only)
+	ID          int64           `json:"id"`
+	UID         string          `json:"uid"`                // stable across export and import
+	ModelID     int64           `json:"model_id,omitempty"` // 0 when none, or when the model was removed
+	ModelSHA256 string          `json:"model_sha256"`       // copied from the model at creation
+	ModelName   string          `json:"model_name"`         // copied from the model at creation
+	Title       string          `json:"title"`
+	Settings    json.RawMessage `json:"settings"` // cache policy and sampling, as the app writes them
+	CurrentLeaf int64           `json:"current_leaf"`
+	Created     time.Time       `json:"created"`
+	Updated     time.Time       `json:"updated"`
+	Messages    int             `json:"messages"` // number of messages in the tree (read only)
 }
 
 // Roles a message may have.
@@ -33,18 +33,18 @@ var roles = map[string]bool{"system": true, "user": true, "assistant": true, "to
 
 // Message is one node of a conversation's tree.
 type Message struct {
-	ID             int64
-	ConversationID int64
-	ParentID       int64 // 0 for a root
-	Role           string
-	Text           string
-	TokenIDs       []int32 // the tokens the message occupies in the cache
-	PosStart       int     // first cache position it occupies
-	PosEnd         int     // one past the last
-	Stats          json.RawMessage
-	Partial        bool // a reply still streaming, or cut off by a crash
-	Created        time.Time
-	Updated        time.Time
+	ID             int64           `json:"id"`
+	ConversationID int64           `json:"conversation_id"`
+	ParentID       int64           `json:"parent_id,omitempty"` // 0 for a root
+	Role           string          `json:"role"`
+	Text           string          `json:"text"`
+	TokenIDs       []int32         `json:"token_ids,omitempty"` // the tokens the message occupies in the cache
+	PosStart       int             `json:"pos_start"`           // first cache position it occupies
+	PosEnd         int             `json:"pos_end"`             // one past the last
+	Stats          json.RawMessage `json:"stats,omitempty"`
+	Partial        bool            `json:"partial,omitempty"` // a reply still streaming, or cut off by a crash
+	Created        time.Time       `json:"created"`
+	Updated        time.Time       `json:"updated"`
 }
 
 const convCols = `c.id, c.uid, coalesce(c.model_id, 0), c.model_sha256, c.model_name, c.title, c.settings,

@@ -11,18 +11,18 @@ import (
 // Model is a .pte file in the library. Path is its identity: adding the same
 // path again updates the row.
 type Model struct {
-	ID            int64
-	Path          string
-	SHA256        string // hex
-	Size          int64
-	ModTime       time.Time
-	DisplayName   string
-	Kind          string          // what the reader says the file is (e.g. "llm")
-	Metadata      json.RawMessage // the reader's model info, as JSON
-	TokenizerPath string          // tokenizer chosen for it
-	Template      string          // chat template chosen for it (name or path)
-	Added         time.Time
-	LastUsed      time.Time // zero: never used
+	ID            int64           `json:"id"`
+	Path          string          `json:"path"`
+	SHA256        string          `json:"sha256"` // hex
+	Size          int64           `json:"size"`
+	ModTime       time.Time       `json:"mtime"`
+	DisplayName   string          `json:"display_name"`
+	Kind          string          `json:"kind"`                     // what the reader says the file is (e.g. "llm")
+	Metadata      json.RawMessage `json:"metadata"`                 // the reader's model info, as JSON
+	TokenizerPath string          `json:"tokenizer_path,omitempty"` // tokenizer chosen for it
+	Template      string          `json:"template,omitempty"`       // chat template chosen for it (name or path)
+	Added         time.Time       `json:"added"`
+	LastUsed      time.Time       `json:"last_used"` // zero: never used
 }
 
 const modelCols = `id, path, sha256, size, mtime_ms, display_name, kind, metadata, tokenizer_path, template, added_ms, last_used_ms`
