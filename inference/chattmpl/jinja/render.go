@@ -354,13 +354,9 @@ func (r *renderer) execFor(n *forNode, f *frame) error {
 		}
 		items = kept
 	}
-	depth0 := 0
-	if outer, ok := f.lookup("loop"); ok {
-		if ol, ok := outer.(*loopObj); ok {
-			depth0 = ol.depth0 + 1
-		}
-	}
-	lo := &loopObj{items: items, depth0: depth0}
+	// depth counts recursive loop levels, which are not supported: every
+	// loop is at depth 1.
+	lo := &loopObj{items: items}
 	for i, x := range items {
 		if err := r.step(); err != nil {
 			return err

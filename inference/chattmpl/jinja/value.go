@@ -362,10 +362,6 @@ func toStr(v any) string {
 		return x
 	case Undefined:
 		return ""
-	case *namespace:
-		return "<Namespace " + repr(x.d) + ">"
-	case *macro:
-		return "<Macro '" + x.name + "'>"
 	}
 	return repr(v)
 }
@@ -422,8 +418,18 @@ func writeRepr(b *strings.Builder, v any, depth int) {
 		b.WriteString("Undefined")
 	case *loopObj:
 		b.WriteString("<LoopContext>")
+	case *namespace:
+		b.WriteString("<Namespace ")
+		writeRepr(b, x.d, depth+1)
+		b.WriteString(">")
+	case *macro:
+		b.WriteString("<Macro '" + x.name + "'>")
+	case *function:
+		b.WriteString("<function " + x.name + ">")
+	case *boundMethod:
+		b.WriteString("<built-in method " + x.name + " of " + typeName(x.recv) + " object>")
 	default:
-		b.WriteString(toStr(v))
+		b.WriteString("<" + typeName(v) + ">")
 	}
 }
 
