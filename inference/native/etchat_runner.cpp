@@ -51,7 +51,7 @@ struct etchat_program {
   std::string path;
   std::unique_ptr<Module> module; // program loaded; forward not loaded
   int64_t vocab = 0;
-  int32_t max_ctx = 0; // get_max_ctx_len / get_max_seq_len; 0 = none
+  int32_t max_ctx = 0; // get_max_ctx_len (or _context_ / _seq_); 0 = none
 };
 
 struct etchat_session {
@@ -348,8 +348,10 @@ etchat_program_open(const char* path, etchat_program** out) {
       p->module = load_program(p->path);
       p->vocab = vocab_of(*p->module);
       std::optional<int64_t> ctx = const_int(*p->module, "get_max_ctx_len");
-      if (!ctx) {
-        ctx = const_int(*p->module, "get_max_seq_len");
+      for (const char* name : {"get_max_context_len", "get_max_seq_len"}) {
+        if (!ctx) {
+          ctx = const_int(*p->module, name);
+        }
       }
       if (ctx && *ctx > 0 && *ctx <= INT32_MAX) {
         p->max_ctx = static_cast<int32_t>(*ctx);

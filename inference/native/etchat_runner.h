@@ -160,7 +160,8 @@ ETCHAT_API etchat_status etchat_session_length(etchat_session* session,
                                                int32_t* out);
 
 /* The most tokens the cache admits (the config's capacity; for an in-graph
- * program the exported get_max_ctx_len / get_max_seq_len, or 0 if none). */
+ * program the exported get_max_ctx_len, get_max_context_len or
+ * get_max_seq_len, or 0 if none). */
 ETCHAT_API etchat_status etchat_session_capacity(etchat_session* session,
                                                  int32_t* out);
 
