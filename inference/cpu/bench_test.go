@@ -78,3 +78,86 @@ func TestBenchBF16(t *testing.T) {
 		}
 	}
 }
+
+func benchModels() []string {
+	return []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.BenchBF16}
+}
+
+// BenchmarkDecode measures one-token steps after a short prompt.
+func BenchmarkDecode(b *testing.B) {
+	for _, name := range benchModels() {
+		b.Run(name, func(b *testing.B) {
+			s, l := openFixture(b, name, "bf16")
+			ids := make([]int64, min(16, l.PrefillChunk))
+			for i := range ids {
+				ids[i] = int64(i + 3)
+			}
+			ctx := context.Background()
+			prefill(b, s, ids, l.PrefillChunk)
+			base := s.Len()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if !s.CanExtend(1) {
+					b.StopTimer()
+					s.Rewind(base)
+					b.StartTimer()
+				}
+				if _, err := s.Forward(ctx, []int64{7}, []int64{int64(s.Len())}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+			if m := s.(*session).m; b.Elapsed() > 0 {
+				b.ReportMetric(float64(m.weightBytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
+			}
+		})
+	}
+}
+
+// BenchmarkPrefill measures full-chunk steps from an empty cache.
+func BenchmarkPrefill(b *testing.B) {
+	for _, name := range benchModels() {
+		b.Run(name, func(b *testing.B) {
+			s, l := openFixture(b, name, "bf16")
+			ids := make([]int64, l.PrefillChunk)
+			pos := make([]int64, l.PrefillChunk)
+			for i := range ids {
+				ids[i], pos[i] = int64(i+3), int64(i)
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.Clear()
+				if _, err := s.Forward(ctx, ids, pos); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
+
+var sink float32
+
+// BenchmarkMemBandwidth reads a 256 MiB buffer (bf16 words summed as the
+// decode kernel reads weights) on all cores: the roofline for decode is
+// this bandwidth divided by the weight bytes per token.
+func BenchmarkMemBandwidth(b *testing.B) {
+	const n = 128 << 20 // uint16 words = 256 MiB
+	buf := make([]uint16, n)
+	for i := range buf {
+		buf[i] = f32ToBF16(float32(i%97)*0.01 - 0.4)
+	}
+	x := make([]float32, 512)
+	for i := range x {
+		x[i] = 1
+	}
+	w := wmat{h: buf, n: n / 512, k: 512, ld: 512}
+	out := make([]float32, w.n)
+	b.SetBytes(n * 2)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		matmul(out, x, 1, &w, 0)
+	}
+	sink = out[0]
+}

@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"math"
+	"runtime"
 	"sync"
+	"unsafe"
 )
 
 // wmat is a matrix W[N][K] (row n at off + n*ld) in fp32, bf16 or fp16
@@ -19,11 +21,13 @@ func dotF32(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for ; i+8 <= len(a); i += 8 {
+		x := (*[8]float32)(a[i : i+8])
+		y := (*[8]float32)(b[i : i+8])
+		s0 += x[0]*y[0] + x[4]*y[4]
+		s1 += x[1]*y[1] + x[5]*y[5]
+		s2 += x[2]*y[2] + x[6]*y[6]
+		s3 += x[3]*y[3] + x[7]*y[7]
 	}
 	for ; i < len(a); i++ {
 		s0 += a[i] * b[i]
@@ -31,18 +35,62 @@ func dotF32(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// dot4 is four dot products of w with the rows x[0:K], x[K:2K], … x[3K:4K].
+func dot4(x []float32, K int, w []float32) (float32, float32, float32, float32) {
+	x0, x1, x2, x3 := x[:K], x[K:2*K], x[2*K:3*K], x[3*K:4*K]
+	w = w[:K]
+	var s0, s1, s2, s3 float32
+	for i, v := range w {
+		s0 += x0[i] * v
+		s1 += x1[i] * v
+		s2 += x2[i] * v
+		s3 += x3[i] * v
+	}
+	return s0, s1, s2, s3
+}
+
+// bf16 widens a bfloat16 to float32.
+func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
 func dotBF16(x []float32, w []uint16) float32 {
 	w = w[:len(x)]
+	if len(w) >= 8 && uintptr(unsafe.Pointer(&w[0]))%4 == 0 {
+		return dotBF16Pairs(x, unsafe.Slice((*uint32)(unsafe.Pointer(&w[0])), len(w)/2), w)
+	}
 	var s0, s1, s2, s3 float32
 	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += x[i] * math.Float32frombits(uint32(w[i])<<16)
-		s1 += x[i+1] * math.Float32frombits(uint32(w[i+1])<<16)
-		s2 += x[i+2] * math.Float32frombits(uint32(w[i+2])<<16)
-		s3 += x[i+3] * math.Float32frombits(uint32(w[i+3])<<16)
+	for ; i+8 <= len(x); i += 8 {
+		a := (*[8]float32)(x[i : i+8])
+		b := (*[8]uint16)(w[i : i+8])
+		s0 += a[0]*bf16(b[0]) + a[4]*bf16(b[4])
+		s1 += a[1]*bf16(b[1]) + a[5]*bf16(b[5])
+		s2 += a[2]*bf16(b[2]) + a[6]*bf16(b[6])
+		s3 += a[3]*bf16(b[3]) + a[7]*bf16(b[7])
 	}
 	for ; i < len(x); i++ {
-		s0 += x[i] * math.Float32frombits(uint32(w[i])<<16)
+		s0 += x[i] * bf16(w[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotBF16Pairs reads the bf16 weights two at a time (little-endian: the
+// low half is the even element).
+func dotBF16Pairs(x []float32, w []uint32, w16 []uint16) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(w); i += 4 {
+		a := (*[8]float32)(x[2*i : 2*i+8])
+		b := (*[4]uint32)(w[i : i+4])
+		s0 += a[0]*math.Float32frombits(b[0]<<16) + a[4]*math.Float32frombits(b[2]<<16)
+		s1 += a[1]*math.Float32frombits(b[0]&0xffff0000) + a[5]*math.Float32frombits(b[2]&0xffff0000)
+		s2 += a[2]*math.Float32frombits(b[1]<<16) + a[6]*math.Float32frombits(b[3]<<16)
+		s3 += a[3]*math.Float32frombits(b[1]&0xffff0000) + a[7]*math.Float32frombits(b[3]&0xffff0000)
+	}
+	for ; i < len(w); i++ {
+		s0 += x[2*i]*math.Float32frombits(w[i]<<16) + x[2*i+1]*math.Float32frombits(w[i]&0xffff0000)
+	}
+	for j := 2 * len(w); j < len(x); j++ { // odd tail element
+		s0 += x[j] * bf16(w16[j])
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -76,7 +124,12 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 			convertRow(scratch[:K], w.h[base:base+K], w.fp16)
 			wr = scratch[:K]
 		}
-		for r := 0; r < rows; r++ {
+		r := 0
+		for ; r+4 <= rows; r += 4 {
+			a, b, c, d := dot4(x[r*K:], K, wr)
+			out[r*N+n], out[(r+1)*N+n], out[(r+2)*N+n], out[(r+3)*N+n] = a, b, c, d
+		}
+		for ; r < rows; r++ {
 			out[r*N+n] = dotF32(x[r*K:r*K+K], wr)
 		}
 	}
@@ -85,6 +138,9 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 // matmul computes out[rows][N] = x[rows][K] · Wᵀ using up to threads
 // goroutines over blocks of output columns.
 func matmul(out, x []float32, rows int, w *wmat, threads int) {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
 	N, K := w.n, w.k
 	work := rows * N * K
 	nt := threads
