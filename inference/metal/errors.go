@@ -93,6 +93,7 @@ type versionFuncs struct {
 type library struct {
 	path   string
 	handle uintptr
+	bound  []string // the symbols bound, in order
 	versionFuncs
 	programFuncs
 	sessionFuncs
@@ -106,6 +107,7 @@ func (l *library) symbol(fptr any, name string) error {
 		return fmt.Errorf("metal: %s lacks %s; is it an etchat runner library? (%v)", l.path, name, err)
 	}
 	registerFunc(fptr, addr)
+	l.bound = append(l.bound, name)
 	return nil
 }
 

@@ -144,3 +144,41 @@ func TestLibraryMissingSymbols(t *testing.T) {
 		t.Errorf("partial library: %v", err)
 	}
 }
+
+// TestBindsEveryHeaderFunction keeps the binding and etchat_runner.h in step:
+// every function the header declares is bound, except etchat_status_name
+// (Status.String covers it).
+func TestBindsEveryHeaderFunction(t *testing.T) {
+	h, err := os.ReadFile(filepath.Join("..", "native", "etchat_runner.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, line := range strings.Split(string(h), "\n") {
+		if !strings.HasPrefix(line, "ETCHAT_API ") {
+			continue
+		}
+		name := line[:strings.Index(line, "(")]
+		name = name[strings.LastIndexAny(name, " *")+1:]
+		declared[name] = true
+	}
+	if len(declared) < 10 {
+		t.Fatalf("parsed only %d declarations from the header", len(declared))
+	}
+	e, err := New(Options{Library: fakeLib(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := map[string]bool{}
+	for _, n := range e.(*Engine).lib.bound {
+		bound[n] = true
+		if !declared[n] {
+			t.Errorf("binding uses %s, which the header does not declare", n)
+		}
+	}
+	for n := range declared {
+		if !bound[n] && n != "etchat_status_name" {
+			t.Errorf("header declares %s, which the binding does not bind", n)
+		}
+	}
+}
