@@ -1,0 +1,369 @@
+package inference
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Sampling chooses how the next token is picked from a logits row.
+type Sampling struct {
+	// Temperature divides the logits before the softmax; 0 is greedy argmax
+	// (the default, and what makes two runs comparable).
+	Temperature float64
+	// TopK keeps the K most likely tokens; 0 keeps all.
+	TopK int
+	// TopP keeps the smallest set of most likely tokens whose probability
+	// exceeds P (nucleus sampling); 0 or 1 keeps all. ExecuTorch's runner
+	// samples with top-p 0.9 whenever the temperature is above 0.
+	TopP float64
+	// Seed seeds the random source; 0 picks one from the clock (Sampler.Seed
+	// reports it, so the run can be repeated).
+	Seed uint64
+}
+
+// DefaultTopP is ExecuTorch's sampler's nucleus (kTopp).
+const DefaultTopP = 0.9
+
+// Greedy reports whether the sampling is plain argmax.
+func (s Sampling) Greedy() bool { return s.Temperature == 0 }
+
+// Validate checks the values are usable.
+func (s Sampling) Validate() error {
+	switch {
+	case math.IsNaN(s.Temperature) || s.Temperature < 0 || math.IsInf(s.Temperature, 0):
+		return fmt.Errorf("temperature %v must be a finite number ≥ 0", s.Temperature)
+	case s.TopK < 0:
+		return fmt.Errorf("top-k %d must be ≥ 0", s.TopK)
+	case math.IsNaN(s.TopP) || s.TopP < 0 || s.TopP > 1:
+		return fmt.Errorf("top-p %v must be in [0, 1]", s.TopP)
+	}
+	return nil
+}
+
+// ErrBadLogits: the logits row has no usable value (all NaN, or empty).
+var ErrBadLogits = errors.New("logits have no finite value")
+
+// Sampler picks tokens from logits rows. It keeps its scratch buffers and
+// random state across calls; it is not safe for concurrent use.
+type Sampler struct {
+	cfg  Sampling
+	seed uint64
+	rng  *rand.Rand
+
+	idx  []int32   // candidate token ids, ascending
+	w    []float32 // candidate weights exp((l - max)/T)
+	vals []float32 // scratch for selection
+	hist []float64 // scratch for the nucleus threshold
+}
+
+// NewSampler validates cfg and makes a sampler.
+func NewSampler(cfg Sampling) (*Sampler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano()) | 1
+	}
+	return &Sampler{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}, nil
+}
+
+// Seed is the seed in use (the clock's when Sampling.Seed was 0).
+func (s *Sampler) Seed() uint64 { return s.seed }
+
+// Config is the sampling the sampler was made with.
+func (s *Sampler) Config() Sampling { return s.cfg }
+
+// Sample picks the next token from one logits row.
+func (s *Sampler) Sample(logits []float32) (int, error) {
+	if s.cfg.Greedy() {
+		return Argmax(logits)
+	}
+	best, err := Argmax(logits)
+	if err != nil {
+		return 0, err
+	}
+	maxv := logits[best]
+	if math.IsInf(float64(maxv), 1) {
+		return best, nil // an infinite logit takes all the probability
+	}
+	invT := float32(1 / s.cfg.Temperature)
+	coin := s.rng.Float64()
+
+	k := s.cfg.TopK
+	if k > 0 && k < len(logits) {
+		s.topKCandidates(logits, k)
+		for i, id := range s.idx {
+			s.w[i] = expNeg((logits[id] - maxv) * invT)
+		}
+	} else {
+		s.allCandidates(logits, maxv, invT)
+	}
+	if p := s.cfg.TopP; p > 0 && p < 1 {
+		s.nucleus(p)
+	}
+	return s.pick(coin), nil
+}
+
+// Argmax is the index of the largest logit, the first on ties (as
+// ExecuTorch's sampler). NaN entries are skipped; a row with no number is
+// ErrBadLogits.
+func Argmax(x []float32) (int, error) {
+	n := len(x)
+	if n == 0 {
+		return 0, fmt.Errorf("%w: empty row", ErrBadLogits)
+	}
+	// Four independent lanes keep the comparisons off one dependency chain;
+	// the first index among equal maxima is recovered below.
+	b0, b1, b2, b3 := float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1))
+	i0, i1, i2, i3 := -1, -1, -1, -1
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		v := x[i : i+4 : i+4]
+		if v[0] > b0 {
+			b0, i0 = v[0], i
+		}
+		if v[1] > b1 {
+			b1, i1 = v[1], i+1
+		}
+		if v[2] > b2 {
+			b2, i2 = v[2], i+2
+		}
+		if v[3] > b3 {
+			b3, i3 = v[3], i+3
+		}
+	}
+	for ; i < n; i++ {
+		if x[i] > b0 {
+			b0, i0 = x[i], i
+		}
+	}
+	best, bi := b0, i0
+	for _, c := range [3]struct {
+		v float32
+		i int
+	}{{b1, i1}, {b2, i2}, {b3, i3}} {
+		if c.i >= 0 && (c.v > best || (c.v == best && (bi < 0 || c.i < bi))) {
+			best, bi = c.v, c.i
+		}
+	}
+	if bi >= 0 {
+		return bi, nil
+	}
+	// Nothing above -Inf: the first -Inf if any, else the row is all NaN.
+	for j, v := range x {
+		if !math.IsNaN(float64(v)) {
+			return j, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: all %d values are NaN", ErrBadLogits, n)
+}
+
+// negligible is how far below the maximum (after the temperature) a logit
+// may be and still count: e^-30 ≈ 1e-13 of the top token's weight.
+const negligible = 30
+
+func (s *Sampler) grow(n int) {
+	if cap(s.idx) < n {
+		s.idx = make([]int32, 0, n)
+		s.w = make([]float32, 0, n)
+	}
+	s.idx, s.w = s.idx[:0], s.w[:0]
+}
+
+// allCandidates keeps every token whose weight is not negligible.
+func (s *Sampler) allCandidates(logits []float32, maxv, invT float32) {
+	s.grow(len(logits))
+	floor := maxv - negligible/invT
+	idx, w := s.idx, s.w
+	for i, l := range logits {
+		if l >= floor { // false for NaN
+			idx = append(idx, int32(i))
+			w = append(w, expNeg((l-maxv)*invT))
+		}
+	}
+	s.idx, s.w = idx, w
+}
+
+// topKCandidates keeps the k largest logits (lowest ids first on ties), in
+// ascending id order. A size-k min-heap sees each logit once; most fail the
+// comparison with its root, a well-predicted branch.
+func (s *Sampler) topKCandidates(logits []float32, k int) {
+	s.grow(k)
+	h := s.idx[:0]
+	less := func(a, b int32) bool { // heap order: smaller value, then larger id, at the root
+		va, vb := logits[a], logits[b]
+		return va < vb || (va == vb && a > b)
+	}
+	for i, l := range logits {
+		if l != l { // NaN never enters
+			continue
+		}
+		if len(h) < k {
+			h = append(h, int32(i))
+			for j := len(h) - 1; j > 0; {
+				p := (j - 1) / 2
+				if !less(h[j], h[p]) {
+					break
+				}
+				h[j], h[p] = h[p], h[j]
+				j = p
+			}
+			continue
+		}
+		if l <= logits[h[0]] {
+			continue
+		}
+		h[0] = int32(i)
+		for j := 0; ; {
+			c := 2*j + 1
+			if c >= len(h) {
+				break
+			}
+			if c+1 < len(h) && less(h[c+1], h[c]) {
+				c++
+			}
+			if !less(h[c], h[j]) {
+				break
+			}
+			h[j], h[c] = h[c], h[j]
+			j = c
+		}
+	}
+	slices.Sort(h)
+	s.idx = h
+	s.w = s.w[:len(h)]
+}
+
+// nucleus narrows the candidates to the smallest set of largest weights
+// whose sum exceeds p of the total, ties taken lowest id first, keeping
+// ascending id order. The threshold is found by a histogram over the
+// weights' float bits (monotone for positive floats), then an exact
+// selection inside the one bucket that holds it.
+func (s *Sampler) nucleus(p float64) {
+	n := len(s.w)
+	if n <= 1 {
+		return
+	}
+	const (
+		mantBits = 8
+		lowExp   = 127 - 64 // weights below 2^-64 share the lowest bucket
+		nBuckets = (128 - lowExp + 1) << mantBits
+	)
+	if s.hist == nil {
+		s.hist = make([]float64, nBuckets)
+	}
+	hist := s.hist
+	clear(hist)
+	key := func(w float32) int {
+		b := math.Float32bits(w)
+		e := int(b>>23) - lowExp
+		if e < 0 {
+			return 0
+		}
+		return e<<mantBits | int(b>>(23-mantBits))&(1<<mantBits-1)
+	}
+	var total float64
+	for _, w := range s.w {
+		k := key(w)
+		hist[k] += float64(w)
+		total += float64(w)
+	}
+	target := p * total
+	var acc float64
+	kb := -1
+	for k := len(hist) - 1; k >= 0; k-- {
+		if acc+hist[k] > target {
+			kb = k
+			break
+		}
+		acc += hist[k]
+	}
+	if kb < 0 { // rounding: everything is in
+		return
+	}
+	// Refine inside the threshold bucket with two more histograms over the
+	// remaining 15 mantissa bits; what is left are equal weights.
+	v := s.vals[:0]
+	for _, w := range s.w {
+		if key(w) == kb {
+			v = append(v, w)
+		}
+	}
+	s.vals = v
+	var sub [256]float64
+	for _, lvl := range [2]struct{ shift, mask uint32 }{{7, 0xff}, {0, 0x7f}} {
+		clear(sub[:])
+		for _, w := range v {
+			sub[math.Float32bits(w)>>lvl.shift&lvl.mask] += float64(w)
+		}
+		k := int(lvl.mask)
+		for ; k > 0 && acc+sub[k] <= target; k-- {
+			acc += sub[k]
+		}
+		out := v[:0]
+		for _, w := range v {
+			if int(math.Float32bits(w)>>lvl.shift&lvl.mask) == k {
+				out = append(out, w)
+			}
+		}
+		v = out
+	}
+	if len(v) == 0 {
+		return
+	}
+	theta := v[0]
+	ties := int(math.Floor((target-acc)/float64(theta))) + 1
+	ties = min(max(ties, 1), len(v))
+	out := 0
+	for i, w := range s.w {
+		keep := w > theta
+		if w == theta && ties > 0 {
+			keep = true
+			ties--
+		}
+		if keep {
+			s.idx[out], s.w[out] = s.idx[i], w
+			out++
+		}
+	}
+	s.idx, s.w = s.idx[:out], s.w[:out]
+}
+
+// pick walks the candidates' cumulative weight to coin × total.
+func (s *Sampler) pick(coin float64) int {
+	var total float64
+	for _, w := range s.w {
+		total += float64(w)
+	}
+	r := coin * total
+	var cdf float64
+	for i, w := range s.w {
+		cdf += float64(w)
+		if r < cdf {
+			return int(s.idx[i])
+		}
+	}
+	return int(s.idx[len(s.idx)-1])
+}
+
+// expNeg is e^x for x ≤ 0 to about 2e-7 relative error (0 below -87), a
+// fraction of math.Exp's cost: x·log2(e) splits into an integer power of two
+// and a remainder in [-0.5, 0.5] whose 2^f is a short polynomial.
+func expNeg(x float32) float32 {
+	if x < -87 {
+		return 0
+	}
+	t := float64(x) * math.Log2E
+	const shifter = 6755399441055744.0 // 1.5·2^52: adding it rounds to an integer
+	k := t + shifter
+	n := int64(math.Float64bits(k)) - int64(math.Float64bits(shifter))
+	f := (t - (k - shifter)) * math.Ln2 // |f| ≤ ln2/2
+	// e^f, Taylor to degree 6 (error < 2e-7 on |f| ≤ 0.35)
+	p := 1 + f*(1+f*(1.0/2+f*(1.0/6+f*(1.0/24+f*(1.0/120+f*(1.0/720))))))
+	return float32(math.Float64frombits(math.Float64bits(p) + uint64(n)<<52))
+}

@@ -1,0 +1,303 @@
+package inference
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"etchat/internal/fixtures"
+)
+
+func TestArgmaxMatchesReference(t *testing.T) {
+	// The fixtures' prefill logits rows and the first greedy token HF chose.
+	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3} {
+		var ref struct {
+			Cases []struct {
+				GreedyIDs []int  `json:"greedy_ids"`
+				File      string `json:"prefill_last_logits_file"`
+				Top5      []int  `json:"prefill_last_top5"`
+			} `json:"cases"`
+		}
+		fixtures.Reference(t, name, &ref)
+		for _, c := range ref.Cases {
+			row := fixtures.Logits(t, name, c.File)
+			got, err := Argmax(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.GreedyIDs[0] || got != c.Top5[0] {
+				t.Errorf("%s %s: argmax %d, want %d", name, c.File, got, c.GreedyIDs[0])
+			}
+		}
+	}
+}
+
+func TestArgmaxEdgeCases(t *testing.T) {
+	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
+	cases := []struct {
+		row  []float32
+		want int
+	}{
+		{[]float32{1, 3, 3, 2}, 1},                     // first of ties
+		{[]float32{1, 2, 3, 4, 5, 6, 7, 9, 9, 1}, 7},   // ties across lanes
+		{[]float32{9, 1, 1, 1, 9, 1, 1, 1, 9}, 0},      // tie in lane 0 and tail
+		{[]float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 5}, 9},   // tail wins
+		{[]float32{nan, 2, nan, 1}, 1},                 // NaN skipped
+		{[]float32{float32(math.Inf(-1)), nan}, 0},     // only -Inf
+		{[]float32{3, inf, 2, inf}, 1},                 // +Inf
+		{[]float32{-5, -4, -4.5, -7, -4, -100, -3}, 6}, // negatives
+	}
+	for _, c := range cases {
+		got, err := Argmax(c.row)
+		if err != nil || got != c.want {
+			t.Errorf("Argmax(%v) = %d, %v; want %d", c.row, got, err, c.want)
+		}
+	}
+	if _, err := Argmax([]float32{nan, nan}); !errors.Is(err, ErrBadLogits) {
+		t.Errorf("all-NaN row: err %v, want ErrBadLogits", err)
+	}
+	if _, err := Argmax(nil); !errors.Is(err, ErrBadLogits) {
+		t.Errorf("empty row: err %v, want ErrBadLogits", err)
+	}
+	// Random rows against a plain scan.
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		row := make([]float32, 1+r.IntN(40))
+		for i := range row {
+			row[i] = float32(r.IntN(5))
+		}
+		want := 0
+		for i, v := range row {
+			if v > row[want] {
+				want = i
+			}
+		}
+		if got, _ := Argmax(row); got != want {
+			t.Fatalf("Argmax(%v) = %d, want %d", row, got, want)
+		}
+	}
+}
+
+func TestExpNeg(t *testing.T) {
+	for x := float32(0); x > -90; x -= 0.0137 {
+		got, want := float64(expNeg(x)), math.Exp(float64(x))
+		if want < 1e-37 {
+			continue
+		}
+		if math.Abs(got-want) > 3e-7*want {
+			t.Fatalf("expNeg(%v) = %v, want %v", x, got, want)
+		}
+	}
+	if expNeg(-200) != 0 {
+		t.Error("expNeg(-200) should underflow to 0")
+	}
+}
+
+func TestSamplingValidate(t *testing.T) {
+	bad := []Sampling{{Temperature: -1}, {Temperature: math.NaN()}, {TopK: -2}, {TopP: 1.5}, {TopP: -0.1}}
+	for _, s := range bad {
+		if _, err := NewSampler(s); err == nil {
+			t.Errorf("NewSampler(%+v) accepted", s)
+		}
+	}
+}
+
+// distribution samples n times and returns the frequencies.
+func distribution(t *testing.T, cfg Sampling, row []float32, n int) map[int]float64 {
+	t.Helper()
+	s, err := NewSampler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freq := map[int]float64{}
+	for i := 0; i < n; i++ {
+		id, err := s.Sample(row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		freq[id] += 1.0 / float64(n)
+	}
+	return freq
+}
+
+func softmax(row []float32, temp float64) []float64 {
+	m := math.Inf(-1)
+	for _, v := range row {
+		m = math.Max(m, float64(v))
+	}
+	p := make([]float64, len(row))
+	var z float64
+	for i, v := range row {
+		p[i] = math.Exp((float64(v) - m) / temp)
+		z += p[i]
+	}
+	for i := range p {
+		p[i] /= z
+	}
+	return p
+}
+
+func TestSamplerDistributions(t *testing.T) {
+	row := []float32{2, 1, 0.5, 3, -1, 2.5, 0}
+	const n = 40000
+	tol := 4 * math.Sqrt(0.25/n)
+
+	// Plain temperature sampling follows the softmax.
+	p := softmax(row, 0.8)
+	got := distribution(t, Sampling{Temperature: 0.8, Seed: 7}, row, n)
+	for i := range row {
+		if math.Abs(got[i]-p[i]) > tol {
+			t.Errorf("T=0.8 token %d: freq %.4f, want %.4f", i, got[i], p[i])
+		}
+	}
+
+	// Top-k keeps the k best, renormalised.
+	got = distribution(t, Sampling{Temperature: 1, TopK: 2, Seed: 3}, row, n)
+	p = softmax([]float32{3, 2.5}, 1)
+	if math.Abs(got[3]-p[0]) > tol || math.Abs(got[5]-p[1]) > tol || len(got) != 2 {
+		t.Errorf("top-2: %v, want {3:%.3f 5:%.3f}", got, p[0], p[1])
+	}
+
+	// Top-p keeps the smallest prefix (by probability) whose mass exceeds p.
+	full := softmax(row, 1)
+	order := []int{0, 1, 2, 3, 4, 5, 6}
+	sort.Slice(order, func(a, b int) bool { return full[order[a]] > full[order[b]] })
+	var cum float64
+	keep := map[int]bool{}
+	for _, i := range order {
+		cum += full[i]
+		keep[i] = true
+		if cum > 0.7 {
+			break
+		}
+	}
+	got = distribution(t, Sampling{Temperature: 1, TopP: 0.7, Seed: 11}, row, n)
+	for id := range got {
+		if !keep[id] {
+			t.Errorf("top-p 0.7 sampled %d, outside the nucleus %v", id, keep)
+		}
+	}
+	for id := range keep {
+		want := full[id] / cum
+		if math.Abs(got[id]-want) > tol {
+			t.Errorf("top-p token %d: freq %.4f, want %.4f", id, got[id], want)
+		}
+	}
+
+	// A seed makes the stream repeatable; different seeds differ.
+	a := distributionSeq(t, Sampling{Temperature: 1, Seed: 42}, row, 64)
+	b := distributionSeq(t, Sampling{Temperature: 1, Seed: 42}, row, 64)
+	c := distributionSeq(t, Sampling{Temperature: 1, Seed: 43}, row, 64)
+	if !equalInts(a, b) {
+		t.Error("same seed gave different tokens")
+	}
+	if equalInts(a, c) {
+		t.Error("different seeds gave the same 64 tokens")
+	}
+}
+
+func TestNucleusTiesAndFlat(t *testing.T) {
+	// 10 equal logits: top-p 0.35 needs 4 of them (3 reach only 0.3); the
+	// lowest ids are kept.
+	row := make([]float32, 10)
+	got := distribution(t, Sampling{Temperature: 1, TopP: 0.35, Seed: 5}, row, 20000)
+	for id := range got {
+		if id > 3 {
+			t.Errorf("flat top-p 0.35 sampled %d; want ids 0..3", id)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("flat top-p 0.35 sampled %d distinct ids, want 4", len(got))
+	}
+	// Top-k with ties keeps the lowest ids.
+	got = distribution(t, Sampling{Temperature: 1, TopK: 3, Seed: 5}, []float32{1, 5, 5, 5, 5, 0}, 5000)
+	if len(got) != 3 || got[1] == 0 || got[2] == 0 || got[3] == 0 {
+		t.Errorf("top-3 over ties: %v, want ids 1,2,3", got)
+	}
+}
+
+func TestSamplerRealLogits(t *testing.T) {
+	row := fixtures.Logits(t, fixtures.Gemma3, "chat0_prefill_last_logits.bin")
+	top, _ := Argmax(row)
+	// A very low temperature concentrates on the argmax.
+	got := distribution(t, Sampling{Temperature: 1e-4, TopP: 0.9, Seed: 1}, row, 50)
+	if len(got) != 1 || got[top] == 0 {
+		t.Errorf("T=1e-4 picked %v, want only %d", got, top)
+	}
+	// Every sampled id is in the nucleus computed the slow way.
+	p := softmax(row, 0.7)
+	order := make([]int, len(p))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return p[order[a]] > p[order[b]] })
+	keep := map[int]bool{}
+	var cum float64
+	for _, i := range order {
+		cum += p[i]
+		keep[i] = true
+		if cum > 0.5 {
+			break
+		}
+	}
+	got = distribution(t, Sampling{Temperature: 0.7, TopP: 0.5, Seed: 9}, row, 300)
+	for id := range got {
+		if !keep[id] {
+			t.Fatalf("sampled %d outside the %d-token nucleus", id, len(keep))
+		}
+	}
+}
+
+func distributionSeq(t *testing.T, cfg Sampling, row []float32, n int) []int {
+	s, err := NewSampler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i], _ = s.Sample(row)
+	}
+	return out
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func benchRow(b *testing.B) []float32 {
+	return fixtures.Logits(b, fixtures.Gemma3, "chat0_prefill_last_logits.bin")
+}
+
+func BenchmarkArgmax262k(b *testing.B) {
+	row := benchRow(b)
+	for b.Loop() {
+		Argmax(row)
+	}
+}
+
+func BenchmarkTopP262k(b *testing.B) {
+	row := benchRow(b)
+	s, _ := NewSampler(Sampling{Temperature: 0.8, TopP: 0.9, Seed: 1})
+	for b.Loop() {
+		s.Sample(row)
+	}
+}
+
+func BenchmarkTopK262k(b *testing.B) {
+	row := benchRow(b)
+	s, _ := NewSampler(Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1})
+	for b.Loop() {
+		s.Sample(row)
+	}
+}
