@@ -68,6 +68,9 @@ func (e *fileError) Unwrap() []error { return []error{e.kind, e.cause} }
 const (
 	sqliteBusy       = 5
 	sqliteLocked     = 6
+	sqliteReadOnly   = 8
+	sqliteFull       = 13
+	sqliteCantOpen   = 14
 	sqliteCorrupt    = 11
 	sqliteConstraint = 19
 	sqliteNotADB     = 26
@@ -95,6 +98,12 @@ func (db *DB) wrap(op string, err error) error {
 			return corruptError(db.path, err)
 		case sqliteConstraint:
 			return fmt.Errorf("store: %s: %w: %v", op, ErrConflict, err)
+		case sqliteReadOnly:
+			return fmt.Errorf("store: %s: database %s is read-only (%v); nothing was saved: check the file's and its folder's permissions, or point --db or %s at another file", op, db.path, err, EnvVar)
+		case sqliteFull:
+			return fmt.Errorf("store: %s: the disk holding %s is full (%v); nothing was saved by this step: free some space and try again", op, db.path, err)
+		case sqliteCantOpen:
+			return fmt.Errorf("store: %s: cannot open database %s (%v): check that its folder exists and is writable, or point --db or %s at another file", op, db.path, err, EnvVar)
 		}
 	}
 	if strings.HasPrefix(err.Error(), "store: ") {

@@ -64,6 +64,15 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	return filepath.Join(dir, "etchat", "etchat.db"), nil
 }
 
+// ResolvePath picks the database file: the --db flag's value if set, else
+// DefaultPath(getenv).
+func ResolvePath(flagValue string, getenv func(string) string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	return DefaultPath(getenv)
+}
+
 // userConfigDir is os.UserConfigDir, but reading the environment through
 // getenv so that the answer is a pure function of it.
 func userConfigDir(getenv func(string) string) (string, error) {

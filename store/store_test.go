@@ -489,3 +489,36 @@ func TestTokenBlob(t *testing.T) {
 		t.Errorf("no tokens should be NULL")
 	}
 }
+
+func TestResolvePath(t *testing.T) {
+	env := func(k string) string { return map[string]string{"ETCHAT_DB": "/env.db", "HOME": "/h"}[k] }
+	if p, _ := ResolvePath("/flag.db", env); p != "/flag.db" {
+		t.Errorf("flag lost to %q", p)
+	}
+	if p, _ := ResolvePath("", env); p != "/env.db" {
+		t.Errorf("env lost to %q", p)
+	}
+}
+
+func TestReadOnlyFileIsExplained(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores file permissions")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "etchat.db")
+	db := openTest(t, path)
+	db.Close()
+	os.Chmod(path, 0o400)
+	os.Chmod(dir, 0o500)
+	defer os.Chmod(dir, 0o700)
+	db2, err := Open(ctx, path, Options{})
+	if err == nil {
+		defer db2.Close()
+		_, err = db2.CreateConversation(ctx, Conversation{})
+	}
+	if err == nil || !strings.Contains(Explain(err), "read-only") && !strings.Contains(Explain(err), "cannot open") {
+		t.Errorf("read-only database: %v", err)
+	}
+	t.Log(Explain(err))
+}
