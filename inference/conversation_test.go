@@ -1,0 +1,320 @@
+package inference
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"etchat/inference/kvcache"
+)
+
+var bg = context.Background()
+
+func chatOpts(tok *byteTok, cfg *kvcache.Config, maxNew int) ConversationOptions {
+	return ConversationOptions{Tokenizer: tok, Template: tagTemplate{}, Cache: cfg,
+		Generation: Options{MaxNewTokens: maxNew, PrefillChunk: cfg.MaxWrite,
+			StopIDs: []int{tok.special("<e>"), tok.special("</s>")}, TurnEndIDs: []int{tok.special("<e>")}}}
+}
+
+// checkInvariants: the messages' ids, concatenated, are the conversation's
+// record of the cache and exactly what the session holds.
+func checkInvariants(t *testing.T, c *Conversation, s *zeroSession) {
+	t.Helper()
+	var ids []int
+	pos := 0
+	for i, m := range c.Messages() {
+		if m.Start != pos {
+			t.Fatalf("message %d starts at %d, want %d", i, m.Start, pos)
+		}
+		ids = append(ids, m.IDs...)
+		pos += len(m.IDs)
+	}
+	got := c.CacheIDs()
+	if !equalInts(ids, got) || len(got) != s.Len() {
+		t.Fatalf("messages hold %d ids, record %d, session %d", len(ids), len(got), s.Len())
+	}
+	for i, id := range got {
+		if int(s.ids[i]) != id {
+			t.Fatalf("cache position %d: record %d, session %d", i, id, s.ids[i])
+		}
+	}
+}
+
+// fresh answers msgs (ending with a user message) from an empty cache.
+func fresh(t *testing.T, e *zeroEngine, opts ConversationOptions, msgs []Message) *Reply {
+	t.Helper()
+	s := openZero(e, opts.Cache)
+	stripped := cloneMessages(msgs)
+	for i := range stripped {
+		stripped[i].IDs = nil
+	}
+	c, err := Resume(bg, s, opts, stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Regenerate(bg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reused != 0 {
+		t.Fatalf("fresh conversation reused %d tokens", r.Reused)
+	}
+	return r
+}
+
+func textMsgs(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = Message{Role: m.Role, Text: m.Text}
+	}
+	return out
+}
+
+func TestConversationTurnsMatchFreshPrefill(t *testing.T) {
+	tok := newByteTok()
+	for _, cfg := range []*kvcache.Config{flatConfig(400, 8), ringConfig(400, 4, 6)} {
+		e := &zeroEngine{vocab: tok.vocab()}
+		opts := chatOpts(tok, cfg, 12)
+		s := openZero(e, cfg)
+		c, err := NewConversation(s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, q := range []string{"hello there", "how are you?", "tell me more"} {
+			r, err := c.Send(bg, q, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, c, s)
+			msgs := c.Messages()
+			want := fresh(t, e, opts, textMsgs(msgs[:len(msgs)-1]))
+			if !equalInts(r.GeneratedIDs, want.GeneratedIDs) {
+				t.Errorf("turn %d: %v, fresh prefill %v", i, r.GeneratedIDs, want.GeneratedIDs)
+			}
+			if i > 0 && r.Reused == 0 && !r.Reprefilled {
+				t.Errorf("turn %d reused nothing", i)
+			}
+		}
+	}
+}
+
+func TestConversationCommitsTurnEnd(t *testing.T) {
+	tok := newByteTok()
+	eot := tok.special("<e>")
+	// The model closes its turn after 5 tokens, with printable bytes.
+	e := &zeroEngine{vocab: tok.vocab(), boost: func(h uint64, n int) int { return 'a' + int(h%26) }}
+	var replyStart int
+	e.boost = func(h uint64, n int) int {
+		if n-replyStart == 5 {
+			return eot
+		}
+		return 'a' + int(h%26)
+	}
+	cfg := flatConfig(400, 8)
+	s := openZero(e, cfg)
+	c, _ := NewConversation(s, chatOpts(tok, cfg, 50))
+	full, _ := tok.Encode("<s><u>hi<e><a>", false)
+	replyStart = len(full)
+	r, err := c.Send(bg, "hi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.GeneratedIDs) != 5 || !r.TurnEnd || r.Message.IDs[5] != eot || s.Len() != len(full)+6 {
+		t.Fatalf("reply %v turnEnd %v ids %v", r.GeneratedIDs, r.TurnEnd, r.Message.IDs)
+	}
+	// The next turn finds the whole closed reply in the cache and prefills
+	// only the new user turn.
+	replyStart = -100
+	r2, err := c.Send(bg, "ok", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Reused != len(full)+6 || r2.Prefilled != len("<u>ok<e><a>")-6 {
+		t.Errorf("second turn reused %d prefilled %d", r2.Reused, r2.Prefilled)
+	}
+	checkInvariants(t, c, s)
+}
+
+func TestConversationUndoRegenerateEdit(t *testing.T) {
+	tok := newByteTok()
+	for _, cfg := range []*kvcache.Config{flatConfig(400, 8), ringConfig(400, 4, 5)} {
+		e := &zeroEngine{vocab: tok.vocab()}
+		opts := chatOpts(tok, cfg, 10)
+		s := openZero(e, cfg)
+		c, _ := NewConversation(s, opts)
+		for _, q := range []string{"one", "two", "three"} {
+			if _, err := c.Send(bg, q, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ring := cfg.Layers[1].Kind == kvcache.Ring
+		instant := c.CanUndoInstantly()
+		if instant == ring {
+			t.Errorf("ring %v: CanUndoInstantly %v", ring, instant)
+		}
+		u, err := c.UndoTurn(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Reprefilled == instant || u.Messages != 2 {
+			t.Errorf("ring %v: undo %+v, predicted instant %v", ring, u, instant)
+		}
+		checkInvariants(t, c, s)
+		if n := len(c.Messages()); n != 4 {
+			t.Fatalf("%d messages after undo", n)
+		}
+		// Sending after the undo is the fresh conversation of those messages.
+		r, err := c.Send(bg, "three again", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := c.Messages()
+		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !equalInts(r.GeneratedIDs, want.GeneratedIDs) {
+			t.Errorf("after undo: %v, fresh %v", r.GeneratedIDs, want.GeneratedIDs)
+		}
+		// Greedy regeneration repeats the reply.
+		r2, err := c.Regenerate(bg, nil)
+		if err != nil || !equalInts(r2.GeneratedIDs, r.GeneratedIDs) {
+			t.Errorf("regenerate: %v (%v), first %v", r2.GeneratedIDs, err, r.GeneratedIDs)
+		}
+		checkInvariants(t, c, s)
+		// Editing equals a fresh conversation with the edited message.
+		r3, err := c.EditLast(bg, "edited", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = c.Messages()
+		if msgs[4].Text != "edited" || len(msgs) != 6 {
+			t.Fatalf("after edit: %+v", msgs)
+		}
+		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !equalInts(r3.GeneratedIDs, want.GeneratedIDs) {
+			t.Errorf("edit: %v, fresh %v", r3.GeneratedIDs, want.GeneratedIDs)
+		}
+		checkInvariants(t, c, s)
+	}
+}
+
+func TestConversationUndoTokens(t *testing.T) {
+	tok := newByteTok()
+	e := &zeroEngine{vocab: tok.vocab()}
+	cfg := flatConfig(400, 8)
+	s := openZero(e, cfg)
+	c, _ := NewConversation(s, chatOpts(tok, cfg, 10))
+	c.Send(bg, "first", nil)
+	c.Send(bg, "second", nil)
+	n0 := c.Len()
+	reply := c.Messages()[3]
+	// Three tokens off the reply: it is shortened.
+	u, err := c.UndoTokens(bg, 3)
+	if err != nil || u.Len != n0-3 || u.Dropped != 3 || u.Messages != 0 {
+		t.Fatalf("undo 3: %+v %v", u, err)
+	}
+	m := c.Messages()[3]
+	if len(m.IDs) != len(reply.IDs)-3 || m.Text != tok.Decode(reply.Generated[:len(reply.IDs)-3], true) {
+		t.Errorf("shortened reply %q ids %d", m.Text, len(m.IDs))
+	}
+	checkInvariants(t, c, s)
+	// Cutting into the user message removes the whole turn.
+	u, err = c.UndoTokens(bg, len(m.IDs)+2)
+	if err != nil || u.Messages != 2 || u.Len != c.Messages()[1].End() || len(c.Messages()) != 2 {
+		t.Fatalf("undo into the user turn: %+v %v, %d messages", u, err, len(c.Messages()))
+	}
+	checkInvariants(t, c, s)
+	// More than everything: empty.
+	if u, err = c.UndoTokens(bg, 1000); err != nil || u.Len != 0 || len(c.Messages()) != 0 {
+		t.Errorf("undo all: %+v %v", u, err)
+	}
+	if _, err := c.UndoTokens(bg, -1); err == nil {
+		t.Error("negative undo accepted")
+	}
+	if _, err := c.UndoTurn(bg); err == nil {
+		t.Error("undo on an empty conversation accepted")
+	}
+}
+
+func TestConversationResumeContinuesExactly(t *testing.T) {
+	tok := newByteTok()
+	e := &zeroEngine{vocab: tok.vocab()}
+	cfg := ringConfig(400, 4, 6)
+	opts := chatOpts(tok, cfg, 9)
+	opts.System = "be brief"
+	s := openZero(e, cfg)
+	c, _ := NewConversation(s, opts)
+	c.Send(bg, "a question", nil)
+	c.Send(bg, "another", nil)
+	state := c.State()
+
+	r1, err := c.Send(bg, "third", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := openZero(e, cfg)
+	c2, err := Resume(bg, s2, opts, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.tokensIn != len(c2.CacheIDs()) || !equalInts(c2.CacheIDs(), flatten(state)) {
+		t.Errorf("resume prefilled %d tokens for %d", s2.tokensIn, len(c2.CacheIDs()))
+	}
+	r2, err := c2.Send(bg, "third", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalInts(r1.GeneratedIDs, r2.GeneratedIDs) || r1.Reused != r2.Reused {
+		t.Errorf("resumed: %v reused %d; original %v reused %d", r2.GeneratedIDs, r2.Reused, r1.GeneratedIDs, r1.Reused)
+	}
+	checkInvariants(t, c2, s2)
+
+	// Bad stored state is an error, not a panic.
+	bad := cloneMessages(state)
+	bad[1].Role = "robot"
+	if _, err := Resume(bg, openZero(e, cfg), opts, bad); err == nil {
+		t.Error("unknown role accepted")
+	}
+	bad = cloneMessages(state)
+	bad[1].IDs = append(bad[1].IDs, 99999)
+	if _, err := Resume(bg, openZero(e, cfg), opts, bad); err == nil {
+		t.Error("out-of-vocabulary id accepted")
+	}
+	// Reset keeps the system prompt only.
+	if err := c2.Reset(); err != nil || c2.Len() != 0 || len(c2.Messages()) != 1 || s2.Len() != 0 {
+		t.Errorf("reset: %v, %d tokens, %d messages", err, c2.Len(), len(c2.Messages()))
+	}
+}
+
+func flatten(msgs []Message) []int {
+	var out []int
+	for _, m := range msgs {
+		out = append(out, m.IDs...)
+	}
+	return out
+}
+
+func TestConversationTooLong(t *testing.T) {
+	tok := newByteTok()
+	e := &zeroEngine{vocab: tok.vocab()}
+	cfg := flatConfig(40, 8)
+	s := openZero(e, cfg)
+	opts := chatOpts(tok, cfg, 50)
+	opts.Generation.IgnoreEOS = true
+	c, _ := NewConversation(s, opts)
+	if _, err := c.Send(bg, "a question that is far too long for forty tokens", nil); !errors.Is(err, ErrPromptTooLong) {
+		t.Fatalf("long prompt: %v", err)
+	}
+	if len(c.Messages()) != 0 || s.forwards != 0 {
+		t.Errorf("refused turn left %d messages, %d forwards", len(c.Messages()), s.forwards)
+	}
+	// A turn that fits is capped by the room left.
+	r, err := c.Send(bg, "short", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Capped || s.Len() != 40 {
+		t.Errorf("capped %v, cache %d", r.Capped, s.Len())
+	}
+	// The next turn no longer fits.
+	if _, err := c.Send(bg, "more", nil); !errors.Is(err, ErrPromptTooLong) {
+		t.Errorf("full conversation: %v", err)
+	}
+	checkInvariants(t, c, s)
+}
