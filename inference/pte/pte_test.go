@@ -270,7 +270,7 @@ func TestConstantTypeErrors(t *testing.T) {
 		t.Error("Text on an Int succeeded")
 	}
 	kv, _ := f.Constant("get_kv_heads")
-	if _, err := kv.Int(); err == nil || !strings.Contains(err.Error(), "Int tensor [4]") {
+	if _, err := kv.Int(); err == nil || !strings.Contains(err.Error(), "returns a Tensor of Int, sizes [4], not an Int") {
 		t.Errorf("Int on a tensor: %v", err)
 	}
 	if _, err := kv.Float(); err == nil {

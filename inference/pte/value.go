@@ -128,7 +128,7 @@ type Value struct {
 func (v Value) wrong(want string) error {
 	what := v.Kind.String()
 	if v.Kind == KindTensor && v.tensor != nil {
-		what = fmt.Sprintf("a %s tensor %v", v.tensor.DType, v.tensor.Sizes)
+		what = fmt.Sprintf("a Tensor of %s, sizes %v", v.tensor.DType, v.tensor.Sizes)
 	}
 	return fmt.Errorf("constant method %q returns %s, not %s", v.Method, what, want)
 }

@@ -1,0 +1,152 @@
+package modelinfo
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"etchat/inference/kvcache"
+	"etchat/internal/fixtures"
+)
+
+var (
+	infoMu    sync.Mutex
+	infoCache = map[string]*Info{}
+)
+
+func loadFixture(t *testing.T, name string) *Info {
+	t.Helper()
+	infoMu.Lock()
+	defer infoMu.Unlock()
+	if info, ok := infoCache[name]; ok {
+		return info
+	}
+	info, err := Load(fixtures.PTE(name), Options{NoCompanions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infoCache[name] = info
+	return info
+}
+
+// policy is the CLI's defaults with changes, as cli/cacheflags.go builds it.
+func policy(edit func(p *kvcache.Policy)) kvcache.Policy {
+	p := kvcache.Policy{StorageDType: "bf16", InitialCapacity: -1}
+	if edit != nil {
+		edit(&p)
+	}
+	return p
+}
+
+func TestCacheConfig(t *testing.T) {
+	cases := []struct {
+		name    string
+		model   string
+		policy  kvcache.Policy
+		summary string
+		// K+V bytes at the initial pool size and at full capacity.
+		initial, full int64
+	}{
+		{
+			name: "gemma3 default", model: fixtures.Gemma3, policy: policy(nil),
+			summary: "[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8\n        4 layers: 1 flat + 3 ring(window 8)",
+			// flat: 128 rows × 2 heads × 16 × (K+V) × 2 B = 16384; ring: 8+8-1 = 15 rows = 1920.
+			initial: 16384 + 3*1920, full: 16384 + 3*1920,
+		},
+		{
+			name: "gemma3 narrower windows narrow max_write", model: fixtures.Gemma3, policy: policy(func(p *kvcache.Policy) { p.Windows = "4" }),
+			summary: "[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=4\n        4 layers: 0 flat + 4 ring(window 4)",
+			// 4+4-1 = 7 rows per layer: 7 × 128 B.
+			initial: 4 * 7 * 128, full: 4 * 7 * 128,
+		},
+		{
+			name: "gemma3 all flat keeps max_write", model: fixtures.Gemma3, policy: policy(func(p *kvcache.Policy) { p.Windows = "0" }),
+			summary: "[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8\n        4 layers: 4 flat",
+			initial: 4 * 16384, full: 4 * 16384,
+		},
+		{
+			name: "gemma3 wider window leaves max_write", model: fixtures.Gemma3, policy: policy(func(p *kvcache.Policy) { p.Windows = "16,0" }),
+			summary: "[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8\n        4 layers: 2 flat + 2 ring(window 16)",
+			// ring: 16+8-1 = 23 rows × 128 B.
+			initial: 2*16384 + 2*23*128, full: 2*16384 + 2*23*128,
+		},
+		{
+			name: "llama3 fp32, capacity 64, initial 16", model: fixtures.Llama3,
+			policy:  policy(func(p *kvcache.Policy) { p.StorageDType, p.Capacity, p.InitialCapacity = "fp32", 64, 16 }),
+			summary: "[cache] off-graph seq | capacity=64 initial=16 kv_dtype=Float(fp32) max_write=32\n        2 layers: 2 flat",
+			// 2 heads × 16 × 2 × 4 B = 256 B per row and layer.
+			initial: 2 * 16 * 256, full: 2 * 64 * 256,
+		},
+		{
+			name: "qwen3 fp16, initial 0", model: fixtures.Qwen3, policy: policy(func(p *kvcache.Policy) { p.StorageDType, p.InitialCapacity = "fp16", 0 }),
+			summary: "[cache] off-graph seq | capacity=128 initial=0 kv_dtype=Half(fp16) max_write=32\n        2 layers: 2 flat",
+			initial: 0, full: 2 * 128 * 128,
+		},
+		{
+			name: "bf16 bench default", model: fixtures.BenchBF16, policy: policy(nil),
+			summary: "[cache] off-graph seq | capacity=2048 initial=512 kv_dtype=BFloat16 max_write=128\n        8 layers: 8 flat",
+			// The README: 4 KiB per token, 8 MiB at 2048 tokens.
+			initial: 512 * 4096, full: 8 << 20,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			info := loadFixture(t, c.model)
+			cfg, err := info.CacheConfig(c.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Summary(); got != c.summary {
+				t.Errorf("summary\n%s\nwant\n%s", got, c.summary)
+			}
+			if !strings.HasSuffix(c.summary, cfg.LayersSummary()) {
+				t.Errorf("layers summary %q", cfg.LayersSummary())
+			}
+			layers, initial, full := cfg.Memory()
+			if initial != c.initial || full != c.full {
+				t.Errorf("memory initial %d full %d, want %d %d", initial, full, c.initial, c.full)
+			}
+			var sumI, sumF int64
+			for _, l := range layers {
+				sumI += l.Initial
+				sumF += l.Full
+			}
+			if len(layers) != len(info.Layout.KVHeads) || sumI != initial || sumF != full {
+				t.Errorf("per-layer memory %+v does not add up", layers)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("built config does not validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestCacheConfigErrors(t *testing.T) {
+	info := loadFixture(t, fixtures.Gemma3)
+	cases := []struct {
+		name   string
+		policy kvcache.Policy
+		want   string
+	}{
+		{"unknown dtype", policy(func(p *kvcache.Policy) { p.StorageDType = "int8" }), `unknown kv storage dtype "int8" (bf16|fp16|fp32)`},
+		{"windows not numbers", policy(func(p *kvcache.Policy) { p.Windows = "8,x" }), `invalid --kv-windows "8,x": "x" is not a window size`},
+		{"negative window", policy(func(p *kvcache.Policy) { p.Windows = "-1" }), `invalid --kv-windows "-1": "-1" is not a window size`},
+		{"empty window entry", policy(func(p *kvcache.Policy) { p.Windows = "8,,0" }), `invalid --kv-windows "8,,0": "" is not a window size`},
+		{"negative capacity", policy(func(p *kvcache.Policy) { p.Capacity = -5 }), "capacity -5 is negative"},
+		{"huge capacity", policy(func(p *kvcache.Policy) { p.Capacity = 1 << 30 }), "above the limit"},
+		{"negative initial", policy(func(p *kvcache.Policy) { p.InitialCapacity = -2 }), "initial capacity -2 is negative"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := info.CacheConfig(c.policy)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v (%v), want an error containing %q", err, cfg, c.want)
+			}
+		})
+	}
+
+	in := loadFixture(t, fixtures.InGraph)
+	if _, err := in.CacheConfig(policy(nil)); err == nil || !strings.Contains(err.Error(), "in-graph") {
+		t.Errorf("in-graph: %v", err)
+	}
+}

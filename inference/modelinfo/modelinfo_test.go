@@ -1,0 +1,302 @@
+package modelinfo
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"etchat/inference/kvcache"
+	"etchat/inference/pte"
+	"etchat/internal/fixtures"
+)
+
+// histograms are docs/pte-format.md §4 and §6.
+var histograms = map[string]map[string]int{
+	fixtures.Llama3: {"AddNode": 8, "AddmmNode": 16, "AsTypeNode": 1, "BroadcastToNode": 1, "ConcatenateNode": 5, "CosNode": 1,
+		"ExpandDimsNode": 6, "MultiplyNode": 12, "NegNode": 4, "RMSNormNode": 5, "ReshapeNode": 9, "SiluNode": 2, "SinNode": 1,
+		"SliceNode": 8, "SymSizeNode": 1, "TakeNode": 2, "TransposeNode": 24, "UpdateAndAttendNode": 2},
+	fixtures.Gemma3: {"AddNode": 41, "AddmmNode": 31, "AsTypeNode": 1, "BroadcastToNode": 2, "ConcatenateNode": 10, "CosNode": 2,
+		"ExpandDimsNode": 10, "GeluNode": 4, "MultiplyNode": 25, "NegNode": 8, "RMSNormNode": 25, "ReshapeNode": 17, "SinNode": 2,
+		"SliceNode": 16, "SymSizeNode": 1, "TakeNode": 2, "TransposeNode": 47, "UpdateAndAttendNode": 4},
+	fixtures.Qwen3: {"AddNode": 8, "AddmmNode": 16, "AsTypeNode": 1, "BroadcastToNode": 1, "ConcatenateNode": 5, "CosNode": 1,
+		"ExpandDimsNode": 6, "MultiplyNode": 12, "NegNode": 4, "RMSNormNode": 9, "ReshapeNode": 9, "SiluNode": 2, "SinNode": 1,
+		"SliceNode": 8, "SymSizeNode": 1, "TakeNode": 2, "TransposeNode": 24, "UpdateAndAttendNode": 2},
+	fixtures.InGraph: {"ARangeNode": 1, "AddIntNode": 6, "AddNode": 9, "AddmmNode": 16, "AsTypeNode": 2, "BroadcastToNode": 1,
+		"ConcatenateNode": 5, "CosNode": 1, "ExpandDimsNode": 6, "FullNode": 1, "IdCopyNode": 4, "ItemIntNode": 4, "MultiplyNode": 12,
+		"NegNode": 4, "NotEqualNode": 1, "RMSNormNode": 5, "ReshapeNode": 10, "SdpaNode": 2, "SiluNode": 2, "SinNode": 1,
+		"SliceNode": 12, "SliceUpdateNode": 4, "SumNode": 1, "SymSizeNode": 7, "TakeNode": 10, "TransposeNode": 24},
+	fixtures.BenchBF16: {"AddNode": 32, "AddmmNode": 58, "AsTypeNode": 3, "BroadcastToNode": 1, "ConcatenateNode": 17, "CosNode": 1,
+		"ExpandDimsNode": 6, "MultiplyNode": 42, "NegNode": 16, "RMSNormNode": 17, "ReshapeNode": 33, "SiluNode": 8, "SinNode": 1,
+		"SliceNode": 32, "SymSizeNode": 1, "TakeNode": 2, "TransposeNode": 90, "UpdateAndAttendNode": 8},
+}
+
+var instructionTotals = map[string]int{fixtures.Llama3: 108, fixtures.Gemma3: 248, fixtures.Qwen3: 112, fixtures.InGraph: 151, fixtures.BenchBF16: 368}
+
+type refModel struct {
+	Model struct {
+		VocabSize int             `json:"vocab_size"`
+		ModelType string          `json:"model_type"`
+		EOS       json.RawMessage `json:"eos_token_id"`
+		Params    int64           `json:"n_parameters"`
+	} `json:"model"`
+	Export struct {
+		MaxCtxLen    int `json:"max_ctx_len"`
+		PrefillChunk int `json:"prefill_chunk_size"`
+	} `json:"export"`
+	Geometry *struct {
+		KVHeads  []int `json:"kv_heads"`
+		HeadDims []int `json:"head_dims"`
+		Windows  []int `json:"windows"`
+	} `json:"geometry"`
+}
+
+var shaRE = regexp.MustCompile("model\\.pte \\|[^|]*\\| the ExecuTorch program \\(sha256 `([0-9a-f]{64})`\\)")
+
+func readmeSHA(t *testing.T, name string) string {
+	b, err := os.ReadFile(filepath.Join(fixtures.ModelDir(name), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := shaRE.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s README: no sha256", name)
+	}
+	return string(m[1])
+}
+
+func TestLoadFixtures(t *testing.T) {
+	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.InGraph, fixtures.BenchBF16} {
+		t.Run(name, func(t *testing.T) {
+			dir := fixtures.Unpacked(t, name)
+			path := filepath.Join(dir, "model.pte")
+			info, err := Load(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref refModel
+			fixtures.Reference(t, name, &ref)
+			wantKind := OffGraph
+			if name == fixtures.InGraph {
+				wantKind = InGraph
+			}
+			if info.Kind != wantKind || info.KindReason == "" {
+				t.Errorf("kind %s (%s), want %s", info.Kind, info.KindReason, wantKind)
+			}
+			if info.SHA256 != "" {
+				t.Error("hashed without Options.Hash")
+			}
+			if info.VocabSize != ref.Model.VocabSize || info.MaxCtxLen != ref.Export.MaxCtxLen || info.PrefillChunk != ref.Export.PrefillChunk {
+				t.Errorf("vocab %d max_ctx %d chunk %d, want %d %d %d", info.VocabSize, info.MaxCtxLen, info.PrefillChunk,
+					ref.Model.VocabSize, ref.Export.MaxCtxLen, ref.Export.PrefillChunk)
+			}
+			eos, err := tokenIDs(ref.Model.EOS)
+			if err != nil || !equal(info.EOSIDs, eos) || info.EOSSource != "generation_config.json" {
+				t.Errorf("eos %v from %q, want %v", info.EOSIDs, info.EOSSource, eos)
+			}
+			if info.Companion.ModelType != ref.Model.ModelType || len(info.Companion.Problems) != 0 {
+				t.Errorf("companions %+v", info.Companion)
+			}
+			hasTok := name != fixtures.InGraph && name != fixtures.BenchBF16
+			if (info.Companion.Tokenizer != "") != hasTok || (info.Companion.TokenizerConfig != "") != hasTok || info.Companion.HasChatTemplate != hasTok ||
+				info.Companion.Config != filepath.Join(dir, "config.json") || info.Companion.GenerationConfig == "" {
+				t.Errorf("companions %+v", info.Companion)
+			}
+
+			if wantKind == OffGraph {
+				l := info.Layout
+				if l == nil || !equal(l.KVHeads, ref.Geometry.KVHeads) || !equal(l.HeadDims, ref.Geometry.HeadDims) || !equal(l.Windows, ref.Geometry.Windows) ||
+					l.PrefillChunk != ref.Export.PrefillChunk || l.MaxCtxLen != ref.Export.MaxCtxLen {
+					t.Errorf("layout %+v, want %+v", l, ref.Geometry)
+				}
+				if len(info.MLX.AttentionLayers) != len(l.KVHeads) {
+					t.Errorf("attention layers %v", info.MLX.AttentionLayers)
+				}
+			} else {
+				if info.Layout != nil || len(info.MLX.MutableBuffers) != 4 || !strings.HasSuffix(info.MLX.MutableBuffers[0], "/key_cache_0") {
+					t.Errorf("in-graph: layout %v, buffers %v", info.Layout, info.MLX.MutableBuffers)
+				}
+				if !strings.Contains(info.KindReason, "mutable buffers") {
+					t.Errorf("reason %q", info.KindReason)
+				}
+				if _, err := info.CacheConfig(kvcache.DefaultPolicy()); err == nil || !strings.Contains(err.Error(), "in-graph") {
+					t.Errorf("CacheConfig on in-graph: %v", err)
+				}
+			}
+
+			// MLX graph summary (docs/pte-format.md §4).
+			h := histograms[name]
+			if info.MLX == nil || info.MLX.Instructions != instructionTotals[name] || len(info.MLX.OpHistogram) != len(h) {
+				t.Fatalf("mlx %+v", info.MLX)
+			}
+			for k, n := range h {
+				if info.MLX.OpHistogram[k] != n {
+					t.Errorf("%s: %d, want %d", k, info.MLX.OpHistogram[k], n)
+				}
+			}
+
+			// Weights.
+			f, err := pte.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if info.Weights.Bytes != f.WeightBytes() || info.Weights.Tensors != len(f.NamedData) || info.Weights.Params <= 0 {
+				t.Errorf("weights %+v", info.Weights)
+			}
+			if ref.Model.Params != 0 && info.Weights.Params != ref.Model.Params {
+				t.Errorf("params %d, want %d", info.Weights.Params, ref.Model.Params)
+			}
+			wantDT := "Float"
+			if name == fixtures.BenchBF16 {
+				wantDT = "BFloat16"
+			}
+			if len(info.Weights.DTypes) == 0 || info.Weights.DTypes[0] != wantDT {
+				t.Errorf("dtypes %v", info.Weights.DTypes)
+			}
+
+			// What Load reads: program + constant segment + MLX blob (+64 KiB).
+			budget := f.Header.ProgramSize + f.Segments[0].Size + f.Segments[1].Size + 64<<10
+			if info.BytesRead > budget || info.BytesRead < f.Header.ProgramSize {
+				t.Errorf("read %d bytes, budget %d", info.BytesRead, budget)
+			}
+		})
+	}
+}
+
+func TestHash(t *testing.T) {
+	for _, name := range []string{fixtures.Llama3, fixtures.InGraph} {
+		info, err := Load(fixtures.PTE(name), Options{Hash: true, NoCompanions: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := readmeSHA(t, name); info.SHA256 != want {
+			t.Errorf("%s: sha256 %s, want %s", name, info.SHA256, want)
+		}
+		if info.BytesRead > info.SizeBytes/100 {
+			t.Errorf("%s: the hash pass was counted: %d bytes read", name, info.BytesRead)
+		}
+		if info.Companion.Dir != "" {
+			t.Error("NoCompanions looked for companions")
+		}
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// patched writes a copy of a fixture's model.pte with edit applied, and
+// returns its path.
+func patched(t *testing.T, name string, edit func(b []byte)) string {
+	b, err := os.ReadFile(fixtures.PTE(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(b)
+	p := filepath.Join(t.TempDir(), "model.pte")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rename replaces a method name in the program (same length).
+func rename(t *testing.T, b []byte, from, to string) {
+	prog := b[:5112]
+	i := strings.Index(string(prog), from+"\x00")
+	if i < 0 || len(from) != len(to) {
+		t.Fatalf("method name %q not found", from)
+	}
+	copy(prog[i:], to)
+}
+
+func TestLoadBadModels(t *testing.T) {
+	// get_n_caches and get_kv_heads swap names: get_n_caches is now a
+	// tensor — a constant of the wrong type is an error naming the file.
+	p := patched(t, fixtures.Llama3, func(b []byte) {
+		rename(t, b, "get_n_caches", "get_XX_cache")
+		rename(t, b, "get_kv_heads", "get_n_caches")
+		rename(t, b, "get_XX_cache", "get_kv_heads")
+	})
+	_, err := Load(p, Options{})
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), `"get_n_caches" returns a Tensor of Int, sizes [2], not an Int`) {
+		t.Errorf("swapped constants: %v", err)
+	}
+
+	// A missing layout method: unsupported, with the reason.
+	p = patched(t, fixtures.Llama3, func(b []byte) { rename(t, b, "get_windows", "get_windowz") })
+	info, err := Load(p, Options{})
+	if err != nil || info.Kind != Unsupported || !strings.Contains(info.KindReason, "not get_windows") {
+		t.Errorf("missing get_windows: %v %+v", err, info)
+	}
+
+	// A negative window in the constant segment: inconsistent layout.
+	p = patched(t, fixtures.Llama3, func(b []byte) { binary.LittleEndian.PutUint32(b[5120+48:], 0xffffffff) })
+	info, err = Load(p, Options{})
+	if err != nil || info.Kind != Unsupported || !strings.Contains(info.KindReason, "inconsistent") || !strings.Contains(info.KindReason, "window -1") {
+		t.Errorf("negative window: %v %+v", err, info)
+	}
+	if _, err := info.CacheConfig(kvcache.DefaultPolicy()); err == nil || !strings.Contains(err.Error(), "unsupported") {
+		t.Errorf("CacheConfig on unsupported: %v", err)
+	}
+
+	// A broken MLX blob is an error.
+	p = patched(t, fixtures.Llama3, func(b []byte) { copy(b[5248+4:], "MLX9") })
+	if _, err := Load(p, Options{}); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "MLX9") {
+		t.Errorf("bad MLX magic: %v", err)
+	}
+
+	// Not a .pte at all.
+	if _, err := Load(filepath.Join(fixtures.ModelDir(fixtures.Llama3), "config.json"), Options{}); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Errorf("config.json: %v", err)
+	}
+}
+
+func TestCompanionProblems(t *testing.T) {
+	dir := t.TempDir()
+	os.Symlink(fixtures.PTE(fixtures.Llama3), filepath.Join(dir, "model.pte"))
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "llama", "eos_token_id": "x"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"chat_template": `), 0o644)
+	os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": 7}`), 0o644)
+	os.Mkdir(filepath.Join(dir, "tokenizer.json"), 0o755)
+	info, err := Load(filepath.Join(dir, "model.pte"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := info.Companion
+	if c.Tokenizer != "" || c.HasChatTemplate || c.ModelType != "llama" || len(c.Problems) != 3 || !equal(info.EOSIDs, []int{7}) {
+		t.Errorf("%+v eos %v", c, info.EOSIDs)
+	}
+	all := strings.Join(c.Problems, "\n")
+	for _, want := range []string{"tokenizer.json: not a regular file", "tokenizer_config.json: not valid JSON", "config.json: eos_token_id"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("problems %q lack %q", all, want)
+		}
+	}
+	// A chat_template.jinja counts as a chat template.
+	os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte("{{ messages }}"), 0o644)
+	if c := FindCompanions(dir); !c.HasChatTemplate || c.ChatTemplate == "" {
+		t.Errorf("jinja template not seen: %+v", c)
+	}
+}
+
+func BenchmarkLoad(b *testing.B) {
+	path := filepath.Join(fixtures.Unpacked(b, fixtures.Gemma3), "model.pte")
+	for b.Loop() {
+		if _, err := Load(path, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
