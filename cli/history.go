@@ -17,7 +17,8 @@ import (
 const historySynopsis = `[--db PATH] [--json] [--runs [--kind chat|bench]] [--model SHA|NAME] [--limit N]
        etchat history --export-conversation ID|all [--format json|md]
        etchat history --export-runs [--format csv|json] [--model SHA|NAME] [--kind chat|bench]
-       etchat history --import FILE`
+       etchat history --import FILE
+       etchat history --check`
 
 // runHistory lists, exports and imports stored conversations and runs.
 func runHistory(ctx context.Context, env *Env, args []string) error {
@@ -32,6 +33,7 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 	exportRuns := fs.Bool("export-runs", false, "write runs to stdout")
 	format := fs.String("format", "", "export format: json or md for conversations (default json), csv or json for runs (default csv)")
 	importFile := fs.String("import", "", "import conversations from an etchat JSON export (- for stdin)")
+	check := fs.Bool("check", false, "check the database file for damage (SQLite integrity_check)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,13 +47,13 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 		return Usagef("invalid value %q for flag -kind: want chat or bench", *kind)
 	}
 	modes := 0
-	for _, on := range []bool{*exportConv != "", *exportRuns, *importFile != ""} {
+	for _, on := range []bool{*exportConv != "", *exportRuns, *importFile != "", *check} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 || (modes == 1 && *runs) {
-		return Usagef("use one of --runs, --export-conversation, --export-runs, --import at a time")
+		return Usagef("use one of --runs, --export-conversation, --export-runs, --import, --check at a time")
 	}
 	switch {
 	case *exportConv != "":
@@ -109,6 +111,11 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 	filter := store.RunFilter{Model: *model, Kind: *kind, Limit: *limit}
 
 	switch {
+	case *check:
+		if err = db.IntegrityCheck(ctx); err == nil {
+			v, _ := db.Version(ctx)
+			fmt.Fprintf(env.Stdout, "ok: %s (schema version %d)\n", db.File(), v)
+		}
 	case *importFile != "":
 		err = historyImport(ctx, env, db, *importFile)
 	case *exportConv != "":

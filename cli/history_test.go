@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -208,5 +209,25 @@ func TestHistoryCorruptDatabase(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); !bytes.Equal(b, junk) {
 		t.Errorf("the file was changed")
+	}
+}
+
+func TestHistoryCheckAndNewerDatabase(t *testing.T) {
+	path := seedHistory(t)
+	r := runCLI(t, nil, "", "history", "--db", path, "--check")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "ok: "+path) {
+		t.Errorf("--check: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("INSERT INTO schema_migrations VALUES (?, 'from the future', 0)", store.SchemaVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	r = runCLI(t, nil, "", "history", "--db", path)
+	if r.code != 1 || !strings.Contains(r.stderr, "newer etchat") || !strings.Contains(r.stderr, path) {
+		t.Errorf("newer database: exit %d %s", r.code, r.stderr)
 	}
 }
