@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -83,6 +84,15 @@ func (db *DB) GetModel(ctx context.Context, id int64) (Model, error) {
 	m, err := scanModel(db.sql.QueryRowContext(ctx, "SELECT "+modelCols+" FROM models WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Model{}, notFound("model", id)
+	}
+	return m, db.wrap("get model", err)
+}
+
+// ModelByPath returns the model at path.
+func (db *DB) ModelByPath(ctx context.Context, path string) (Model, error) {
+	m, err := scanModel(db.sql.QueryRowContext(ctx, "SELECT "+modelCols+" FROM models WHERE path = ?", path))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Model{}, fmt.Errorf("store: model %s: %w", path, ErrNotFound)
 	}
 	return m, db.wrap("get model", err)
 }

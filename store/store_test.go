@@ -345,6 +345,15 @@ func TestModels(t *testing.T) {
 	if err != nil || m2.ID != m.ID || m2.SHA256 != "22" || !m2.Added.Equal(m.Added) || string(m2.Metadata) != "{}" {
 		t.Errorf("upsert same path: %+v, %v", m2, err)
 	}
+	if got, err := db.ModelByPath(ctx, "/a.pte"); err != nil || got.ID != m.ID || got.SHA256 != "22" {
+		t.Errorf("ModelByPath = %+v, %v", got, err)
+	}
+	if _, err := db.ModelByPath(ctx, "/nope.pte"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ModelByPath(missing) = %v", err)
+	}
+	if got, err := db.GetModel(ctx, m.ID); err != nil || got.Path != "/a.pte" {
+		t.Errorf("GetModel = %+v, %v", got, err)
+	}
 	b, _ := db.UpsertModel(ctx, Model{Path: "/b.pte", DisplayName: "B"})
 	if err := db.TouchModel(ctx, b.ID); err != nil {
 		t.Fatal(err)
