@@ -8,12 +8,19 @@ import (
 	"os"
 	"os/signal"
 
+	"etchat/app"
 	"etchat/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Run(ctx, cli.OSEnv(), os.Args[1:])
+	var code int
+	if cli.IsCommand(os.Args[1:]) {
+		code = cli.Run(ctx, cli.OSEnv(), os.Args[1:])
+	} else {
+		app.Version = cli.Version
+		code = app.Run(ctx, os.Args[1:])
+	}
 	stop()
 	os.Exit(code)
 }

@@ -1,0 +1,265 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"etchat/store"
+)
+
+// storeAdapter serves the library, chat and run ports from the etchat
+// database.
+type storeAdapter struct {
+	db *store.DB
+}
+
+// NewStoreAdapter adapts db to the app's ports.
+func NewStoreAdapter(db *store.DB) *storeAdapter { return &storeAdapter{db: db} }
+
+// modelMeta is what the library keeps of a model's inspection in the
+// store's metadata column (for the CLI's listing and a future offline view).
+type modelMeta struct {
+	Kind         string   `json:"kind"`
+	KindReason   string   `json:"kind_reason,omitempty"`
+	MaxCtxLen    int      `json:"max_ctx_len,omitempty"`
+	PrefillChunk int      `json:"prefill_chunk,omitempty"`
+	VocabSize    int      `json:"vocab_size,omitempty"`
+	Methods      []string `json:"methods,omitempty"`
+}
+
+func (s *storeAdapter) SaveModel(ctx context.Context, path string, info *ModelInfo) error {
+	m := store.Model{Path: path, DisplayName: ModelName(path)}
+	if fi, err := os.Stat(path); err == nil {
+		m.Size, m.ModTime = fi.Size(), fi.ModTime()
+	}
+	if info != nil {
+		m.SHA256, m.Kind, m.TokenizerPath = info.SHA256, info.Kind.Badge(), info.Tokenizer
+		meta, err := json.Marshal(modelMeta{Kind: info.Kind.Badge(), KindReason: info.KindReason, MaxCtxLen: info.MaxCtxLen,
+			PrefillChunk: info.PrefillChunk, VocabSize: info.VocabSize, Methods: info.Methods})
+		if err != nil {
+			return err
+		}
+		m.Metadata = meta
+	} else {
+		m.Kind = "unreadable"
+	}
+	_, err := s.db.UpsertModel(ctx, m)
+	return err
+}
+
+func (s *storeAdapter) ListModels(ctx context.Context) ([]string, error) {
+	ms, err := s.db.ListModels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Path
+	}
+	return out, nil
+}
+
+func (s *storeAdapter) modelByPath(ctx context.Context, path string) (store.Model, bool, error) {
+	ms, err := s.db.ListModels(ctx)
+	if err != nil {
+		return store.Model{}, false, err
+	}
+	for _, m := range ms {
+		if m.Path == path {
+			return m, true, nil
+		}
+	}
+	return store.Model{}, false, nil
+}
+
+func (s *storeAdapter) RemoveModel(ctx context.Context, path string) error {
+	m, ok, err := s.modelByPath(ctx, path)
+	if err != nil || !ok {
+		return err
+	}
+	return s.db.RemoveModel(ctx, m.ID)
+}
+
+func (s *storeAdapter) ListConversations(ctx context.Context, modelPath string) ([]ConversationSummary, error) {
+	m, ok, err := s.modelByPath(ctx, modelPath)
+	if err != nil || !ok {
+		return nil, err
+	}
+	cs, err := s.db.ListConversations(ctx, m.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ConversationSummary, len(cs))
+	for i, c := range cs {
+		out[i] = ConversationSummary{ID: c.ID, ModelPath: modelPath, Title: c.Title, Updated: c.Updated}
+	}
+	return out, nil
+}
+
+func (s *storeAdapter) CreateConversation(ctx context.Context, modelPath, title string, set Settings) (int64, error) {
+	m, ok, err := s.modelByPath(ctx, modelPath)
+	if err != nil {
+		return 0, err
+	}
+	if !ok { // the model was removed from the library meanwhile: put it back
+		if err := s.SaveModel(ctx, modelPath, nil); err != nil {
+			return 0, err
+		}
+		if m, _, err = s.modelByPath(ctx, modelPath); err != nil {
+			return 0, err
+		}
+	}
+	js, err := json.Marshal(set)
+	if err != nil {
+		return 0, err
+	}
+	c, err := s.db.CreateConversation(ctx, store.Conversation{ModelID: m.ID, Title: title, Settings: js})
+	if err != nil {
+		return 0, err
+	}
+	_ = s.db.TouchModel(ctx, m.ID)
+	return c.ID, nil
+}
+
+// storedStats is a reply's Reply as JSON in the message's stats column.
+type storedStats struct {
+	PromptTokens    int     `json:"prompt_tokens"`
+	GeneratedTokens int     `json:"generated_tokens"`
+	PrefillTokPerS  float64 `json:"prefill_tok_s"`
+	DecodeTokPerS   float64 `json:"decode_tok_s"`
+	TTFTMs          float64 `json:"ttft_ms"`
+	StopReason      string  `json:"stop_reason,omitempty"`
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, v := range ids {
+		out[i] = int32(v)
+	}
+	return out
+}
+
+func toInt(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, v := range ids {
+		out[i] = int(v)
+	}
+	return out
+}
+
+func sameMessage(a store.Message, b Message) bool {
+	return a.Role == b.Role && a.Text == b.Text && slices.Equal(toInt(a.TokenIDs), b.Tokens)
+}
+
+// SaveTranscript keeps the longest stored prefix that matches msgs and
+// branches off there: undo moves the current leaf back, an edit or a
+// regeneration adds a sibling, and the earlier branch stays in the tree.
+func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Message) error {
+	_, path, err := s.db.CurrentPath(ctx, id)
+	if err != nil {
+		return err
+	}
+	common := 0
+	for common < len(path) && common < len(msgs) && sameMessage(path[common], msgs[common]) {
+		common++
+	}
+	var parent int64
+	pos := 0
+	if common > 0 {
+		parent = path[common-1].ID
+		pos = path[common-1].PosEnd
+	}
+	if common < len(path) {
+		if err := s.db.SetCurrentLeaf(ctx, id, parent); err != nil {
+			return err
+		}
+	}
+	for _, m := range msgs[common:] {
+		sm := store.Message{ConversationID: id, ParentID: parent, Role: m.Role, Text: m.Text,
+			TokenIDs: toInt32(m.Tokens), PosStart: pos, PosEnd: pos + len(m.Tokens)}
+		if m.Stats != nil {
+			js, err := json.Marshal(storedStats{m.Stats.PromptTokens, m.Stats.GeneratedTokens, m.Stats.PrefillTokPerS,
+				m.Stats.DecodeTokPerS, float64(m.Stats.TTFT.Microseconds()) / 1000, m.Stats.StopReason})
+			if err != nil {
+				return err
+			}
+			sm.Stats = js
+		}
+		added, err := s.db.AddMessage(ctx, sm)
+		if err != nil {
+			return err
+		}
+		parent, pos = added.ID, sm.PosEnd
+	}
+	if title := titleOf(msgs); title != "" {
+		c, err := s.db.GetConversation(ctx, id)
+		if err == nil && (c.Title == "" || c.Title == "New conversation") {
+			return s.db.RenameConversation(ctx, id, title)
+		}
+	}
+	return nil
+}
+
+func titleOf(msgs []Message) string {
+	if i := firstUser(msgs); i >= 0 {
+		return Title(msgs[i].Text)
+	}
+	return ""
+}
+
+func (s *storeAdapter) SaveSettings(ctx context.Context, id int64, set Settings) error {
+	js, err := json.Marshal(set)
+	if err != nil {
+		return err
+	}
+	return s.db.SetConversationSettings(ctx, id, js)
+}
+
+func (s *storeAdapter) LoadConversation(ctx context.Context, id int64) (ConversationSummary, Settings, []Message, error) {
+	c, path, err := s.db.CurrentPath(ctx, id)
+	if err != nil {
+		return ConversationSummary{}, Settings{}, nil, err
+	}
+	set := DefaultSettings("auto")
+	if len(c.Settings) > 0 && string(c.Settings) != "{}" {
+		if err := json.Unmarshal(c.Settings, &set); err != nil {
+			return ConversationSummary{}, Settings{}, nil, fmt.Errorf("conversation %d has unreadable settings (%v); start a new conversation", id, err)
+		}
+	}
+	msgs := make([]Message, 0, len(path))
+	for _, m := range path {
+		msg := Message{Role: m.Role, Text: m.Text, Tokens: toInt(m.TokenIDs)}
+		if len(m.Stats) > 0 {
+			var st storedStats
+			if json.Unmarshal(m.Stats, &st) == nil {
+				msg.Stats = &Reply{PromptTokens: st.PromptTokens, GeneratedTokens: st.GeneratedTokens, PrefillTokPerS: st.PrefillTokPerS,
+					DecodeTokPerS: st.DecodeTokPerS, TTFT: time.Duration(st.TTFTMs * float64(time.Millisecond)), StopReason: st.StopReason}
+			}
+		}
+		msgs = append(msgs, msg)
+	}
+	sum := ConversationSummary{ID: c.ID, Title: c.Title, Updated: c.Updated}
+	return sum, set, msgs, nil
+}
+
+func (s *storeAdapter) DeleteConversation(ctx context.Context, id int64) error {
+	return s.db.DeleteConversation(ctx, id)
+}
+
+func (s *storeAdapter) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
+	rs, err := s.db.ListRuns(ctx, store.RunFilter{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunRow, len(rs))
+	for i, r := range rs {
+		out[i] = RunRow{ID: r.ID, Kind: r.Kind, Model: r.ModelName, Engine: r.Engine, Started: r.Started,
+			PromptTokens: int(r.Stats.NumPromptTokens), GenTokens: int(r.Stats.NumGeneratedTokens),
+			PrefillTokS: r.PrefillTokS, DecodeTokS: r.DecodeTokS, TTFT: time.Duration(r.TTFTMs * float64(time.Millisecond)), Error: r.Error}
+	}
+	return out, nil
+}

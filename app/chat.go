@@ -1,0 +1,596 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// ChatState is everything the chat view draws, copied out of the
+// view-model at one instant.
+type ChatState struct {
+	Model         *ModelInfo
+	Conversations []ConversationSummary
+	ConvID        int64 // 0: none open
+	Title         string
+	Settings      Settings
+	Messages      []Message // the committed transcript
+	PendingUser   string    // the user text of the turn being generated
+	Streaming     string    // the reply so far, while generating
+	Busy          bool
+	Activity      string   // what the busy work is: "Loading model…", "Generating…"
+	Progress      Progress // loading / prefill chunks; Total 0 = indeterminate
+	Position      int
+	Capacity      int
+	UndoInstant   bool
+	Engine        string
+	Loaded        bool // a session is open
+	Err           string
+}
+
+// Meter is the context meter's text: "37 / 128 tokens · undo is instant".
+func (s ChatState) Meter() string {
+	if !s.Loaded {
+		return "no model loaded"
+	}
+	undo := "undo re-prefills the history"
+	if s.UndoInstant {
+		undo = "undo is instant"
+	}
+	return fmt.Sprintf("%d / %d tokens · %s", s.Position, s.Capacity, undo)
+}
+
+// MeterFraction is Position/Capacity in 0..1.
+func (s ChatState) MeterFraction() float64 {
+	if s.Capacity <= 0 {
+		return 0
+	}
+	return min(1, float64(s.Position)/float64(s.Capacity))
+}
+
+// CanEditLast reports whether there is a user message to edit.
+func (s ChatState) CanEditLast() bool { return lastUser(s.Messages) >= 0 }
+
+// LastUserText is the text of the last user message ("" if none).
+func (s ChatState) LastUserText() string {
+	if i := lastUser(s.Messages); i >= 0 {
+		return s.Messages[i].Text
+	}
+	return ""
+}
+
+func lastUser(msgs []Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return i
+		}
+	}
+	return -1
+}
+
+// StatsLine is a reply's measurements as the transcript shows them.
+func StatsLine(r *Reply) string {
+	if r == nil {
+		return ""
+	}
+	s := fmt.Sprintf("prefill %.1f tok/s · decode %.1f tok/s · TTFT %d ms · %d prompt + %d generated tokens",
+		r.PrefillTokPerS, r.DecodeTokPerS, r.TTFT.Milliseconds(), r.PromptTokens, r.GeneratedTokens)
+	if r.StopReason != "" {
+		s += " · " + r.StopReason
+	}
+	return s
+}
+
+// Chat is the chat view-model: the conversations of one model, the open
+// session and the actions on it. Actions that load or generate run on their
+// own goroutine and return at once; Wait blocks until the current one ends
+// (tests use it). Only one runs at a time; Stop cancels it. OnChange is
+// called after every change of ChatState, OnError with each failure (both
+// from whichever goroutine made it).
+type Chat struct {
+	opener Opener
+	store  ChatStore
+
+	mu      sync.Mutex
+	st      ChatState
+	sess    Session
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	defEng  string
+	stopped bool
+
+	OnChange func()
+	OnError  func(error)
+}
+
+// NewChat makes a chat view-model. store may be nil (nothing persists).
+// engine is the default engine of new conversations.
+func NewChat(opener Opener, store ChatStore, engine string) *Chat {
+	c := &Chat{opener: opener, store: store, defEng: engine}
+	c.st.Settings = DefaultSettings(engine)
+	return c
+}
+
+// SetDefaultEngine changes the engine new conversations start with.
+func (c *Chat) SetDefaultEngine(engine string) {
+	c.mu.Lock()
+	c.defEng = engine
+	c.mu.Unlock()
+}
+
+// State returns a copy of the state.
+func (c *Chat) State() ChatState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st
+	s.Messages = append([]Message(nil), c.st.Messages...)
+	s.Conversations = append([]ConversationSummary(nil), c.st.Conversations...)
+	return s
+}
+
+func (c *Chat) changed() {
+	if f := c.OnChange; f != nil {
+		f()
+	}
+}
+
+func (c *Chat) fail(err error) {
+	c.mu.Lock()
+	c.st.Err = err.Error()
+	c.mu.Unlock()
+	c.changed()
+	if f := c.OnError; f != nil {
+		f(err)
+	}
+}
+
+// ErrBusy: an action was asked for while another one runs.
+var ErrBusy = errors.New("etchat is still working on the previous action; wait for it or press Stop (Esc)")
+
+// Wait blocks until the running action (if any) has finished.
+func (c *Chat) Wait() { c.wg.Wait() }
+
+// Stop cancels the running action: generation stops after the current
+// token and keeps what was generated; a load is abandoned.
+func (c *Chat) Stop() {
+	c.mu.Lock()
+	if c.cancel != nil {
+		c.cancel()
+		c.stopped = true
+	}
+	c.mu.Unlock()
+}
+
+// start runs work on its own goroutine as the one running action. It
+// returns ErrBusy when another runs.
+func (c *Chat) start(activity string, work func(ctx context.Context) error) error {
+	c.mu.Lock()
+	if c.st.Busy {
+		c.mu.Unlock()
+		return ErrBusy
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.stopped = false
+	c.st.Busy, c.st.Activity, c.st.Progress, c.st.Err = true, activity, Progress{}, ""
+	c.wg.Add(1)
+	c.mu.Unlock()
+	c.changed()
+	go func() {
+		defer c.wg.Done()
+		err := work(ctx)
+		c.mu.Lock()
+		stopped := c.stopped
+		cancel()
+		c.cancel = nil
+		c.st.Busy, c.st.Activity, c.st.Progress = false, "", Progress{}
+		c.st.PendingUser, c.st.Streaming = "", ""
+		c.refreshLocked()
+		c.mu.Unlock()
+		if err != nil && !(stopped && errors.Is(err, context.Canceled)) {
+			c.fail(err)
+			return
+		}
+		c.changed()
+	}()
+	return nil
+}
+
+// refreshLocked copies the session's view into the state.
+func (c *Chat) refreshLocked() {
+	if c.sess == nil {
+		c.st.Loaded, c.st.Messages, c.st.Position, c.st.Capacity, c.st.Engine = false, nil, 0, 0, ""
+		return
+	}
+	c.st.Loaded = true
+	c.st.Messages = c.sess.Messages()
+	c.st.Position = c.sess.Position()
+	c.st.Capacity = c.sess.Capacity()
+	c.st.UndoInstant = c.sess.UndoInstant()
+	c.st.Engine = c.sess.Engine()
+}
+
+func (c *Chat) progress(p Progress) {
+	c.mu.Lock()
+	c.st.Progress = p
+	switch p.Stage {
+	case "loading":
+		c.st.Activity = "Loading model…"
+	case "rebuilding":
+		c.st.Activity = "Rebuilding the cache from the stored conversation…"
+	case "prefill":
+		c.st.Activity = "Reading the prompt…"
+	case "decode":
+		c.st.Activity = "Generating…"
+	}
+	c.mu.Unlock()
+	c.changed()
+}
+
+// SetModel switches the chat to model (closing any open session) and lists
+// its conversations. model nil clears the chat.
+func (c *Chat) SetModel(ctx context.Context, model *ModelInfo) error {
+	c.mu.Lock()
+	if c.st.Busy {
+		c.mu.Unlock()
+		return ErrBusy
+	}
+	c.closeLocked()
+	c.st = ChatState{Model: model, Settings: DefaultSettings(c.defEng)}
+	c.mu.Unlock()
+	err := c.ReloadConversations(ctx)
+	c.changed()
+	return err
+}
+
+func (c *Chat) closeLocked() {
+	if c.sess != nil {
+		_ = c.sess.Close()
+		c.sess = nil
+	}
+	c.refreshLocked()
+}
+
+// Close releases the session.
+func (c *Chat) Close() {
+	c.Stop()
+	c.Wait()
+	c.mu.Lock()
+	c.closeLocked()
+	c.mu.Unlock()
+}
+
+// ReloadConversations reads the model's conversation list from the store.
+func (c *Chat) ReloadConversations(ctx context.Context) error {
+	c.mu.Lock()
+	model := c.st.Model
+	c.mu.Unlock()
+	if c.store == nil || model == nil {
+		return nil
+	}
+	list, err := c.store.ListConversations(ctx, model.Path)
+	if err != nil {
+		return fmt.Errorf("could not list the conversations of %s: %w", model.Name(), err)
+	}
+	c.mu.Lock()
+	c.st.Conversations = list
+	c.mu.Unlock()
+	c.changed()
+	return nil
+}
+
+func (c *Chat) checkModel() (*ModelInfo, error) {
+	c.mu.Lock()
+	m := c.st.Model
+	c.mu.Unlock()
+	switch {
+	case m == nil:
+		return nil, errors.New("no model chosen: pick one in the Models tab (or add a .pte there) and press Chat")
+	case m.Kind == KindUnsupported || m.Kind == KindUnknown:
+		reason := m.KindReason
+		if reason == "" {
+			reason = "etchat cannot run this file"
+		}
+		return nil, fmt.Errorf("%s cannot be opened: %s", m.Name(), reason)
+	case m.Tokenizer == "":
+		return nil, fmt.Errorf("%s has no tokenizer: put its tokenizer.json (and tokenizer_config.json) next to the .pte, then Rescan in the Models tab", m.Name())
+	}
+	return m, nil
+}
+
+// NewConversation starts a conversation with settings s (validated by the
+// settings sheet) and loads the model.
+func (c *Chat) NewConversation(s Settings) error {
+	m, err := c.checkModel()
+	if err != nil {
+		return err
+	}
+	return c.start("Loading model…", func(ctx context.Context) error {
+		sess, err := c.opener.Open(ctx, m, s, nil, c.progress)
+		if err != nil {
+			return loadError(m, s, err)
+		}
+		var id int64
+		if c.store != nil {
+			id, err = c.store.CreateConversation(ctx, m.Path, "New conversation", s)
+			if err != nil {
+				sess.Close()
+				return fmt.Errorf("the conversation could not be saved: %w", err)
+			}
+		}
+		c.mu.Lock()
+		c.closeLocked()
+		c.sess = sess
+		c.st.ConvID, c.st.Title, c.st.Settings = id, "New conversation", s
+		c.mu.Unlock()
+		return c.ReloadConversations(ctx)
+	})
+}
+
+// OpenConversation reopens a stored conversation: the model is loaded and
+// the cache rebuilt from the stored token ids.
+func (c *Chat) OpenConversation(id int64) error {
+	m, err := c.checkModel()
+	if err != nil {
+		return err
+	}
+	if c.store == nil {
+		return errors.New("conversations cannot be reopened: the database is not open")
+	}
+	return c.start("Loading model…", func(ctx context.Context) error {
+		sum, s, msgs, err := c.store.LoadConversation(ctx, id)
+		if err != nil {
+			return fmt.Errorf("could not read the conversation: %w", err)
+		}
+		sess, err := c.opener.Open(ctx, m, s, msgs, c.progress)
+		if err != nil {
+			return loadError(m, s, err)
+		}
+		c.mu.Lock()
+		c.closeLocked()
+		c.sess = sess
+		c.st.ConvID, c.st.Title, c.st.Settings = id, sum.Title, s
+		c.mu.Unlock()
+		return nil
+	})
+}
+
+// ApplySettings changes the open conversation's settings: the model is
+// reloaded with them and the history re-prefilled into the new cache.
+func (c *Chat) ApplySettings(s Settings) error {
+	m, err := c.checkModel()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	sess, id := c.sess, c.st.ConvID
+	c.mu.Unlock()
+	if sess == nil {
+		c.mu.Lock()
+		c.st.Settings = s
+		c.mu.Unlock()
+		c.changed()
+		return nil
+	}
+	return c.start("Loading model…", func(ctx context.Context) error {
+		history := sess.Messages()
+		next, err := c.opener.Open(ctx, m, s, history, c.progress)
+		if err != nil {
+			return loadError(m, s, err) // the old session stays open
+		}
+		if c.store != nil && id != 0 {
+			if err := c.store.SaveSettings(ctx, id, s); err != nil {
+				next.Close()
+				return fmt.Errorf("the settings could not be saved: %w", err)
+			}
+		}
+		c.mu.Lock()
+		c.closeLocked()
+		c.sess = next
+		c.st.Settings = s
+		c.mu.Unlock()
+		return nil
+	})
+}
+
+func loadError(m *ModelInfo, s Settings, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	msg := err.Error()
+	next := "check the settings sheet, or pick another engine"
+	switch {
+	case strings.Contains(msg, "library") || strings.Contains(msg, "not available"):
+		next = "choose the cpu engine in the settings sheet, or set the runner library path in Preferences"
+	case strings.Contains(strings.ToLower(msg), "tokenizer"):
+		next = "put the model's tokenizer.json next to the .pte and Rescan in the Models tab"
+	case strings.Contains(msg, "capacity") || strings.Contains(msg, "window") || strings.Contains(msg, "dtype"):
+		next = "change the cache fields in the settings sheet"
+	}
+	return fmt.Errorf("could not load %s on the %s engine: %v — %s", m.Name(), s.Engine, err, next)
+}
+
+// session returns the open session or an error saying what to do.
+func (c *Chat) session() (Session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		return nil, errors.New("no conversation is open: press New conversation or pick one from the list")
+	}
+	return c.sess, nil
+}
+
+// generate runs one generating action with streaming into the state.
+func (c *Chat) generate(pendingUser string, do func(ctx context.Context, sess Session, stream func(string)) (Reply, error)) error {
+	sess, err := c.session()
+	if err != nil {
+		return err
+	}
+	return c.start("Reading the prompt…", func(ctx context.Context) error {
+		c.mu.Lock()
+		c.st.PendingUser = pendingUser
+		c.mu.Unlock()
+		stream := func(delta string) {
+			c.mu.Lock()
+			c.st.Streaming += delta
+			c.st.Activity = "Generating…"
+			c.mu.Unlock()
+			c.changed()
+		}
+		_, err := do(ctx, sess, stream)
+		if serr := c.save(context.WithoutCancel(ctx), sess); serr != nil && err == nil {
+			err = serr
+		}
+		return err
+	})
+}
+
+// save writes the transcript, naming the conversation after its first
+// user message.
+func (c *Chat) save(ctx context.Context, sess Session) error {
+	c.mu.Lock()
+	id, title := c.st.ConvID, c.st.Title
+	c.mu.Unlock()
+	if c.store == nil || id == 0 {
+		return nil
+	}
+	msgs := sess.Messages()
+	if err := c.store.SaveTranscript(ctx, id, msgs); err != nil {
+		return fmt.Errorf("the conversation could not be saved: %w", err)
+	}
+	if title == "New conversation" {
+		if i := firstUser(msgs); i >= 0 {
+			c.mu.Lock()
+			c.st.Title = Title(msgs[i].Text)
+			c.mu.Unlock()
+		}
+	}
+	return c.ReloadConversations(ctx)
+}
+
+func firstUser(msgs []Message) int {
+	for i, m := range msgs {
+		if m.Role == "user" {
+			return i
+		}
+	}
+	return -1
+}
+
+// Title shortens a first message to a conversation title.
+func Title(text string) string {
+	t := strings.Join(strings.Fields(text), " ")
+	if utf8.RuneCountInString(t) > 48 {
+		r := []rune(t)
+		t = string(r[:47]) + "…"
+	}
+	if t == "" {
+		t = "Untitled"
+	}
+	return t
+}
+
+// Send sends text as the next user turn and streams the reply.
+func (c *Chat) Send(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return errors.New("type a message first")
+	}
+	return c.generate(text, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+		return s.Send(ctx, text, stream)
+	})
+}
+
+// Regenerate replaces the last reply.
+func (c *Chat) Regenerate() error {
+	if !c.hasReply() {
+		return errors.New("there is no reply to regenerate yet")
+	}
+	return c.generate("", func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+		return s.Regenerate(ctx, stream)
+	})
+}
+
+func (c *Chat) hasReply() bool {
+	st := c.State()
+	for _, m := range st.Messages {
+		if m.Role == "assistant" {
+			return true
+		}
+	}
+	return false
+}
+
+// EditLast replaces the last user message with text and generates anew.
+func (c *Chat) EditLast(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return errors.New("the edited message is empty")
+	}
+	if !c.State().CanEditLast() {
+		return errors.New("there is no message to edit yet")
+	}
+	return c.generate(text, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+		return s.EditLast(ctx, text, stream)
+	})
+}
+
+// UndoTurn removes the last exchange.
+func (c *Chat) UndoTurn() error {
+	if !c.State().CanEditLast() {
+		return errors.New("there is nothing to undo")
+	}
+	return c.edit("Undoing…", func(ctx context.Context, s Session) error { return s.UndoTurn(ctx) })
+}
+
+// UndoTokens removes the last n tokens.
+func (c *Chat) UndoTokens(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("undo %d tokens: give a positive number", n)
+	}
+	if pos := c.State().Position; n > pos {
+		return fmt.Errorf("cannot undo %d tokens: the conversation holds %d", n, pos)
+	}
+	return c.edit("Undoing…", func(ctx context.Context, s Session) error { return s.UndoTokens(ctx, n) })
+}
+
+// Reset empties the conversation.
+func (c *Chat) Reset() error {
+	return c.edit("Resetting…", func(ctx context.Context, s Session) error { return s.Reset(ctx) })
+}
+
+func (c *Chat) edit(activity string, do func(ctx context.Context, s Session) error) error {
+	sess, err := c.session()
+	if err != nil {
+		return err
+	}
+	return c.start(activity, func(ctx context.Context) error {
+		err := do(ctx, sess)
+		if serr := c.save(context.WithoutCancel(ctx), sess); serr != nil && err == nil {
+			err = serr
+		}
+		return err
+	})
+}
+
+// DeleteConversation removes a stored conversation (closing it if open).
+func (c *Chat) DeleteConversation(ctx context.Context, id int64) error {
+	if c.store == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.st.Busy {
+		c.mu.Unlock()
+		return ErrBusy
+	}
+	if c.st.ConvID == id {
+		c.closeLocked()
+		c.st.ConvID, c.st.Title = 0, ""
+	}
+	c.mu.Unlock()
+	if err := c.store.DeleteConversation(ctx, id); err != nil {
+		return fmt.Errorf("could not delete the conversation: %w", err)
+	}
+	return c.ReloadConversations(ctx)
+}

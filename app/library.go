@@ -1,0 +1,510 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"etchat/inference/kvcache"
+)
+
+// LibraryEntry is one model of the library: what could be read of it, or
+// why not.
+type LibraryEntry struct {
+	Path string
+	Info *ModelInfo // nil when the file could not be read
+	Err  error      // why Info is nil
+}
+
+// Name is the entry's display name.
+func (e LibraryEntry) Name() string { return ModelName(e.Path) }
+
+// Runnable reports whether the chat can open the model.
+func (e LibraryEntry) Runnable() bool {
+	return e.Info != nil && (e.Info.Kind == KindOffGraph || e.Info.Kind == KindInGraph)
+}
+
+// Badge is the kind label, "unreadable" or "missing" for files that failed.
+func (e LibraryEntry) Badge() string {
+	if e.Info == nil {
+		if errors.Is(e.Err, fs.ErrNotExist) {
+			return "missing"
+		}
+		return "unreadable"
+	}
+	return e.Info.Kind.Badge()
+}
+
+// Reason explains the badge: why a model cannot run, or "".
+func (e LibraryEntry) Reason() string {
+	if e.Info == nil {
+		if e.Err == nil {
+			return ""
+		}
+		if errors.Is(e.Err, fs.ErrNotExist) {
+			return "the file is gone; rescan after putting it back, or remove it from the library"
+		}
+		return e.Err.Error()
+	}
+	if e.Info.Kind == KindUnsupported || e.Info.Kind == KindInGraph {
+		return e.Info.KindReason
+	}
+	return ""
+}
+
+// Row is the list line: size, cache, limits and companions.
+func (e LibraryEntry) Row() string {
+	if e.Info == nil {
+		return e.Reason()
+	}
+	m := e.Info
+	parts := []string{FormatBytes(m.SizeBytes)}
+	if m.Layout != nil {
+		if cfg, err := m.CacheConfig(kvcache.DefaultPolicy()); err == nil {
+			parts = append(parts, cfg.LayersSummary())
+		}
+	}
+	if m.MaxCtxLen > 0 {
+		parts = append(parts, "ctx "+strconv.Itoa(m.MaxCtxLen))
+	}
+	if m.PrefillChunk > 0 {
+		parts = append(parts, "chunk "+strconv.Itoa(m.PrefillChunk))
+	}
+	parts = append(parts, companionText(m))
+	return strings.Join(parts, " · ")
+}
+
+func companionText(m *ModelInfo) string {
+	tok := "tokenizer missing"
+	if m.Tokenizer != "" {
+		tok = "tokenizer found"
+	}
+	tmpl := "template missing"
+	if m.HasChatTemplate {
+		tmpl = "template found"
+	}
+	return tok + ", " + tmpl
+}
+
+// Library is the model library's view-model: the list, the selection, and
+// the details pane's memory estimate at the capacity and dtype the user
+// picks. It is safe for concurrent use; OnChange (if set) is called after
+// every change, from whichever goroutine made it.
+type Library struct {
+	inspect Inspector
+	store   LibraryStore
+
+	mu       sync.Mutex
+	entries  []LibraryEntry
+	selected string // path
+	capacity string // details pane: text of the capacity field
+	dtype    string
+
+	OnChange func()
+}
+
+// NewLibrary makes a library view-model; store may be nil (nothing is
+// persisted, as when the database could not be opened).
+func NewLibrary(inspect Inspector, store LibraryStore) *Library {
+	return &Library{inspect: inspect, store: store, dtype: "bf16"}
+}
+
+func (l *Library) changed() {
+	if f := l.OnChange; f != nil {
+		f()
+	}
+}
+
+// Entries returns a copy of the list, sorted by name.
+func (l *Library) Entries() []LibraryEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]LibraryEntry(nil), l.entries...)
+}
+
+// Entry returns the entry for path.
+func (l *Library) Entry(path string) (LibraryEntry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.entries {
+		if e.Path == path {
+			return e, true
+		}
+	}
+	return LibraryEntry{}, false
+}
+
+// Load reads the stored library and inspects every model in it.
+func (l *Library) Load(ctx context.Context) error {
+	if l.store == nil {
+		return nil
+	}
+	paths, err := l.store.ListModels(ctx)
+	if err != nil {
+		return fmt.Errorf("could not read the model library: %w", err)
+	}
+	entries := make([]LibraryEntry, 0, len(paths))
+	for _, p := range paths {
+		entries = append(entries, l.read(ctx, p))
+	}
+	l.mu.Lock()
+	l.entries = entries
+	l.sortLocked()
+	l.mu.Unlock()
+	l.changed()
+	return nil
+}
+
+func (l *Library) read(ctx context.Context, path string) LibraryEntry {
+	info, err := l.inspect.Inspect(ctx, path)
+	if err != nil {
+		return LibraryEntry{Path: path, Err: err}
+	}
+	return LibraryEntry{Path: path, Info: info}
+}
+
+func (l *Library) sortLocked() {
+	sort.SliceStable(l.entries, func(i, j int) bool {
+		a, b := strings.ToLower(l.entries[i].Name()), strings.ToLower(l.entries[j].Name())
+		if a != b {
+			return a < b
+		}
+		return l.entries[i].Path < l.entries[j].Path
+	})
+}
+
+// AddResult says what Add did.
+type AddResult struct {
+	Added    []string // paths new to the library
+	Already  []string // paths it had
+	Problems []error  // paths that are not .pte files, unreadable folders, store failures
+}
+
+// Message is a one-paragraph account for a dialog, "" when all went well.
+func (r AddResult) Message() string {
+	if len(r.Problems) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Added %d model(s).", len(r.Added))
+	for _, p := range r.Problems {
+		b.WriteString("\n• ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Add puts .pte files in the library. A folder adds every .pte under it.
+// Files that fail to parse are added too, marked unreadable with the
+// reason, so the user sees what is wrong; files that are not .pte are
+// refused. The first added model becomes the selection.
+func (l *Library) Add(ctx context.Context, paths ...string) AddResult {
+	var res AddResult
+	var files []string
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			res.Problems = append(res.Problems, fmt.Errorf("%s: %w", p, err))
+			continue
+		}
+		fi, err := os.Stat(abs)
+		switch {
+		case err != nil:
+			res.Problems = append(res.Problems, fmt.Errorf("%s: cannot read it (%v)", abs, unwrapPathErr(err)))
+		case fi.IsDir():
+			found, err := findPTE(ctx, abs)
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Errorf("folder %s: %v", abs, err))
+			}
+			if len(found) == 0 && err == nil {
+				res.Problems = append(res.Problems, fmt.Errorf("folder %s holds no .pte files", abs))
+			}
+			files = append(files, found...)
+		case !strings.EqualFold(filepath.Ext(abs), ".pte"):
+			res.Problems = append(res.Problems, fmt.Errorf("%s is not a .pte file; etchat opens ExecuTorch programs exported for the MLX backend", filepath.Base(abs)))
+		default:
+			files = append(files, abs)
+		}
+	}
+	for _, f := range files {
+		if _, ok := l.Entry(f); ok {
+			res.Already = append(res.Already, f)
+			continue
+		}
+		e := l.read(ctx, f)
+		if l.store != nil {
+			if err := l.store.SaveModel(ctx, f, e.Info); err != nil {
+				res.Problems = append(res.Problems, fmt.Errorf("%s was not saved in the library: %w", filepath.Base(f), err))
+			}
+		}
+		l.mu.Lock()
+		l.entries = append(l.entries, e)
+		l.sortLocked()
+		if len(res.Added) == 0 {
+			l.selected = f
+		}
+		l.mu.Unlock()
+		res.Added = append(res.Added, f)
+	}
+	if len(files) > 0 {
+		l.changed()
+	}
+	return res
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// findPTE lists the .pte files under dir, skipping hidden folders.
+func findPTE(ctx context.Context, dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // an unreadable subfolder: skip it
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".pte") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Rescan reads every model again (a file replaced, a tokenizer added).
+func (l *Library) Rescan(ctx context.Context) {
+	l.mu.Lock()
+	paths := make([]string, len(l.entries))
+	for i, e := range l.entries {
+		paths[i] = e.Path
+	}
+	l.mu.Unlock()
+	fresh := make(map[string]LibraryEntry, len(paths))
+	for _, p := range paths {
+		fresh[p] = l.read(ctx, p)
+		if l.store != nil && fresh[p].Info != nil {
+			_ = l.store.SaveModel(ctx, p, fresh[p].Info) // refresh the stored metadata; the entry is there already
+		}
+	}
+	l.mu.Lock()
+	for i, e := range l.entries {
+		if f, ok := fresh[e.Path]; ok {
+			l.entries[i] = f
+		}
+	}
+	l.mu.Unlock()
+	l.changed()
+}
+
+// Remove forgets path; the file stays on disk.
+func (l *Library) Remove(ctx context.Context, path string) error {
+	if l.store != nil {
+		if err := l.store.RemoveModel(ctx, path); err != nil {
+			return fmt.Errorf("could not remove %s from the library: %w", ModelName(path), err)
+		}
+	}
+	l.mu.Lock()
+	for i, e := range l.entries {
+		if e.Path == path {
+			l.entries = append(l.entries[:i], l.entries[i+1:]...)
+			break
+		}
+	}
+	if l.selected == path {
+		l.selected = ""
+	}
+	l.mu.Unlock()
+	l.changed()
+	return nil
+}
+
+// DeleteFile removes path from the library and deletes the file. The view
+// asks the user to confirm first; nothing else calls it.
+func (l *Library) DeleteFile(ctx context.Context, path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("could not delete %s: %v; it stays in the library", path, unwrapPathErr(err))
+	}
+	return l.Remove(ctx, path)
+}
+
+// Select makes path the entry the details pane shows ("" for none).
+func (l *Library) Select(path string) {
+	l.mu.Lock()
+	l.selected = path
+	l.mu.Unlock()
+	l.changed()
+}
+
+// Selected is the selected entry.
+func (l *Library) Selected() (LibraryEntry, bool) {
+	l.mu.Lock()
+	p := l.selected
+	l.mu.Unlock()
+	if p == "" {
+		return LibraryEntry{}, false
+	}
+	return l.Entry(p)
+}
+
+// SetEstimate sets the capacity ("" = the model's maximum) and storage
+// dtype the details pane estimates KV memory for.
+func (l *Library) SetEstimate(capacity, dtype string) {
+	l.mu.Lock()
+	l.capacity, l.dtype = capacity, dtype
+	l.mu.Unlock()
+	l.changed()
+}
+
+// Estimate returns the details pane's capacity and dtype fields.
+func (l *Library) Estimate() (capacity, dtype string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.capacity, l.dtype
+}
+
+// Details is the details pane of the selected model.
+type Details struct {
+	Title  string
+	Facts  [][2]string // label, value
+	Layers [][]string  // per-layer geometry rows (LayerHeader columns)
+	// Memory is the KV total at the chosen capacity and dtype, or the
+	// reason there is none; CacheErr is set when the choice is invalid.
+	Memory   string
+	CacheErr string
+	Summary  string // the runner's two-line cache announcement
+}
+
+// LayerHeader names the columns of Details.Layers.
+var LayerHeader = []string{"layer", "kind", "window", "kv heads", "head dim", "rows", "KV at start", "KV at capacity"}
+
+// Details computes the pane for the selection.
+func (l *Library) Details() (Details, bool) {
+	e, ok := l.Selected()
+	if !ok {
+		return Details{}, false
+	}
+	capText, dtype := l.Estimate()
+	d := Details{Title: e.Name()}
+	fact := func(k, v string) { d.Facts = append(d.Facts, [2]string{k, v}) }
+	fact("File", e.Path)
+	if e.Info == nil {
+		fact("Status", e.Badge())
+		fact("Problem", e.Reason())
+		d.Memory = "No estimate: the file could not be read."
+		return d, true
+	}
+	m := e.Info
+	fact("Size", FormatBytes(m.SizeBytes))
+	kind := m.Kind.Badge()
+	if r := e.Reason(); r != "" {
+		kind += " — " + r
+	}
+	fact("Kind", kind)
+	if m.ModelType != "" {
+		fact("Model type", m.ModelType)
+	}
+	if m.MaxCtxLen > 0 {
+		fact("Max context", strconv.Itoa(m.MaxCtxLen)+" tokens")
+	}
+	if m.PrefillChunk > 0 {
+		fact("Prefill chunk", strconv.Itoa(m.PrefillChunk)+" tokens")
+	}
+	if m.VocabSize > 0 {
+		fact("Vocabulary", strconv.Itoa(m.VocabSize))
+	}
+	w := FormatBytes(m.WeightBytes)
+	if len(m.WeightDTypes) > 0 {
+		w += " (" + strings.Join(m.WeightDTypes, ", ") + ")"
+	}
+	if m.Params > 0 {
+		w += fmt.Sprintf(", %s parameters", humanCount(m.Params))
+	}
+	fact("Weights", w)
+	fact("Methods", strings.Join(m.Methods, ", "))
+	if len(m.Delegates) > 0 {
+		fact("Delegates", strings.Join(m.Delegates, "; "))
+	}
+	fact("Tokenizer", orMissing(m.Tokenizer, "missing — put tokenizer.json next to the .pte to chat"))
+	fact("Tokenizer config", orMissing(m.TokenizerConfig, "missing"))
+	if m.HasChatTemplate {
+		fact("Chat template", "found")
+	} else {
+		fact("Chat template", "missing — chat sends raw text")
+	}
+	if m.SHA256 != "" {
+		fact("SHA-256", m.SHA256)
+	}
+	if m.Layout == nil {
+		d.Memory = "The program keeps its cache inside the graph; its memory is not configurable."
+		return d, true
+	}
+	p := kvcache.DefaultPolicy()
+	p.StorageDType = dtype
+	if t := strings.TrimSpace(capText); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n <= 0 {
+			d.CacheErr = fmt.Sprintf("capacity %q is not a positive whole number", t)
+			d.Memory = "No estimate: " + d.CacheErr
+			return d, true
+		}
+		p.Capacity = n
+	}
+	cfg, err := m.CacheConfig(p)
+	if err != nil {
+		d.CacheErr = err.Error()
+		d.Memory = "No estimate: " + d.CacheErr
+		return d, true
+	}
+	layers, initial, full := cfg.Memory()
+	for i, lm := range layers {
+		ly := cfg.Layers[i]
+		kind, win := "flat", "—"
+		if ly.Kind == kvcache.Ring {
+			kind, win = "ring", strconv.Itoa(ly.Window)
+		}
+		d.Layers = append(d.Layers, []string{strconv.Itoa(i), kind, win, strconv.Itoa(ly.KVHeads), strconv.Itoa(ly.HeadDim),
+			strconv.Itoa(lm.Rows), FormatBytes(lm.Initial), FormatBytes(lm.Full)})
+	}
+	d.Memory = fmt.Sprintf("KV cache at capacity %d, %s: %s at start, %s when full", cfg.Capacity, cfg.DType.Flag(), FormatBytes(initial), FormatBytes(full))
+	d.Summary = cfg.Summary()
+	return d, true
+}
+
+func orMissing(s, missing string) string {
+	if s == "" {
+		return missing
+	}
+	return s
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1f B", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f M", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f K", float64(n)/1e3)
+	}
+	return strconv.FormatInt(n, 10)
+}

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"fyne.io/fyne/v2"
+)
+
+// Preference keys.
+const (
+	PrefDBPath        = "db_path"
+	PrefRunnerLibrary = "runner_library"
+	PrefEngine        = "default_engine"
+	PrefTheme         = "theme" // system | light | dark
+)
+
+// Themes are the theme choices.
+var Themes = []string{"system", "light", "dark"}
+
+// Prefs is the preferences sheet's view-model over the app's stored
+// preferences.
+type Prefs struct {
+	p fyne.Preferences
+}
+
+// NewPrefs wraps p.
+func NewPrefs(p fyne.Preferences) *Prefs { return &Prefs{p: p} }
+
+// DBPath is the database path chosen in the preferences ("" = default).
+func (p *Prefs) DBPath() string { return p.p.String(PrefDBPath) }
+
+// RunnerLibrary is the native runner library path ("" = search the usual places).
+func (p *Prefs) RunnerLibrary() string { return p.p.String(PrefRunnerLibrary) }
+
+// Engine is the default engine of new conversations.
+func (p *Prefs) Engine() string { return p.p.StringWithFallback(PrefEngine, "auto") }
+
+// Theme is the chosen theme variant.
+func (p *Prefs) Theme() string { return p.p.StringWithFallback(PrefTheme, "system") }
+
+// SetTheme stores the theme choice.
+func (p *Prefs) SetTheme(t string) error {
+	if !contains(Themes, t) {
+		return fmt.Errorf("unknown theme %q (system, light or dark)", t)
+	}
+	p.p.SetString(PrefTheme, t)
+	return nil
+}
+
+// Save validates and stores the sheet's fields. The database path takes
+// effect at the next start; the others at once.
+func (p *Prefs) Save(dbPath, runnerLib, engine string) error {
+	dbPath, runnerLib, engine = strings.TrimSpace(dbPath), strings.TrimSpace(runnerLib), strings.TrimSpace(engine)
+	if engine == "" {
+		engine = "auto"
+	}
+	if !contains(Engines, engine) {
+		return fmt.Errorf("unknown engine %q: choose auto, cpu or metal", engine)
+	}
+	if dbPath != "" {
+		if fi, err := os.Stat(dbPath); err == nil && fi.IsDir() {
+			return fmt.Errorf("the database path %s is a folder: give a file name, e.g. %s/etchat.db", dbPath, dbPath)
+		}
+	}
+	if runnerLib != "" {
+		fi, err := os.Stat(runnerLib)
+		if err != nil {
+			return fmt.Errorf("the runner library %s cannot be read (%v): build it with scripts/check-native or clear the field to use the CPU engine", runnerLib, unwrapPathErr(err))
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("the runner library path %s is a folder: give the library file (libetchat_runner.dylib)", runnerLib)
+		}
+	}
+	p.p.SetString(PrefDBPath, dbPath)
+	p.p.SetString(PrefRunnerLibrary, runnerLib)
+	p.p.SetString(PrefEngine, engine)
+	return nil
+}

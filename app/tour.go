@@ -1,0 +1,99 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"fyne.io/fyne/v2"
+)
+
+// TourPrompt is the message the screenshot tour sends.
+const TourPrompt = "Hello! Tell me about the sea."
+
+// Tour walks through the views for scripts/screenshots: before each
+// picture it writes DIR/NAME.ready and waits for the script to create
+// DIR/NAME.done. Views: models, chat, settings, benchmarks, chat-dark.
+func (u *UI) Tour(dir string) error {
+	shot := func(name string) error {
+		time.Sleep(700 * time.Millisecond) // let the frame settle
+		if err := os.WriteFile(filepath.Join(dir, name+".ready"), nil, 0o644); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(filepath.Join(dir, name+".done")); err == nil {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return fmt.Errorf("no screenshot of %s within a minute", name)
+	}
+
+	// Models: select the first runnable model and show its details.
+	var model *ModelInfo
+	for _, e := range u.Library.Entries() {
+		if e.Runnable() && e.Info.Tokenizer != "" {
+			model = e.Info
+			break
+		}
+	}
+	if model == nil {
+		return errors.New("no runnable model with a tokenizer in the library (pass --add)")
+	}
+	fyne.DoAndWait(func() {
+		u.SelectTab(TabModels)
+		u.Library.Select(model.Path)
+	})
+	if err := shot("models"); err != nil {
+		return err
+	}
+
+	// Chat: one conversation, one reply.
+	fyne.DoAndWait(func() { u.SelectTab(TabChat) })
+	if err := u.Chat.SetModel(u.ctx, model); err != nil {
+		return err
+	}
+	if err := u.Chat.NewConversation(DefaultSettings(u.Prefs.Engine())); err != nil {
+		return err
+	}
+	u.Chat.Wait()
+	if err := u.Chat.Send(TourPrompt); err != nil {
+		return err
+	}
+	u.Chat.Wait()
+	if st := u.Chat.State(); st.Err != "" {
+		fmt.Fprintln(os.Stderr, "etchat: tour: chat:", st.Err)
+	}
+	fyne.DoAndWait(func() {
+		u.chat.input.SetText("And what lives in it?")
+	})
+	if err := shot("chat"); err != nil {
+		return err
+	}
+
+	// Settings sheet, with one invalid field to show a validation message.
+	var sheet *settingsSheet
+	fyne.DoAndWait(func() { sheet = u.chat.showSettings() })
+	if sheet != nil {
+		fyne.DoAndWait(func() { sheet.entries["InitialCapacity"].SetText("-4") })
+	}
+	if err := shot("settings"); err != nil {
+		return err
+	}
+	fyne.DoAndWait(func() { u.chat.hideSettings() })
+
+	fyne.DoAndWait(func() { u.SelectTab(TabBenchmarks) })
+	time.Sleep(300 * time.Millisecond)
+	if err := shot("benchmarks"); err != nil {
+		return err
+	}
+
+	fyne.DoAndWait(func() {
+		u.ApplyTheme("dark")
+		u.SelectTab(TabChat)
+	})
+	return shot("chat-dark")
+}

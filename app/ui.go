@@ -1,0 +1,391 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/color"
+	"net/url"
+	"runtime"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"etchat/resources"
+)
+
+// UI is the main window: three tabs bound to the view-models. It needs a
+// fyne.App (the GLFW one in run.go, or fyne's test app in tests).
+type UI struct {
+	App     fyne.App
+	Win     fyne.Window
+	Backend Backend
+	Prefs   *Prefs
+	Library *Library
+	Chat    *Chat
+	Bench   *Benchmarks
+
+	tabs *container.AppTabs
+	lib  *libraryView
+	chat *chatView
+	runs *benchView
+	// banner shows a lasting problem (the database not open).
+	banner *widget.Label
+
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Tab names.
+const (
+	TabModels     = "Models"
+	TabChat       = "Chat"
+	TabBenchmarks = "Benchmarks"
+)
+
+// NewUI builds the window. It reads nothing yet; call Start to load the
+// library.
+func NewUI(a fyne.App, b Backend) *UI {
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &UI{App: a, Backend: b, Prefs: NewPrefs(a.Preferences()), ctx: ctx, cancel: cancel}
+	u.Library = NewLibrary(b.Inspector, b.Library)
+	u.Chat = NewChat(b.Opener, b.Chats, u.Prefs.Engine())
+	u.Bench = NewBenchmarks(b.Runs)
+	u.ApplyTheme(u.Prefs.Theme())
+
+	u.Win = a.NewWindow("etchat")
+	u.lib = newLibraryView(u)
+	u.chat = newChatView(u)
+	u.runs = newBenchView(u)
+	u.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon(TabModels, theme.StorageIcon(), u.lib.root),
+		container.NewTabItemWithIcon(TabChat, theme.MailComposeIcon(), u.chat.root),
+		container.NewTabItemWithIcon(TabBenchmarks, theme.InfoIcon(), u.runs.root),
+	)
+	u.tabs.OnSelected = func(t *container.TabItem) {
+		if t.Text == TabBenchmarks {
+			u.runs.refresh()
+		}
+	}
+	u.banner = widget.NewLabel("")
+	u.banner.Wrapping = fyne.TextWrapWord
+	u.banner.Importance = widget.DangerImportance
+	u.banner.Hide()
+	if b.StoreErr != nil {
+		u.banner.SetText("Nothing is being saved: " + b.StoreErr.Error())
+		u.banner.Show()
+	}
+	u.Win.SetContent(container.NewBorder(u.banner, nil, nil, nil, u.tabs))
+	u.Win.SetMainMenu(u.menu())
+	u.Win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { u.AddURIs(uris) })
+	u.Win.Canvas().SetOnTypedKey(func(ev *fyne.KeyEvent) {
+		if ev.Name == fyne.KeyEscape {
+			u.Chat.Stop()
+		}
+	})
+	u.Win.Resize(fyne.NewSize(1180, 760))
+	u.Win.SetCloseIntercept(func() {
+		u.Close()
+		u.Win.Close()
+	})
+	return u
+}
+
+// Start loads the library in the background, adds models (paths from the
+// command line) and reports a store failure. done, if not nil, is closed
+// when it has finished.
+func (u *UI) Start(models []string, done chan<- struct{}) {
+	go func() {
+		if done != nil {
+			defer close(done)
+		}
+		err := u.Library.Load(u.ctx)
+		var res AddResult
+		if len(models) > 0 {
+			res = u.Library.Add(u.ctx, models...)
+		}
+		fyne.Do(func() {
+			if err != nil {
+				u.ShowError(err)
+			}
+			if msg := res.Message(); msg != "" {
+				u.ShowError(errors.New(msg))
+			}
+			if u.Backend.StoreErr != nil {
+				u.ShowError(u.Backend.StoreErr)
+			}
+		})
+	}()
+}
+
+// Close stops running work and releases the model.
+func (u *UI) Close() {
+	u.cancel()
+	u.Chat.Close()
+}
+
+// SelectTab switches to the named tab.
+func (u *UI) SelectTab(name string) {
+	for _, t := range u.tabs.Items {
+		if t.Text == name {
+			u.tabs.Select(t)
+		}
+	}
+}
+
+// CurrentTab is the selected tab's name.
+func (u *UI) CurrentTab() string { return u.tabs.Selected().Text }
+
+// ShowError shows err in a dialog. The view-models' errors already say what
+// to do next; bare errors from below get a generic hint.
+func (u *UI) ShowError(err error) {
+	if err == nil {
+		return
+	}
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	if !strings.ContainsAny(msg, ":—") {
+		msg += "\n\nCheck the file or setting named above and try again."
+	}
+	lbl := widget.NewLabel(msg)
+	lbl.Wrapping = fyne.TextWrapWord
+	d := dialog.NewCustom("Something went wrong", "OK", container.NewGridWrap(fyne.NewSize(520, 160), container.NewVScroll(lbl)), u.Win)
+	d.Show()
+}
+
+// AddURIs adds dropped or chosen files and folders to the library.
+func (u *UI) AddURIs(uris []fyne.URI) {
+	var paths []string
+	for _, x := range uris {
+		if x.Scheme() != "file" {
+			u.ShowError(fmt.Errorf("%s is not a local file; etchat opens .pte files from disk", x.String()))
+			continue
+		}
+		paths = append(paths, x.Path())
+	}
+	if len(paths) == 0 {
+		return
+	}
+	u.SelectTab(TabModels)
+	go func() {
+		res := u.Library.Add(u.ctx, paths...)
+		fyne.Do(func() {
+			if msg := res.Message(); msg != "" {
+				u.ShowError(errors.New(msg))
+			}
+		})
+	}()
+}
+
+// ApplyTheme sets the light, dark or system theme.
+func (u *UI) ApplyTheme(name string) {
+	switch name {
+	case "light":
+		u.App.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantLight})
+	case "dark":
+		u.App.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantDark})
+	default:
+		u.App.Settings().SetTheme(theme.DefaultTheme())
+	}
+}
+
+// variantTheme forces one variant of a theme.
+type variantTheme struct {
+	fyne.Theme
+	v fyne.ThemeVariant
+}
+
+func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
+	return t.Theme.Color(n, t.v)
+}
+
+func shortcut(key fyne.KeyName, mods fyne.KeyModifier) fyne.Shortcut {
+	return &desktop.CustomShortcut{KeyName: key, Modifier: mods}
+}
+
+// Shortcuts the menu and the help box list.
+var (
+	ShortcutSend       = shortcut(fyne.KeyReturn, fyne.KeyModifierShortcutDefault)
+	ShortcutAddFile    = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault)
+	ShortcutAddFolder  = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutRescan     = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutNewConv    = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
+	ShortcutUndoTurn   = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault)
+	ShortcutRegenerate = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault)
+	ShortcutSettings   = shortcut(fyne.KeyPeriod, fyne.KeyModifierShortcutDefault)
+	ShortcutPrefs      = shortcut(fyne.KeyComma, fyne.KeyModifierShortcutDefault)
+	ShortcutModels     = shortcut(fyne.Key1, fyne.KeyModifierShortcutDefault)
+	ShortcutChat       = shortcut(fyne.Key2, fyne.KeyModifierShortcutDefault)
+	ShortcutBench      = shortcut(fyne.Key3, fyne.KeyModifierShortcutDefault)
+)
+
+func item(label string, sc fyne.Shortcut, action func()) *fyne.MenuItem {
+	it := fyne.NewMenuItem(label, action)
+	it.Shortcut = sc
+	return it
+}
+
+func (u *UI) menu() *fyne.MainMenu {
+	file := fyne.NewMenu("File",
+		item("Add Model File…", ShortcutAddFile, u.lib.addFile),
+		item("Add Folder…", ShortcutAddFolder, u.lib.addFolder),
+		item("Rescan Library", ShortcutRescan, u.lib.rescan),
+		fyne.NewMenuItemSeparator(),
+		item("Preferences…", ShortcutPrefs, u.showPrefs),
+	)
+	chat := fyne.NewMenu("Chat",
+		item("New Conversation", ShortcutNewConv, u.chat.newConversation),
+		item("Send", ShortcutSend, u.chat.send),
+		fyne.NewMenuItem("Stop (Esc)", u.Chat.Stop),
+		fyne.NewMenuItemSeparator(),
+		item("Undo Last Turn", ShortcutUndoTurn, u.chat.undoTurn),
+		fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog),
+		item("Regenerate", ShortcutRegenerate, u.chat.regenerate),
+		fyne.NewMenuItem("Edit Last Message…", u.chat.editLast),
+		fyne.NewMenuItem("Reset Conversation", u.chat.reset),
+		fyne.NewMenuItemSeparator(),
+		item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() }),
+	)
+	themeItem := func(label, name string) *fyne.MenuItem {
+		return fyne.NewMenuItem(label, func() {
+			if err := u.Prefs.SetTheme(name); err != nil {
+				u.ShowError(err)
+				return
+			}
+			u.ApplyTheme(name)
+		})
+	}
+	view := fyne.NewMenu("View",
+		item("Models", ShortcutModels, func() { u.SelectTab(TabModels) }),
+		item("Chat", ShortcutChat, func() { u.SelectTab(TabChat) }),
+		item("Benchmarks", ShortcutBench, func() { u.SelectTab(TabBenchmarks) }),
+		fyne.NewMenuItemSeparator(),
+		themeItem("Light Theme", "light"),
+		themeItem("Dark Theme", "dark"),
+		themeItem("System Theme", "system"),
+	)
+	help := fyne.NewMenu("Help",
+		fyne.NewMenuItem("Keyboard Shortcuts", u.showShortcuts),
+		fyne.NewMenuItem("About etchat", u.showAbout),
+	)
+	return fyne.NewMainMenu(file, chat, view, help)
+}
+
+// ShortcutHelp is the keyboard help text.
+func ShortcutHelp() string {
+	mod := "Ctrl"
+	if runtime.GOOS == "darwin" {
+		mod = "Cmd"
+	}
+	rows := [][2]string{
+		{mod + "+Enter", "send the message"},
+		{"Esc", "stop generating"},
+		{mod + "+R", "regenerate the last reply"},
+		{mod + "+Backspace", "undo the last turn"},
+		{mod + "+N", "new conversation"},
+		{mod + "+.", "conversation settings"},
+		{mod + "+O / " + mod + "+Shift+O", "add a model file / folder"},
+		{mod + "+Shift+R", "rescan the library"},
+		{mod + "+1/2/3", "Models / Chat / Benchmarks"},
+		{mod + "+,", "preferences"},
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-22s %s\n", r[0], r[1])
+	}
+	return b.String()
+}
+
+func (u *UI) showShortcuts() {
+	lbl := widget.NewLabel(ShortcutHelp())
+	lbl.TextStyle = fyne.TextStyle{Monospace: true}
+	dialog.ShowCustom("Keyboard Shortcuts", "Close", lbl, u.Win)
+}
+
+// Version is shown in the about box; main sets it.
+var Version = "dev"
+
+func (u *UI) showAbout() {
+	db := u.Backend.DBPath
+	if db == "" {
+		db = "(not open)"
+	}
+	msg := fmt.Sprintf("etchat %s\nChat with and measure ExecuTorch MLX .pte language models.\n\nDatabase: %s", Version, db)
+	lbl := widget.NewLabel(msg)
+	lbl.Wrapping = fyne.TextWrapWord
+	link, _ := url.Parse("https://github.com/pytorch/executorch")
+	content := container.NewVBox(lbl, widget.NewHyperlink("ExecuTorch", link))
+	dialog.ShowCustom("About etchat", "Close", container.NewGridWrap(fyne.NewSize(460, 150), content), u.Win)
+}
+
+// prefsSheet is the preferences dialog's widgets.
+type prefsSheet struct {
+	db, lib *widget.Entry
+	engine  *widget.Select
+	theme   *widget.Select
+	msg     *widget.Label
+	content fyne.CanvasObject
+}
+
+func (u *UI) newPrefsSheet() *prefsSheet {
+	s := &prefsSheet{db: widget.NewEntry(), lib: widget.NewEntry(), engine: widget.NewSelect(Engines, nil),
+		theme: widget.NewSelect(Themes, nil), msg: widget.NewLabel("")}
+	s.db.SetText(u.Prefs.DBPath())
+	s.db.SetPlaceHolder(u.Backend.DBPath)
+	s.lib.SetText(u.Prefs.RunnerLibrary())
+	s.lib.SetPlaceHolder("search the usual places")
+	s.engine.SetSelected(u.Prefs.Engine())
+	s.theme.SetSelected(u.Prefs.Theme())
+	s.msg.Wrapping = fyne.TextWrapWord
+	form := widget.NewForm(
+		widget.NewFormItem("Database", s.db),
+		widget.NewFormItem("Runner library", s.lib),
+		widget.NewFormItem("Default engine", s.engine),
+		widget.NewFormItem("Theme", s.theme),
+	)
+	note := widget.NewLabel("The database path takes effect when etchat starts again (--db on the command line wins).")
+	note.Wrapping = fyne.TextWrapWord
+	s.content = container.NewVBox(form, note, s.msg)
+	return s
+}
+
+func (u *UI) savePrefs(s *prefsSheet) error {
+	if err := u.Prefs.Save(s.db.Text, s.lib.Text, s.engine.Selected); err != nil {
+		return err
+	}
+	if err := u.Prefs.SetTheme(s.theme.Selected); err != nil {
+		return err
+	}
+	u.ApplyTheme(s.theme.Selected)
+	u.Chat.SetDefaultEngine(s.engine.Selected)
+	return nil
+}
+
+func (u *UI) showPrefs() {
+	s := u.newPrefsSheet()
+	var d *dialog.CustomDialog
+	save := widget.NewButtonWithIcon("Save", theme.ConfirmIcon(), func() {
+		if err := u.savePrefs(s); err != nil {
+			s.msg.SetText(err.Error())
+			s.msg.Importance = widget.DangerImportance
+			s.msg.Refresh()
+			return
+		}
+		d.Hide()
+	})
+	save.Importance = widget.HighImportance
+	cancel := widget.NewButton("Cancel", func() { d.Hide() })
+	d = dialog.NewCustomWithoutButtons("Preferences", container.NewGridWrap(fyne.NewSize(560, 260), s.content), u.Win)
+	d.SetButtons([]fyne.CanvasObject{cancel, save})
+	d.Show()
+}
+
+// Icon is the app icon.
+var Icon = fyne.NewStaticResource("icon.png", resources.IconPNG)

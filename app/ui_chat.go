@@ -1,0 +1,498 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// chatView is the Chat tab: conversations on the left, the transcript,
+// meter and composer on the right.
+type chatView struct {
+	u    *UI
+	root fyne.CanvasObject
+
+	model    *widget.Select
+	models   []LibraryEntry
+	convList *widget.List
+	convs    []ConversationSummary
+	newBtn   *widget.Button
+	delBtn   *widget.Button
+
+	title      *widget.Label
+	meter      *widget.ProgressBar
+	meterText  *widget.Label
+	activity   *widget.Label
+	progress   *widget.ProgressBar
+	progressIn *widget.ProgressBarInfinite
+	errLabel   *widget.Label
+
+	transcript *fyne.Container
+	scroll     *container.Scroll
+	shown      int // messages drawn in transcript (plus the live pair)
+	live       *widget.Label
+	liveUser   *widget.Label
+
+	input    *composer
+	sendBtn  *widget.Button
+	stopBtn  *widget.Button
+	actions  []*widget.Button // disabled while busy
+	undoN    *widget.Entry
+	settings *widget.Button
+
+	st          ChatState
+	syncing     bool
+	settingsDlg *dialog.CustomDialog
+}
+
+// composer is the message entry: Ctrl/Cmd+Enter sends, Esc stops.
+type composer struct {
+	widget.Entry
+	onSend, onStop func()
+}
+
+func newComposer() *composer {
+	c := &composer{}
+	c.MultiLine = true
+	c.Wrapping = fyne.TextWrapWord
+	c.ExtendBaseWidget(c)
+	return c
+}
+
+func (c *composer) TypedKey(ev *fyne.KeyEvent) {
+	if ev.Name == fyne.KeyEscape && c.onStop != nil {
+		c.onStop()
+		return
+	}
+	c.Entry.TypedKey(ev)
+}
+
+func (c *composer) TypedShortcut(s fyne.Shortcut) {
+	if s.ShortcutName() == ShortcutSend.ShortcutName() && c.onSend != nil {
+		c.onSend()
+		return
+	}
+	c.Entry.TypedShortcut(s)
+}
+
+func newChatView(u *UI) *chatView {
+	v := &chatView{u: u}
+	v.model = widget.NewSelect(nil, func(name string) {
+		if v.syncing {
+			return
+		}
+		for _, e := range v.models {
+			if e.Name() == name {
+				v.setModel(e.Info)
+			}
+		}
+	})
+	v.model.PlaceHolder = "choose a model"
+	v.convList = widget.NewList(
+		func() int { return len(v.convs) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("conversation title")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			if i < len(v.convs) {
+				c := v.convs[i]
+				o.(*widget.Label).SetText(c.Title + "  ·  " + c.Updated.Local().Format("Jan 2 15:04"))
+			}
+		})
+	v.convList.OnSelected = func(i widget.ListItemID) {
+		if v.syncing || i >= len(v.convs) || v.convs[i].ID == v.st.ConvID {
+			return
+		}
+		v.do(u.Chat.OpenConversation(v.convs[i].ID))
+	}
+	v.newBtn = widget.NewButtonWithIcon("New Conversation", theme.ContentAddIcon(), v.newConversation)
+	v.delBtn = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), v.deleteConversation)
+	side := container.NewBorder(
+		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.model, v.newBtn,
+			widget.NewLabelWithStyle("Conversations", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})),
+		v.delBtn, nil, nil, v.convList)
+
+	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.meter = widget.NewProgressBar()
+	v.meter.TextFormatter = func() string { return "" }
+	v.meterText = widget.NewLabel("")
+	v.settings = widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), func() { v.showSettings() })
+	v.activity = widget.NewLabel("")
+	v.progress = widget.NewProgressBar()
+	v.progressIn = widget.NewProgressBarInfinite()
+	v.progressIn.Stop()
+	v.errLabel = widget.NewLabel("")
+	v.errLabel.Wrapping = fyne.TextWrapWord
+	v.errLabel.Importance = widget.DangerImportance
+	header := container.NewVBox(
+		container.NewBorder(nil, nil, nil, v.settings, v.title),
+		container.NewBorder(nil, nil, widget.NewLabel("Context"), v.meterText, v.meter),
+		container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn)),
+		v.errLabel,
+	)
+
+	v.transcript = container.NewVBox()
+	v.live = widget.NewLabel("")
+	v.live.Wrapping = fyne.TextWrapWord
+	v.liveUser = widget.NewLabel("")
+	v.liveUser.Wrapping = fyne.TextWrapWord
+	v.scroll = container.NewVScroll(v.transcript)
+
+	v.input = newComposer()
+	v.input.SetPlaceHolder("Message (Ctrl+Enter to send, Esc to stop)")
+	v.input.SetMinRowsVisible(3)
+	v.input.onSend = v.send
+	v.input.onStop = u.Chat.Stop
+	v.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), v.send)
+	v.sendBtn.Importance = widget.HighImportance
+	v.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), u.Chat.Stop)
+	undo := widget.NewButtonWithIcon("Undo Turn", theme.ContentUndoIcon(), v.undoTurn)
+	v.undoN = widget.NewEntry()
+	v.undoN.SetText("1")
+	undoTok := widget.NewButton("Undo Tokens", v.undoTokens)
+	regen := widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), v.regenerate)
+	edit := widget.NewButtonWithIcon("Edit Last", theme.DocumentCreateIcon(), v.editLast)
+	reset := widget.NewButtonWithIcon("Reset", theme.ContentClearIcon(), v.reset)
+	v.actions = []*widget.Button{v.sendBtn, undo, undoTok, regen, edit, reset, v.newBtn, v.settings}
+	buttons := container.NewHBox(v.sendBtn, v.stopBtn, undo,
+		container.NewGridWrap(fyne.NewSize(56, v.undoN.MinSize().Height), v.undoN), undoTok, regen, edit, reset)
+	composerBox := container.NewBorder(nil, buttons, nil, nil, v.input)
+
+	main := container.NewBorder(header, composerBox, nil, nil, v.scroll)
+	split := container.NewHSplit(side, main)
+	split.Offset = 0.24
+	v.root = split
+	u.Chat.OnChange = func() { fyne.Do(v.refresh) }
+	u.Chat.OnError = func(err error) { fyne.Do(func() { u.ShowError(err) }) }
+	prevLib := u.Library.OnChange
+	u.Library.OnChange = func() {
+		if prevLib != nil {
+			prevLib()
+		}
+		fyne.Do(v.refreshModels)
+	}
+	v.refreshModels()
+	v.refresh()
+	return v
+}
+
+// do shows an error an action refused at once.
+func (v *chatView) do(err error) {
+	if err != nil {
+		v.u.ShowError(err)
+	}
+}
+
+func (v *chatView) refreshModels() {
+	v.models = nil
+	var names []string
+	for _, e := range v.u.Library.Entries() {
+		if e.Runnable() {
+			v.models = append(v.models, e)
+			names = append(names, e.Name())
+		}
+	}
+	v.syncing = true
+	v.model.SetOptions(names)
+	if v.st.Model != nil {
+		v.model.SetSelected(v.st.Model.Name())
+	}
+	v.syncing = false
+}
+
+// setModel switches the chat to m.
+func (v *chatView) setModel(m *ModelInfo) {
+	go func() {
+		if err := v.u.Chat.SetModel(v.u.ctx, m); err != nil {
+			fyne.Do(func() { v.u.ShowError(err) })
+		}
+	}()
+}
+
+func setEnabled(b *widget.Button, on bool) {
+	if on {
+		b.Enable()
+	} else {
+		b.Disable()
+	}
+}
+
+// refresh redraws from the view-model (UI goroutine only).
+func (v *chatView) refresh() {
+	st := v.u.Chat.State()
+	v.st = st
+	v.syncing = true
+	if st.Model != nil {
+		v.model.SetSelected(st.Model.Name())
+	} else {
+		v.model.ClearSelected()
+	}
+	v.convs = st.Conversations
+	v.convList.Refresh()
+	found := false
+	for i, c := range v.convs {
+		if c.ID == st.ConvID {
+			v.convList.Select(i)
+			found = true
+		}
+	}
+	if !found {
+		v.convList.UnselectAll()
+	}
+	v.syncing = false
+
+	switch {
+	case st.Model == nil:
+		v.title.SetText("Choose a model on the left, or select one in the Models tab and press Chat.")
+	case !st.Loaded:
+		v.title.SetText(st.Model.Name() + " — press New Conversation, or open one from the list")
+	default:
+		t := st.Title
+		if t == "" {
+			t = "Conversation"
+		}
+		v.title.SetText(fmt.Sprintf("%s — %s (engine: %s)", t, st.Model.Name(), st.Engine))
+	}
+	v.meter.SetValue(st.MeterFraction())
+	v.meterText.SetText(st.Meter())
+
+	if st.Busy {
+		v.activity.SetText(st.Activity)
+		if st.Progress.Total > 0 {
+			v.progressIn.Stop()
+			v.progressIn.Hide()
+			v.progress.Show()
+			v.progress.Max = float64(st.Progress.Total)
+			v.progress.SetValue(float64(st.Progress.Done))
+		} else {
+			v.progress.Hide()
+			v.progressIn.Show()
+			if !v.progressIn.Running() {
+				v.progressIn.Start()
+			}
+		}
+	} else {
+		v.activity.SetText("")
+		v.progress.Hide()
+		v.progressIn.Stop()
+		v.progressIn.Hide()
+	}
+	if st.Err != "" {
+		v.errLabel.SetText(st.Err)
+		v.errLabel.Show()
+	} else {
+		v.errLabel.Hide()
+	}
+	for _, b := range v.actions {
+		setEnabled(b, !st.Busy && st.Model != nil)
+	}
+	setEnabled(v.stopBtn, st.Busy)
+	setEnabled(v.delBtn, !st.Busy && st.ConvID != 0)
+	v.drawTranscript(st)
+}
+
+func roleTitle(role string) string {
+	switch role {
+	case "user":
+		return "You"
+	case "assistant":
+		return "Assistant"
+	case "system":
+		return "System"
+	}
+	return role
+}
+
+func messageBox(role, text, stats string) (fyne.CanvasObject, *widget.Label) {
+	head := widget.NewLabelWithStyle(roleTitle(role), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	body := widget.NewLabel(text)
+	body.Wrapping = fyne.TextWrapWord
+	objs := []fyne.CanvasObject{head, body}
+	if stats != "" {
+		s := widget.NewLabelWithStyle(stats, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+		s.Importance = widget.LowImportance
+		s.Wrapping = fyne.TextWrapWord
+		objs = append(objs, s)
+	}
+	return container.NewVBox(objs...), body
+}
+
+// drawTranscript rebuilds the message list when it changed and updates the
+// live reply text while streaming.
+func (v *chatView) drawTranscript(st ChatState) {
+	liveOn := st.Busy && (st.PendingUser != "" || st.Streaming != "")
+	want := len(st.Messages)
+	if liveOn {
+		want++
+	}
+	// Rebuild on any structural change: cheap at chat sizes, and edits or
+	// undo can change earlier messages.
+	if want != v.shown || !liveOn {
+		v.transcript.RemoveAll()
+		if len(st.Messages) == 0 && !liveOn {
+			hint := "No messages yet."
+			if st.Loaded {
+				hint = "Type a message below and press Send (Ctrl+Enter)."
+			}
+			v.transcript.Add(widget.NewLabel(hint))
+		}
+		for _, m := range st.Messages {
+			if m.Role == "system" && m.Text == "" {
+				continue
+			}
+			box, _ := messageBox(m.Role, m.Text, StatsLine(m.Stats))
+			v.transcript.Add(box)
+			v.transcript.Add(widget.NewSeparator())
+		}
+		if liveOn {
+			if st.PendingUser != "" {
+				box, body := messageBox("user", st.PendingUser, "")
+				v.liveUser = body
+				v.transcript.Add(box)
+			}
+			box, body := messageBox("assistant", st.Streaming, "")
+			v.live = body
+			v.transcript.Add(box)
+		}
+		v.shown = want
+		v.transcript.Refresh()
+	}
+	if liveOn {
+		v.live.SetText(st.Streaming + " ▍")
+	}
+	v.scroll.ScrollToBottom()
+}
+
+func (v *chatView) send() {
+	text := v.input.Text
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	if err := v.u.Chat.Send(text); err != nil {
+		v.u.ShowError(err)
+		return
+	}
+	v.input.SetText("")
+}
+
+func (v *chatView) newConversation() {
+	s := v.st.Settings
+	if s.Engine == "" {
+		s = DefaultSettings(v.u.Prefs.Engine())
+	}
+	v.do(v.u.Chat.NewConversation(s))
+}
+
+func (v *chatView) undoTurn()   { v.do(v.u.Chat.UndoTurn()) }
+func (v *chatView) regenerate() { v.do(v.u.Chat.Regenerate()) }
+
+func (v *chatView) undoTokens() {
+	n, err := strconv.Atoi(strings.TrimSpace(v.undoN.Text))
+	if err != nil {
+		v.u.ShowError(fmt.Errorf("undo tokens: %q is not a whole number; type how many tokens to take back", v.undoN.Text))
+		return
+	}
+	v.do(v.u.Chat.UndoTokens(n))
+}
+
+func (v *chatView) undoTokensDialog() {
+	e := widget.NewEntry()
+	e.SetText(v.undoN.Text)
+	dialog.ShowForm("Undo Tokens", "Undo", "Cancel", []*widget.FormItem{widget.NewFormItem("Tokens", e)}, func(ok bool) {
+		if ok {
+			v.undoN.SetText(e.Text)
+			v.undoTokens()
+		}
+	}, v.u.Win)
+}
+
+func (v *chatView) reset() {
+	dialog.ShowConfirm("Reset the conversation?", "The messages are removed from the open conversation (the store keeps the earlier branch).", func(ok bool) {
+		if ok {
+			v.do(v.u.Chat.Reset())
+		}
+	}, v.u.Win)
+}
+
+func (v *chatView) editLast() {
+	st := v.u.Chat.State()
+	if !st.CanEditLast() {
+		v.u.ShowError(errors.New("there is no message to edit yet"))
+		return
+	}
+	e := widget.NewMultiLineEntry()
+	e.SetText(st.LastUserText())
+	e.Wrapping = fyne.TextWrapWord
+	e.SetMinRowsVisible(5)
+	d := dialog.NewCustomConfirm("Edit Last Message", "Send", "Cancel", container.NewGridWrap(fyne.NewSize(520, 140), e), func(ok bool) {
+		if ok {
+			v.do(v.u.Chat.EditLast(e.Text))
+		}
+	}, v.u.Win)
+	d.Show()
+}
+
+func (v *chatView) deleteConversation() {
+	id := v.st.ConvID
+	if id == 0 {
+		return
+	}
+	dialog.ShowConfirm("Delete the conversation?", "It is removed from the database with all its branches.", func(ok bool) {
+		if !ok {
+			return
+		}
+		go func() {
+			if err := v.u.Chat.DeleteConversation(v.u.ctx, id); err != nil {
+				fyne.Do(func() { v.u.ShowError(err) })
+			}
+		}()
+	}, v.u.Win)
+}
+
+// hideSettings closes the settings sheet if it is open.
+func (v *chatView) hideSettings() {
+	if v.settingsDlg != nil {
+		v.settingsDlg.Hide()
+	}
+}
+
+// showSettings opens the settings sheet (nil when no model is chosen).
+func (v *chatView) showSettings() *settingsSheet {
+	st := v.u.Chat.State()
+	if st.Model == nil {
+		v.u.ShowError(errors.New("choose a model first: its cache layout decides which settings are possible"))
+		return nil
+	}
+	s := st.Settings
+	if s.Engine == "" {
+		s = DefaultSettings(v.u.Prefs.Engine())
+	}
+	sheet := newSettingsSheet(NewSettingsForm(s, st.Model))
+	var d *dialog.CustomDialog
+	apply := widget.NewButtonWithIcon("Apply", theme.ConfirmIcon(), func() {
+		r := sheet.form.Evaluate()
+		if !r.OK() {
+			sheet.refresh()
+			return
+		}
+		d.Hide()
+		v.do(v.u.Chat.ApplySettings(r.Settings))
+	})
+	apply.Importance = widget.HighImportance
+	sheet.onValid = func(ok bool) { setEnabled(apply, ok) }
+	sheet.refresh()
+	d = dialog.NewCustomWithoutButtons("Conversation Settings", container.NewGridWrap(fyne.NewSize(640, 560), container.NewVScroll(sheet.root)), v.u.Win)
+	d.SetButtons([]fyne.CanvasObject{widget.NewButton("Cancel", func() { d.Hide() }), apply})
+	d.Show()
+	v.settingsDlg = d
+	return sheet
+}

@@ -1,0 +1,293 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// libraryView is the Models tab: the list on the left, the details pane on
+// the right.
+type libraryView struct {
+	u       *UI
+	root    fyne.CanvasObject
+	list    *widget.List
+	entries []LibraryEntry
+	empty   *widget.Label
+
+	title    *widget.Label
+	facts    *widget.Form
+	capacity *widget.Entry
+	dtype    *widget.Select
+	memory   *widget.Label
+	layers   *widget.Table
+	layerRow [][]string
+	summary  *widget.Label
+	details  fyne.CanvasObject
+	noSel    *widget.Label
+
+	removeBtn, deleteBtn, chatBtn *widget.Button
+	syncing                       bool
+}
+
+func newLibraryView(u *UI) *libraryView {
+	v := &libraryView{u: u}
+	v.list = widget.NewList(
+		func() int { return len(v.entries) },
+		func() fyne.CanvasObject {
+			name := widget.NewLabelWithStyle("name", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+			badge := widget.NewLabel("badge")
+			row := widget.NewLabel("row")
+			row.Truncation = fyne.TextTruncateEllipsis
+			return container.NewVBox(container.NewHBox(name, badge), row)
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			if i >= len(v.entries) {
+				return
+			}
+			e := v.entries[i]
+			box := o.(*fyne.Container)
+			head := box.Objects[0].(*fyne.Container)
+			head.Objects[0].(*widget.Label).SetText(e.Name())
+			badge := head.Objects[1].(*widget.Label)
+			badge.SetText("[" + e.Badge() + "]")
+			badge.Importance = badgeImportance(e)
+			badge.Refresh()
+			box.Objects[1].(*widget.Label).SetText(e.Row())
+		},
+	)
+	v.list.OnSelected = func(i widget.ListItemID) {
+		if v.syncing || i >= len(v.entries) {
+			return
+		}
+		u.Library.Select(v.entries[i].Path)
+	}
+	v.empty = widget.NewLabel("No models yet. Add .pte files or a folder with the buttons above, or drop them onto this window.")
+	v.empty.Wrapping = fyne.TextWrapWord
+
+	add := widget.NewButtonWithIcon("Add File…", theme.FileIcon(), v.addFile)
+	addDir := widget.NewButtonWithIcon("Add Folder…", theme.FolderOpenIcon(), v.addFolder)
+	rescan := widget.NewButtonWithIcon("Rescan", theme.ViewRefreshIcon(), v.rescan)
+	v.removeBtn = widget.NewButtonWithIcon("Remove", theme.ContentRemoveIcon(), v.remove)
+	v.deleteBtn = widget.NewButtonWithIcon("Delete File…", theme.DeleteIcon(), v.deleteFile)
+	v.chatBtn = widget.NewButtonWithIcon("Chat", theme.MailComposeIcon(), v.openChat)
+	v.chatBtn.Importance = widget.HighImportance
+	toolbar := container.NewHBox(add, addDir, rescan, v.removeBtn, v.deleteBtn, v.chatBtn)
+
+	// Details pane.
+	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.facts = widget.NewForm()
+	v.capacity = widget.NewEntry()
+	v.capacity.SetPlaceHolder("model maximum")
+	v.dtype = widget.NewSelect(DTypes, nil)
+	v.dtype.SetSelected("bf16")
+	v.capacity.OnChanged = func(string) { v.estimateChanged() }
+	v.dtype.OnChanged = func(string) { v.estimateChanged() }
+	v.memory = widget.NewLabel("")
+	v.memory.Wrapping = fyne.TextWrapWord
+	v.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	v.layers = widget.NewTableWithHeaders(
+		func() (int, int) { return len(v.layerRow), len(LayerHeader) },
+		func() fyne.CanvasObject { return widget.NewLabel("KV at capacity") },
+		func(id widget.TableCellID, o fyne.CanvasObject) {
+			if id.Row < len(v.layerRow) && id.Col < len(v.layerRow[id.Row]) {
+				o.(*widget.Label).SetText(v.layerRow[id.Row][id.Col])
+			}
+		})
+	v.layers.ShowHeaderColumn = false
+	v.layers.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		if id.Col >= 0 && id.Col < len(LayerHeader) {
+			o.(*widget.Label).SetText(LayerHeader[id.Col])
+		}
+	}
+	for i, w := range []float32{60, 60, 80, 90, 90, 70, 120, 130} {
+		v.layers.SetColumnWidth(i, w)
+	}
+	estimate := widget.NewForm(widget.NewFormItem("Capacity", v.capacity), widget.NewFormItem("KV dtype", v.dtype))
+	layerBox := container.NewGridWrap(fyne.NewSize(720, 180), v.layers)
+	v.details = container.NewVScroll(container.NewVBox(
+		v.title, v.facts, widget.NewSeparator(),
+		widget.NewLabelWithStyle("KV cache estimate", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		estimate, v.memory, v.summary, layerBox,
+	))
+	v.noSel = widget.NewLabel("Select a model to see its details.")
+	right := container.NewStack(v.details, v.noSel)
+
+	left := container.NewBorder(nil, nil, nil, nil, container.NewStack(v.list, v.empty))
+	split := container.NewHSplit(left, right)
+	split.Offset = 0.42
+	v.root = container.NewBorder(toolbar, nil, nil, nil, split)
+	u.Library.OnChange = func() { fyne.Do(v.refresh) }
+	v.refresh()
+	return v
+}
+
+func badgeImportance(e LibraryEntry) widget.Importance {
+	switch {
+	case e.Info == nil || e.Info.Kind == KindUnsupported:
+		return widget.DangerImportance
+	case e.Info.Kind == KindInGraph:
+		return widget.WarningImportance
+	}
+	return widget.SuccessImportance
+}
+
+// refresh redraws from the view-model (UI goroutine only).
+func (v *libraryView) refresh() {
+	v.entries = v.u.Library.Entries()
+	v.list.Refresh()
+	if len(v.entries) == 0 {
+		v.empty.Show()
+	} else {
+		v.empty.Hide()
+	}
+	sel, ok := v.u.Library.Selected()
+	v.syncing = true
+	if ok {
+		for i, e := range v.entries {
+			if e.Path == sel.Path {
+				v.list.Select(i)
+			}
+		}
+	} else {
+		v.list.UnselectAll()
+	}
+	v.syncing = false
+	for _, b := range []*widget.Button{v.removeBtn, v.deleteBtn} {
+		if ok {
+			b.Enable()
+		} else {
+			b.Disable()
+		}
+	}
+	if ok && sel.Runnable() {
+		v.chatBtn.Enable()
+	} else {
+		v.chatBtn.Disable()
+	}
+	v.refreshDetails()
+}
+
+func (v *libraryView) refreshDetails() {
+	d, ok := v.u.Library.Details()
+	if !ok {
+		v.details.Hide()
+		v.noSel.Show()
+		return
+	}
+	v.noSel.Hide()
+	v.details.Show()
+	v.title.SetText(d.Title)
+	v.facts.Items = nil
+	for _, f := range d.Facts {
+		l := widget.NewLabel(f[1])
+		l.Wrapping = fyne.TextWrapWord
+		v.facts.Append(f[0], l)
+	}
+	v.facts.Refresh()
+	v.memory.SetText(d.Memory)
+	if d.CacheErr != "" {
+		v.memory.Importance = widget.DangerImportance
+	} else {
+		v.memory.Importance = widget.MediumImportance
+	}
+	v.memory.Refresh()
+	v.summary.SetText(d.Summary)
+	v.layerRow = d.Layers
+	v.layers.Refresh()
+}
+
+func (v *libraryView) estimateChanged() {
+	if v.syncing {
+		return
+	}
+	v.u.Library.SetEstimate(v.capacity.Text, v.dtype.Selected)
+}
+
+func (v *libraryView) addFile() {
+	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			v.u.ShowError(err)
+			return
+		}
+		if r == nil {
+			return
+		}
+		uri := r.URI()
+		r.Close()
+		v.u.AddURIs([]fyne.URI{uri})
+	}, v.u.Win)
+	d.SetFilter(storage.NewExtensionFileFilter([]string{".pte"}))
+	d.Resize(fyne.NewSize(900, 600))
+	d.Show()
+}
+
+func (v *libraryView) addFolder() {
+	d := dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
+		if err != nil {
+			v.u.ShowError(err)
+			return
+		}
+		if l == nil {
+			return
+		}
+		v.u.AddURIs([]fyne.URI{l})
+	}, v.u.Win)
+	d.Resize(fyne.NewSize(900, 600))
+	d.Show()
+}
+
+func (v *libraryView) rescan() {
+	go v.u.Library.Rescan(v.u.ctx)
+}
+
+func (v *libraryView) remove() {
+	sel, ok := v.u.Library.Selected()
+	if !ok {
+		return
+	}
+	go func() {
+		if err := v.u.Library.Remove(v.u.ctx, sel.Path); err != nil {
+			fyne.Do(func() { v.u.ShowError(err) })
+		}
+	}()
+}
+
+func (v *libraryView) deleteFile() {
+	sel, ok := v.u.Library.Selected()
+	if !ok {
+		return
+	}
+	msg := fmt.Sprintf("Delete %s from the disk?\n\n%s\n\nThis cannot be undone. Remove only forgets it.", sel.Name(), sel.Path)
+	dialog.ShowConfirm("Delete the model file?", msg, func(yes bool) {
+		if !yes {
+			return
+		}
+		go func() {
+			if err := v.u.Library.DeleteFile(v.u.ctx, sel.Path); err != nil {
+				fyne.Do(func() { v.u.ShowError(err) })
+			}
+		}()
+	}, v.u.Win)
+}
+
+// openChat switches the chat to the selected model.
+func (v *libraryView) openChat() {
+	sel, ok := v.u.Library.Selected()
+	if !ok {
+		return
+	}
+	if !sel.Runnable() {
+		v.u.ShowError(errors.New(sel.Name() + " cannot be chatted with: " + strings.TrimSpace(sel.Reason())))
+		return
+	}
+	v.u.chat.setModel(sel.Info)
+	v.u.SelectTab(TabChat)
+}

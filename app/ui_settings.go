@@ -1,0 +1,141 @@
+package app
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+)
+
+// settingsSheet is the per-conversation settings form's widgets, bound to a
+// SettingsForm: every keystroke re-evaluates it and shows the cache
+// builder's messages under the field they concern.
+type settingsSheet struct {
+	form    *SettingsForm
+	root    fyne.CanvasObject
+	entries map[string]*widget.Entry
+	selects map[string]*widget.Select
+	errs    map[string]*widget.Label
+	summary *widget.Label
+	onValid func(bool)
+}
+
+// settingsFields lists the sheet's fields in order: name, label, hint.
+var settingsFields = [][3]string{
+	{"Engine", "Engine", ""},
+	{"Capacity", "Capacity", "tokens; empty = the model's maximum"},
+	{"StorageDType", "KV storage dtype", ""},
+	{"InitialCapacity", "Initial capacity", "tokens; empty = 512; pools double up to the capacity"},
+	{"Windows", "Windows", "e.g. 512 or 8,8,0; empty = the model's own; 0 = flat"},
+	{"Temperature", "Temperature", "0 = greedy"},
+	{"TopK", "Top-k", "0 = off"},
+	{"TopP", "Top-p", "1 = off"},
+	{"Seed", "Seed", ""},
+	{"MaxNewTokens", "Max new tokens", ""},
+	{"SystemPrompt", "System prompt", ""},
+}
+
+func (s *settingsSheet) field(name string) *string {
+	f := s.form
+	switch name {
+	case "Engine":
+		return &f.Engine
+	case "Capacity":
+		return &f.Capacity
+	case "StorageDType":
+		return &f.StorageDType
+	case "InitialCapacity":
+		return &f.InitialCapacity
+	case "Windows":
+		return &f.Windows
+	case "Temperature":
+		return &f.Temperature
+	case "TopK":
+		return &f.TopK
+	case "TopP":
+		return &f.TopP
+	case "Seed":
+		return &f.Seed
+	case "MaxNewTokens":
+		return &f.MaxNewTokens
+	case "SystemPrompt":
+		return &f.SystemPrompt
+	}
+	panic("unknown settings field " + name)
+}
+
+func newSettingsSheet(f *SettingsForm) *settingsSheet {
+	s := &settingsSheet{form: f, entries: map[string]*widget.Entry{}, selects: map[string]*widget.Select{}, errs: map[string]*widget.Label{}}
+	form := widget.NewForm()
+	cacheFields := map[string]bool{"Capacity": true, "StorageDType": true, "InitialCapacity": true, "Windows": true}
+	for _, fd := range settingsFields {
+		name, label, hint := fd[0], fd[1], fd[2]
+		ptr := s.field(name)
+		var w fyne.CanvasObject
+		switch name {
+		case "Engine", "StorageDType":
+			opts := Engines
+			if name == "StorageDType" {
+				opts = DTypes
+			}
+			sel := widget.NewSelect(opts, nil)
+			sel.SetSelected(*ptr)
+			sel.OnChanged = func(v string) { *ptr = v; s.refresh() }
+			s.selects[name] = sel
+			if cacheFields[name] && !f.CacheEditable() {
+				sel.Disable()
+			}
+			w = sel
+		default:
+			e := widget.NewEntry()
+			if name == "SystemPrompt" {
+				e.MultiLine = true
+				e.Wrapping = fyne.TextWrapWord
+				e.SetMinRowsVisible(3)
+			}
+			e.SetText(*ptr)
+			e.SetPlaceHolder(hint)
+			e.OnChanged = func(v string) { *ptr = v; s.refresh() }
+			s.entries[name] = e
+			if cacheFields[name] && !f.CacheEditable() {
+				e.Disable()
+			}
+			w = e
+		}
+		msg := widget.NewLabel("")
+		msg.Importance = widget.DangerImportance
+		msg.Wrapping = fyne.TextWrapWord
+		msg.Hide()
+		s.errs[name] = msg
+		item := widget.NewFormItem(label, container.NewVBox(w, msg))
+		form.AppendItem(item)
+	}
+	s.summary = widget.NewLabel("")
+	s.summary.Wrapping = fyne.TextWrapWord
+	note := widget.NewLabel("")
+	note.Wrapping = fyne.TextWrapWord
+	if !f.CacheEditable() {
+		note.SetText("This model keeps its cache inside the program: capacity, dtype and windows are fixed by the export.")
+	} else {
+		note.SetText("Applying reloads the model and re-reads the conversation into the new cache.")
+	}
+	s.root = container.NewVBox(form, s.summary, note)
+	return s
+}
+
+// refresh re-evaluates the form and shows its messages.
+func (s *settingsSheet) refresh() {
+	r := s.form.Evaluate()
+	for name, l := range s.errs {
+		if msg := r.ErrorFor(name); msg != "" {
+			l.SetText(msg)
+			l.Show()
+		} else {
+			l.SetText("")
+			l.Hide()
+		}
+	}
+	s.summary.SetText(r.Summary())
+	if s.onValid != nil {
+		s.onValid(r.OK())
+	}
+}
