@@ -8,14 +8,16 @@
 // and UpdateMessage as tokens arrive, so a crash loses at most the part of
 // the reply that had not yet been saved, never an earlier message.
 //
-// The file runs in WAL mode (set once its schema is known to be ours) with foreign keys on, a busy timeout,
-// BEGIN IMMEDIATE for every write transaction (_txlock=immediate: without it
+// The file runs in WAL mode (set once its schema is known to be ours) with
+// foreign keys on, a busy timeout, BEGIN IMMEDIATE for every write transaction (_txlock=immediate: without it
 // a read-then-write transaction on one connection deadlocks against another
 // writer and fails with "database is locked" regardless of the busy
 // timeout), and synchronous=FULL: each commit is fsynced, so a committed turn
 // survives power loss and OS crashes as well as a killed process. etchat
-// writes at human speed (a turn, a few streaming updates a second) and the
-// fsync costs well under a millisecond, so FULL is the right trade; bulk
+// writes at human speed (a turn, a few streaming updates a second) and a
+// committed message costs about a millisecond (BenchmarkAppendMessage), so
+// FULL is the right trade; a streaming reply should be saved every few
+// hundred milliseconds rather than every token; bulk
 // writes (import, a run with its samples) go in one transaction. Close
 // checkpoints the WAL into the main file.
 //
