@@ -262,13 +262,12 @@ const parallelMin = 64 << 10
 // matched as those tokens; addSpecial applies the post-processor (e.g. a
 // BOS). Ill-formed UTF-8 in text is first replaced by U+FFFD.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
-	ids, _ := t.encode(text, addSpecial, false)
-	return ids
+	return t.encode(text, addSpecial, 0)
 }
 
 // EncodeTokens is Encode also returning the token strings.
 func (t *Tokenizer) EncodeTokens(text string, addSpecial bool) (ids []int, tokens []string) {
-	ids, _ = t.encode(text, addSpecial, false)
+	ids = t.encode(text, addSpecial, 0)
 	tokens = make([]string, len(ids))
 	for i, id := range ids {
 		tokens[i], _ = t.Token(id)
@@ -276,7 +275,9 @@ func (t *Tokenizer) EncodeTokens(text string, addSpecial bool) (ids []int, token
 	return ids, tokens
 }
 
-func (t *Tokenizer) encode(text string, addSpecial, _ bool) ([]int, error) {
+// encode is Encode; workers > 0 forces that many goroutines for the model
+// (tests), 0 picks by input size.
+func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
@@ -349,13 +350,16 @@ func (t *Tokenizer) encode(text string, addSpecial, _ bool) ([]int, error) {
 		return out
 	}
 	var ids []int
-	workers := runtime.GOMAXPROCS(0)
-	if total < parallelMin || workers < 2 || len(items) < 2 {
+	if workers <= 0 {
+		workers = 1
+		if total >= parallelMin {
+			workers = min(runtime.GOMAXPROCS(0), 8)
+		}
+	}
+	workers = min(workers, len(items))
+	if workers < 2 {
 		ids = run(items)
 	} else {
-		if workers > 8 {
-			workers = 8
-		}
 		parts := make([][]int, workers)
 		var wg sync.WaitGroup
 		lo := 0
@@ -394,7 +398,7 @@ func (t *Tokenizer) encode(text string, addSpecial, _ bool) ([]int, error) {
 		out = append(out, t.post.suffix...)
 		ids = out
 	}
-	return ids, nil
+	return ids
 }
 
 // ---- decoding
