@@ -41,6 +41,8 @@ var commands = map[string]command{
 	"detokenize": {"token ids on stdin to text", runDetokenize},
 	"template":   {"render a chat template over messages", runTemplate},
 	"history":    {"list stored conversations and runs", runHistory},
+	"bench":      {"measure prefill and decode speed (llama-bench style) and store the results", runBench},
+	"compare":    {"compare two stored benchmark runs", runCompare},
 }
 
 // UsageError is a bad command line; it exits with status 2.
