@@ -247,7 +247,7 @@ func TestGemmaChunkSizes(t *testing.T) {
 	s, _ := openFixture(t, fixtures.Gemma3, "fp32")
 	for chunk := 1; chunk <= 8; chunk++ {
 		for ci, c := range ref.Cases {
-			if testing.Short() && ci > 0 {
+			if (testing.Short() || raceEnabled) && ci > 0 {
 				break
 			}
 			s.Clear()
@@ -391,5 +391,40 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := New(Options{}).Open(ctx, "/nonexistent.pte", nil); err == nil {
 		t.Error("missing file opened")
+	}
+}
+
+// TestGemmaRewindFloor: once the ring layers have evicted positions, a
+// rewind below the floor is refused and Clear + re-prefill of the kept
+// tokens continues exactly as an uninterrupted run.
+func TestGemmaRewindFloor(t *testing.T) {
+	var ref reference
+	fixtures.Reference(t, fixtures.Gemma3, &ref)
+	c := ref.Cases[0]
+	s, l := openFixture(t, fixtures.Gemma3, "fp32")
+	logits := prefill(t, s, c.InputIDs, l.PrefillChunk)
+	full := greedy(t, s, logits, 12)
+	keep := len(c.InputIDs) + 4 // prompt + 4 generated
+	err := s.Rewind(keep - 10)
+	if !errors.Is(err, engine.ErrRewindRefused) {
+		t.Fatalf("rewind below the ring floor: %v, want ErrRewindRefused", err)
+	}
+	if err := s.Rewind(keep); err != nil { // within the window: allowed
+		t.Fatalf("rewind within the window: %v", err)
+	}
+	logits = prefill(t, s, full[4:5], 1)
+	again := greedy(t, s, logits, 7)
+	if !equalIDs(again, full[5:]) {
+		t.Errorf("after a shallow rewind: %v, want %v", again, full[5:])
+	}
+	s.Clear()
+	kept := append(append([]int64(nil), c.InputIDs...), full[:5]...)
+	logits = prefill(t, s, kept, l.PrefillChunk)
+	again = greedy(t, s, logits, 7)
+	if !equalIDs(again, full[5:]) {
+		t.Errorf("after Clear + re-prefill: %v, want %v", again, full[5:])
+	}
+	if !equalIDs(full, c.GreedyIDs[:12]) {
+		t.Errorf("greedy %v, want %v", full, c.GreedyIDs[:12])
 	}
 }

@@ -17,7 +17,7 @@ type wmat struct {
 	off      int
 }
 
-func dotF32(a, b []float32) float32 {
+func dotF32Go(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -52,7 +52,7 @@ func dot4(x []float32, K int, w []float32) (float32, float32, float32, float32) 
 // bf16 widens a bfloat16 to float32.
 func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-func dotBF16(x []float32, w []uint16) float32 {
+func dotBF16Go(x []float32, w []uint16) float32 {
 	w = w[:len(x)]
 	if len(w) >= 8 && uintptr(unsafe.Pointer(&w[0]))%4 == 0 {
 		return dotBF16Pairs(x, unsafe.Slice((*uint32)(unsafe.Pointer(&w[0])), len(w)/2), w)

@@ -104,14 +104,12 @@ func f16ToF32(h uint16) float32 {
 		if mant == 0 {
 			return math.Float32frombits(sign)
 		}
-		// subnormal
-		e := -1
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
+		// subnormal: mant · 2^-24
+		v := float32(math.Ldexp(float64(mant), -24))
+		if sign != 0 {
+			v = -v
 		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign | uint32(127-15+e+1)<<23 | mant<<13)
+		return v
 	case exp == 0x1f:
 		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
 	}
