@@ -1,0 +1,113 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"etchat/internal/fixtures"
+	"etchat/store"
+)
+
+// testDB opens a real store in a temp folder.
+func testDB(t *testing.T) (*store.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "etchat.db")
+	db, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+// testBackend is the real backend (modelinfo, the CPU engine, the store)
+// over a fresh database.
+func testBackend(t *testing.T) (Backend, *store.DB) {
+	t.Helper()
+	db, path := testDB(t)
+	sa := NewStoreAdapter(db)
+	return Backend{Inspector: NewInspector(), Library: sa, Chats: sa, Runs: sa, Opener: NewOpener(nil), DBPath: path}, db
+}
+
+// modelCopy makes a private model folder from a fixture (the .pte linked,
+// tokenizer files unpacked) that a test may change.
+func modelCopy(t *testing.T, name string, withTokenizer bool) string {
+	t.Helper()
+	src := fixtures.Unpacked(t, name)
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if !withTokenizer && (n == "tokenizer.json" || n == "tokenizer_config.json") {
+			continue
+		}
+		target, err := filepath.EvalSymlinks(filepath.Join(src, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "model.pte")
+}
+
+// inspect reads a model with the real inspector.
+func inspect(t *testing.T, path string) *ModelInfo {
+	t.Helper()
+	m, err := NewInspector().Inspect(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// reference is the part of a fixture's reference.json the tests check.
+type reference struct {
+	Cases []struct {
+		Prompt     string `json:"prompt"`
+		InputIDs   []int  `json:"input_ids"`
+		GreedyIDs  []int  `json:"greedy_ids"`
+		GreedyText string `json:"greedy_text"`
+	} `json:"cases"`
+	Multiturn struct {
+		Turn1 struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+			InputIDs      []int  `json:"input_ids"`
+			GeneratedIDs  []int  `json:"generated_ids"`
+			GeneratedText string `json:"generated_text"`
+		} `json:"turn1"`
+		Turn2 struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+			GeneratedIDs  []int  `json:"generated_ids"`
+			GeneratedText string `json:"generated_text"`
+		} `json:"turn2"`
+	} `json:"multiturn"`
+}
+
+func llamaReference(t *testing.T) reference {
+	var r reference
+	fixtures.Reference(t, fixtures.Llama3, &r)
+	return r
+}
+
+// greedy are settings that reproduce the references: the CPU engine, an
+// fp32 cache (the references come from fp32 eager), greedy decoding.
+func greedy(n int) Settings {
+	s := DefaultSettings("cpu")
+	s.StorageDType = "fp32"
+	s.MaxNewTokens = n
+	return s
+}
