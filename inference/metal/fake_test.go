@@ -1,7 +1,6 @@
 package metal
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,17 +31,24 @@ func TestMain(m *testing.M) {
 // system C compiler, or skips the test when there is none.
 func compileC(t *testing.T, name, src string, flags ...string) string {
 	t.Helper()
+	args := append([]string{filepath.Join("testdata", src)}, flags...)
+	return compile(t, "cc", name, append(args, "-lpthread")...)
+}
+
+// compile runs compiler (cc or c++) to build a shared library named name
+// in the test binary's temp dir, once per name.
+func compile(t *testing.T, compiler, name string, args ...string) string {
+	t.Helper()
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
 		t.Skipf("fake runner tests need linux or darwin, not %s", runtime.GOOS)
 	}
-	cc, err := exec.LookPath("cc")
+	cc, err := exec.LookPath(compiler)
 	if err != nil {
-		t.Skip("no C compiler (cc) on PATH: skipping the tests that need the fake runner library")
+		t.Skipf("no %s on PATH: skipping the tests that need a fake runner library", compiler)
 	}
 	fakeMu.Lock()
 	defer fakeMu.Unlock()
-	key := name + fmt.Sprint(flags)
-	if p, ok := fakeLibs[key]; ok {
+	if p, ok := fakeLibs[name]; ok {
 		return p
 	}
 	if fakeDir == "" {
@@ -54,24 +60,39 @@ func compileC(t *testing.T, name, src string, flags ...string) string {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, filepath.Join("testdata", src)}, flags...)
-	args = append(args, "-lpthread")
-	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("cc %v: %v\n%s", args, err, b)
+	all := append([]string{"-shared", "-fPIC", "-O0", "-Wall", "-Werror", "-o", out}, args...)
+	if b, err := exec.Command(cc, all...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", compiler, all, err, b)
 	}
-	fakeLibs[key] = out
+	fakeLibs[name] = out
 	return out
 }
 
-// fakeLib is the fake runner built with our ABI version.
+// fakeLib is the C fake runner built with our ABI version.
 func fakeLib(t *testing.T) string {
-	return compileC(t, LibraryName(runtime.GOOS), "fake_runner.c")
+	return compileC(t, "c/"+LibraryName(runtime.GOOS), "fake_runner.c")
 }
 
-// fakeExtras binds the fake's test-only functions.
+// abiLayerLib is the real C ABI layer (inference/native/etchat_runner.cpp)
+// over the fake backend (testdata/fake_backend.cpp).
+func abiLayerLib(t *testing.T) string {
+	return compile(t, "c++", "abi/"+LibraryName(runtime.GOOS), "-std=c++17", "-fvisibility=hidden",
+		"-I", filepath.Join("..", "native"),
+		filepath.Join("..", "native", "etchat_runner.cpp"), filepath.Join("testdata", "fake_backend.cpp"), "-lpthread")
+}
+
+// eachLib runs f against the C fake and against the real ABI layer over
+// the fake backend: both must honour the same contract.
+func eachLib(t *testing.T, f func(t *testing.T, lib string)) {
+	for name, build := range map[string]func(*testing.T) string{"cfake": fakeLib, "abilayer": abiLayerLib} {
+		t.Run(name, func(t *testing.T) { f(t, build(t)) })
+	}
+}
+
+// fakeExtras binds the fakes' test-only functions.
 type fakeExtras struct {
-	sessionConfig func(h sessionHandle, cfg *CConfig, layers *CLayer, capacity int32, n *int32) int32
-	live          func() int32
+	lastConfig func(cfg *CConfig, layers *CLayer, capacity int32, n *int32) int32
+	live       func() int32
 }
 
 func loadExtras(t *testing.T, path string) *fakeExtras {
@@ -81,7 +102,7 @@ func loadExtras(t *testing.T, path string) *fakeExtras {
 		t.Fatal(err)
 	}
 	var x fakeExtras
-	purego.RegisterLibFunc(&x.sessionConfig, h, "etchat_fake_session_config")
+	purego.RegisterLibFunc(&x.lastConfig, h, "etchat_fake_last_config")
 	purego.RegisterLibFunc(&x.live, h, "etchat_fake_live")
 	return &x
 }

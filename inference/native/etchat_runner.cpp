@@ -1,31 +1,14 @@
-// etchat_runner.cpp — libetchat_runner: the C ABI of etchat_runner.h over
-// ExecuTorch's Module, the MLX delegate and the off-graph KV cache.
-//
-// The order of a session's setup follows ExecuTorch's MLX LLM runner: load
-// the program (not forward), build the cache from the config Go passed,
-// install it under a unique key, hand that key to the MLX backend as its
-// cache_key load option, and only then load "forward" (the delegate binds
-// the cache in its init()).
+// etchat_runner.cpp — the C ABI of etchat_runner.h: handle registry,
+// argument checks, error mapping, length tracking and logits conversion,
+// over a runner backend (runner_backend.h; backend_executorch.cpp in the
+// real library).
 //
 // No C++ exception leaves this file: every entry point runs inside guard(),
 // which turns exceptions into a status code and a thread-local message.
 
 #include "etchat_runner.h"
 
-#include "cache_adapter.h"
-
-#include <executorch/backends/mlx/runtime/backend_options.h>
-#include <executorch/extension/module/module.h>
-#include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/backend_options_map.h>
-#include <executorch/runtime/backend/options.h>
-
-#ifndef ETCHAT_WITH_MLX
-#define ETCHAT_WITH_MLX 1
-#endif
-#if ETCHAT_WITH_MLX
-#include <mlx/memory.h>
-#endif
+#include "runner_backend.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -35,56 +18,37 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
-#include <vector>
-
-using ::executorch::extension::make_tensor_ptr;
-using ::executorch::extension::Module;
-using ::executorch::runtime::Error;
-using ::executorch::runtime::EValue;
 
 // The opaque handle types of the header.
 struct etchat_program {
-  std::string path;
-  std::unique_ptr<Module> module; // program loaded; forward not loaded
-  int64_t vocab = 0;
-  int32_t max_ctx = 0; // get_max_ctx_len (or _context_ / _seq_); 0 = none
+  std::unique_ptr<etchat::ProgramBackend> backend;
 };
 
 struct etchat_session {
-  // Declared before module: members are destroyed in reverse order, so the
-  // method bound to the cache goes first and the cache outlives it.
-  std::unique_ptr<etchat::BoundCache> cache; // null for in-graph programs
-  std::unique_ptr<Module> module;
+  std::unique_ptr<etchat::SessionBackend> backend;
   int64_t vocab = 0;
-  int32_t capacity = 0;
+  int32_t capacity = 0; // 0 = no limit known (in-graph without metadata)
   int32_t length = 0;
 };
 
 namespace {
 
+using etchat::fail;
+using etchat::Failure;
+
 // ---- errors ---------------------------------------------------------------
 
 thread_local std::string t_last_error;
 
-// Failure is thrown inside the library only; guard() catches it.
-struct Failure : std::runtime_error {
-  Failure(etchat_status s, const std::string& msg)
-      : std::runtime_error(msg), status(s) {}
-  etchat_status status;
-};
-
-[[noreturn]] void fail(etchat_status s, const std::string& msg) {
-  throw Failure(s, msg);
-}
-
-std::string et_error(Error e) {
-  char code[16];
-  std::snprintf(code, sizeof code, " (0x%x)", static_cast<unsigned>(e));
-  return std::string(::executorch::runtime::to_string(e)) + code;
+void set_error(const char* op, const char* msg) noexcept {
+  try {
+    t_last_error = std::string(op) + ": " + msg;
+  } catch (...) {
+    t_last_error.clear(); // out of memory: the status still says what failed
+  }
 }
 
 template <class F>
@@ -94,36 +58,25 @@ etchat_status guard(const char* op, F&& f) noexcept {
     f();
     return ETCHAT_OK;
   } catch (const Failure& e) {
-    try {
-      t_last_error = std::string(op) + ": " + e.what();
-    } catch (...) {
-    }
+    set_error(op, e.what());
     return e.status;
   } catch (const std::bad_alloc&) {
-    try {
-      t_last_error = std::string(op) + ": out of memory";
-    } catch (...) {
-    }
+    set_error(op, "out of memory");
     return ETCHAT_ERR_INTERNAL;
   } catch (const std::exception& e) {
-    try {
-      t_last_error = std::string(op) + ": " + e.what();
-    } catch (...) {
-    }
+    set_error(op, e.what());
     return ETCHAT_ERR_INTERNAL;
   } catch (...) {
-    try {
-      t_last_error = std::string(op) + ": unknown C++ exception";
-    } catch (...) {
-    }
+    set_error(op, "unknown C++ exception");
     return ETCHAT_ERR_INTERNAL;
   }
 }
 
 // ---- execution lock and handle registries -----------------------------------
 
-// MLX's default stream and ExecuTorch's backend init are process-wide, so
-// everything that loads, runs or frees a method is serialised.
+// The runtime (MLX's default stream, ExecuTorch's backend init) is
+// process-wide, so everything that loads, runs or frees a method is
+// serialised.
 std::mutex& exec_mu() {
   static std::mutex mu;
   return mu;
@@ -138,8 +91,9 @@ template <class T>
 class Registry {
  public:
   T* add(std::unique_ptr<T> obj) {
-    // Deleting takes the execution lock: tearing down a method frees MLX
-    // buffers. Callers never hold that lock when the last reference drops.
+    // Deleting takes the execution lock: tearing down a method frees
+    // runtime buffers. No caller holds that lock when the last reference
+    // drops (locks are always taken after the reference).
     std::shared_ptr<T> sp(obj.release(), [](T* p) {
       std::lock_guard<std::mutex> lk(exec_mu());
       delete p;
@@ -186,55 +140,7 @@ Registry<etchat_session>& sessions() {
   return r;
 }
 
-// ---- helpers ----------------------------------------------------------------
-
-std::unique_ptr<Module> load_program(const std::string& path) {
-  auto m = std::make_unique<Module>(path, Module::LoadMode::Mmap);
-  const Error err = m->load();
-  if (err != Error::Ok) {
-    fail(
-        ETCHAT_ERR_LOAD,
-        "loading program " + path + " failed: " + et_error(err));
-  }
-  return m;
-}
-
-std::optional<int64_t> const_int(Module& m, const char* name) {
-  auto names = m.method_names();
-  if (!names.ok() || names->count(name) == 0) {
-    return std::nullopt;
-  }
-  auto r = m.execute(name);
-  if (!r.ok() || r->empty() || !r->at(0).isInt()) {
-    return std::nullopt;
-  }
-  return r->at(0).toInt();
-}
-
-int64_t vocab_of(Module& m) {
-  auto meta = m.method_meta("forward");
-  if (!meta.ok()) {
-    fail(
-        ETCHAT_ERR_LOAD,
-        "the program has no usable \"forward\" method: " +
-            et_error(meta.error()));
-  }
-  if (meta->num_outputs() < 1) {
-    fail(ETCHAT_ERR_LOAD, "\"forward\" has no outputs");
-  }
-  auto out = meta->output_tensor_meta(0);
-  if (!out.ok()) {
-    fail(
-        ETCHAT_ERR_LOAD,
-        "\"forward\"'s first output is not a tensor: " +
-            et_error(out.error()));
-  }
-  auto sizes = out->sizes();
-  if (sizes.size() == 0 || sizes[sizes.size() - 1] <= 0) {
-    fail(ETCHAT_ERR_LOAD, "\"forward\"'s logits have no vocabulary dimension");
-  }
-  return sizes[sizes.size() - 1];
-}
+// ---- config and logits ------------------------------------------------------
 
 etchat::CacheSpec spec_from(
     const etchat_cache_config* cfg,
@@ -289,11 +195,65 @@ etchat::CacheSpec spec_from(
   return spec;
 }
 
-template <class Src>
-void convert_rows(const Src* src, float* dst, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    dst[i] = static_cast<float>(src[i]);
+float bf16_to_float(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float fp16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1fu) { // inf / nan
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) { // normal
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) { // zero
+    bits = sign;
+  } else { // subnormal: normalise
+    exp = 113u;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
   }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void copy_logits(
+    const etchat::LogitsView& v,
+    int64_t first_row,
+    int64_t rows,
+    float* dst) {
+  const size_t offset = static_cast<size_t>(first_row * v.vocab);
+  const size_t count = static_cast<size_t>(rows * v.vocab);
+  switch (v.type) {
+    case etchat::LogitsType::kFloat32:
+      std::memcpy(
+          dst, static_cast<const float*>(v.data) + offset, count * sizeof(float));
+      return;
+    case etchat::LogitsType::kFloat16: {
+      const auto* src = static_cast<const uint16_t*>(v.data) + offset;
+      for (size_t i = 0; i < count; ++i) {
+        dst[i] = fp16_to_float(src[i]);
+      }
+      return;
+    }
+    case etchat::LogitsType::kBFloat16: {
+      const auto* src = static_cast<const uint16_t*>(v.data) + offset;
+      for (size_t i = 0; i < count; ++i) {
+        dst[i] = bf16_to_float(src[i]);
+      }
+      return;
+    }
+  }
+  fail(ETCHAT_ERR_INTERNAL, "unknown logits type");
 }
 
 } // namespace
@@ -342,20 +302,12 @@ etchat_program_open(const char* path, etchat_program** out) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "path and out must be given");
     }
     auto p = std::make_unique<etchat_program>();
-    p->path = path;
     {
       std::lock_guard<std::mutex> lk(exec_mu());
-      p->module = load_program(p->path);
-      p->vocab = vocab_of(*p->module);
-      std::optional<int64_t> ctx = const_int(*p->module, "get_max_ctx_len");
-      for (const char* name : {"get_max_context_len", "get_max_seq_len"}) {
-        if (!ctx) {
-          ctx = const_int(*p->module, name);
-        }
-      }
-      if (ctx && *ctx > 0 && *ctx <= INT32_MAX) {
-        p->max_ctx = static_cast<int32_t>(*ctx);
-      }
+      p->backend = etchat::open_program(path);
+    }
+    if (p->backend->vocab() <= 0) {
+      fail(ETCHAT_ERR_LOAD, "the program's logits have no vocabulary size");
     }
     *out = programs().add(std::move(p));
   });
@@ -368,7 +320,7 @@ etchat_program_vocab(etchat_program* program, int64_t* out) {
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
-    *out = p->vocab;
+    *out = p->backend->vocab();
   });
 }
 
@@ -394,60 +346,23 @@ extern "C" ETCHAT_API etchat_status etchat_session_open(
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
     if (cfg == nullptr && (layers != nullptr || n_layers != 0)) {
-      fail(
-          ETCHAT_ERR_INVALID_ARGUMENT,
-          "layers given without a cache config");
+      fail(ETCHAT_ERR_INVALID_ARGUMENT, "layers given without a cache config");
     }
     std::optional<etchat::CacheSpec> spec;
     if (cfg != nullptr) {
       spec = spec_from(cfg, layers, n_layers);
     }
-
     auto s = std::make_unique<etchat_session>();
-    s->vocab = p->vocab;
-    std::lock_guard<std::mutex> lk(exec_mu());
-    // 1. The program, without forward: the cache must exist before
-    //    forward's backend init reads its key.
-    s->module = load_program(p->path);
-
-    ::executorch::runtime::BackendOptions<1> mlx_opts;
-    ::executorch::runtime::LoadBackendOptionsMap options_map;
-    if (spec) {
-      // 2. Build the cache from the config Go passed, and install it under a
-      //    unique key (the adapter does both).
-      std::string why;
-      s->cache = etchat::make_bound_cache(
-          ::executorch::backends::mlx::kMLXBackendId, *spec, &why);
-      if (!s->cache) {
-        fail(ETCHAT_ERR_LOAD, why);
-      }
-      s->capacity = static_cast<int32_t>(s->cache->capacity());
-      // 3. The key becomes the MLX backend's cache_key load option.
-      if (mlx_opts.set_option(
-              ::executorch::backends::mlx::kCacheKeyKey,
-              s->cache->key().c_str()) != Error::Ok ||
-          options_map.set_options(
-              ::executorch::backends::mlx::kMLXBackendId, mlx_opts.view()) !=
-              Error::Ok) {
-        fail(ETCHAT_ERR_LOAD, "setting the MLX backend's cache_key failed");
-      }
-    } else {
-      s->capacity = p->max_ctx;
+    s->vocab = p->backend->vocab();
+    {
+      std::lock_guard<std::mutex> lk(exec_mu());
+      s->backend = p->backend->open_session(spec ? &*spec : nullptr);
     }
-    // 4. Now forward: the delegate's init() looks the cache up by its key.
-    const Error err = s->module->load_method(
-        "forward",
-        /*planned_memory=*/nullptr,
-        /*event_tracer=*/nullptr,
-        spec ? &options_map : nullptr);
-    if (err != Error::Ok) {
-      fail(
-          ETCHAT_ERR_LOAD,
-          "loading \"forward\" failed: " + et_error(err) +
-              (spec ? " (the MLX backend may reject this program, or the "
-                      "cache config does not match it)"
-                    : " (an off-graph program needs a cache config)"));
+    if (!s->backend) {
+      fail(ETCHAT_ERR_INTERNAL, "the backend opened no session");
     }
+    s->capacity =
+        s->backend->has_cache() ? s->backend->capacity() : p->backend->max_ctx();
     *out = sessions().add(std::move(s));
   });
 }
@@ -476,10 +391,11 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
             ETCHAT_ERR_INVALID_ARGUMENT,
             "position " + std::to_string(positions[i]) + " is negative");
       }
-      if (ids[i] < 0 || (s->vocab > 0 && ids[i] >= s->vocab)) {
+      if (ids[i] < 0 || ids[i] >= s->vocab) {
         fail(
             ETCHAT_ERR_INVALID_ARGUMENT,
-            "token id " + std::to_string(ids[i]) + " is outside the vocabulary");
+            "token id " + std::to_string(ids[i]) +
+                " is outside the vocabulary");
       }
       last = std::max(last, positions[i]);
     }
@@ -498,61 +414,28 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     }
 
     std::lock_guard<std::mutex> lk(exec_mu());
-    auto in = make_tensor_ptr({1, n}, std::vector<int64_t>(ids, ids + n));
-    auto pos = make_tensor_ptr({n}, std::vector<int64_t>(positions, positions + n));
-    auto result = s->module->execute("forward", {in, pos});
-    if (!result.ok()) {
-      fail(ETCHAT_ERR_EXECUTE, "forward failed: " + et_error(result.error()));
-    }
-    if (result->empty() || !result->at(0).isTensor()) {
-      fail(ETCHAT_ERR_EXECUTE, "forward returned no logits tensor");
-    }
-    const auto& t = result->at(0).toTensor();
-    const int64_t vocab = t.dim() > 0 ? t.size(t.dim() - 1) : 0;
-    if (vocab != s->vocab || vocab <= 0) {
+    const etchat::LogitsView v = s->backend->forward(ids, positions, n);
+    if (v.data == nullptr || v.vocab != s->vocab) {
       fail(
           ETCHAT_ERR_EXECUTE,
-          "forward returned rows of " + std::to_string(vocab) +
+          "forward returned rows of " + std::to_string(v.vocab) +
               " logits, the method declares " + std::to_string(s->vocab));
     }
-    const int64_t rows = static_cast<int64_t>(t.numel()) / vocab;
-    if (rows < 1) {
+    if (v.rows < 1) {
       fail(ETCHAT_ERR_EXECUTE, "forward returned no logits rows");
     }
-    if (all_rows && rows != n) {
+    // The step ran, so the cache holds it whatever the copy below does.
+    s->length = std::max(s->length, static_cast<int32_t>(last + 1));
+    if (all_rows && v.rows != n) {
       fail(
           ETCHAT_ERR_UNSUPPORTED,
-          "the program returns " + std::to_string(rows) + " logits rows for " +
-              std::to_string(n) + " tokens; all rows are not available");
+          "the program returns " + std::to_string(v.rows) +
+              " logits rows for " + std::to_string(n) +
+              " tokens; all rows are not available");
     }
-    const int64_t first = all_rows ? 0 : rows - 1;
-    const size_t count = static_cast<size_t>((rows - first) * vocab);
-    const size_t offset = static_cast<size_t>(first * vocab);
-    using ST = ::executorch::aten::ScalarType;
-    switch (t.scalar_type()) {
-      case ST::Float:
-        std::memcpy(
-            logits, t.const_data_ptr<float>() + offset, count * sizeof(float));
-        break;
-      case ST::Half:
-        convert_rows(
-            t.const_data_ptr<::executorch::aten::Half>() + offset, logits, count);
-        break;
-      case ST::BFloat16:
-        convert_rows(
-            t.const_data_ptr<::executorch::aten::BFloat16>() + offset,
-            logits,
-            count);
-        break;
-      default:
-        fail(
-            ETCHAT_ERR_EXECUTE,
-            std::string("logits of dtype ") +
-                ::executorch::runtime::toString(t.scalar_type()) +
-                " are not supported (float, half, bfloat16)");
-    }
-    s->length = std::max(s->length, static_cast<int32_t>(last + 1));
-    *written = static_cast<int64_t>(count);
+    const int64_t rows = all_rows ? v.rows : 1;
+    copy_logits(v, v.rows - rows, rows, logits);
+    *written = rows * v.vocab;
   });
 }
 
@@ -560,7 +443,7 @@ extern "C" ETCHAT_API etchat_status
 etchat_session_rewind(etchat_session* session, int32_t new_len) {
   return guard("rewind", [&] {
     auto s = sessions().get(session, "session");
-    if (!s->cache) {
+    if (!s->backend->has_cache()) {
       fail(ETCHAT_ERR_UNSUPPORTED, "an in-graph program cannot rewind");
     }
     if (new_len < 0 || new_len > s->length) {
@@ -570,7 +453,7 @@ etchat_session_rewind(etchat_session* session, int32_t new_len) {
               std::to_string(new_len));
     }
     std::lock_guard<std::mutex> lk(exec_mu());
-    if (!s->cache->rewind(new_len)) {
+    if (!s->backend->rewind(new_len)) {
       fail(
           ETCHAT_ERR_REWIND_REFUSED,
           "a sliding-window layer no longer holds the cells for length " +
@@ -584,11 +467,11 @@ extern "C" ETCHAT_API etchat_status
 etchat_session_clear(etchat_session* session) {
   return guard("clear", [&] {
     auto s = sessions().get(session, "session");
-    if (!s->cache) {
+    if (!s->backend->has_cache()) {
       fail(ETCHAT_ERR_UNSUPPORTED, "an in-graph program cannot clear its cache");
     }
     std::lock_guard<std::mutex> lk(exec_mu());
-    s->cache->clear();
+    s->backend->clear();
     s->length = 0;
   });
 }
@@ -626,9 +509,9 @@ etchat_session_can_extend(etchat_session* session, int32_t n, int32_t* out) {
       *out = 0;
       return;
     }
-    if (s->cache) {
+    if (s->backend->has_cache()) {
       std::lock_guard<std::mutex> lk(exec_mu());
-      *out = s->cache->can_extend(n) ? 1 : 0;
+      *out = s->backend->can_extend(n) ? 1 : 0;
     } else {
       *out = (s->capacity <= 0 ||
               static_cast<int64_t>(s->length) + n <= s->capacity)
@@ -648,30 +531,21 @@ etchat_session_close(etchat_session* session) {
 
 // ===== 4. Memory ===========================================================
 
-extern "C" ETCHAT_API etchat_status etchat_memory(int64_t* active, int64_t* peak) {
+extern "C" ETCHAT_API etchat_status
+etchat_memory(int64_t* active, int64_t* peak) {
   return guard("memory", [&] {
-#if ETCHAT_WITH_MLX
+    int64_t a = 0;
+    int64_t p = 0;
+    etchat::runtime_memory(&a, &p);
     if (active != nullptr) {
-      *active = static_cast<int64_t>(::mlx::core::get_active_memory());
+      *active = a;
     }
     if (peak != nullptr) {
-      *peak = static_cast<int64_t>(::mlx::core::get_peak_memory());
+      *peak = p;
     }
-#else
-    if (active != nullptr) {
-      *active = 0;
-    }
-    if (peak != nullptr) {
-      *peak = 0;
-    }
-#endif
   });
 }
 
 extern "C" ETCHAT_API etchat_status etchat_memory_reset_peak(void) {
-  return guard("memory_reset_peak", [&] {
-#if ETCHAT_WITH_MLX
-    ::mlx::core::reset_peak_memory();
-#endif
-  });
+  return guard("memory_reset_peak", [&] { etchat::runtime_reset_peak(); });
 }

@@ -134,8 +134,9 @@ ETCHAT_API etchat_status etchat_session_open(etchat_program* program,
  * the last position's row (vocab floats) when all_rows is 0, or every
  * row, row-major n*vocab, when all_rows is non-zero. *written receives the
  * number of floats written. Fails with ETCHAT_ERR_CACHE_FULL (nothing run)
- * when a position reaches the capacity, and ETCHAT_ERR_UNSUPPORTED when
- * all rows are asked of a program that returns only the last one. */
+ * when a position reaches the capacity, and with ETCHAT_ERR_UNSUPPORTED
+ * when all rows are asked of a program that returns only the last one (the
+ * step has then run and is in the cache; nothing is copied). */
 ETCHAT_API etchat_status etchat_session_forward(etchat_session* session,
                                                 const int64_t* ids,
                                                 const int64_t* positions,

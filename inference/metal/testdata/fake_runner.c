@@ -14,7 +14,7 @@
  * The cache is control state only, with the sequence cache's semantics
  * (one length, capacity admission, rewind refused above the length or below
  * what a ring layer retains). The session validates the cache config it
- * receives and records it; etchat_fake_session_config (not part of the ABI)
+ * receives and records it; etchat_fake_last_config (not part of the ABI)
  * echoes it back so tests can check the marshalling. Handles live in a
  * registry, so stale handles are reported, never dereferenced.
  *
@@ -50,6 +50,9 @@ struct etchat_session {
 };
 
 static __thread char t_err[512];
+static etchat_cache_config last_cfg;
+static etchat_cache_layer last_layers[MAX_LAYERS];
+static int last_n;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* Live handles: a handle is a never-reused number, mapped to its object. */
 static struct {
@@ -239,6 +242,9 @@ etchat_status etchat_session_open(etchat_program* h, const etchat_cache_config* 
     s->cfg = *cfg;
     memcpy(s->layers, layers, sizeof(etchat_cache_layer) * (size_t)n_layers);
     s->n_layers = n_layers;
+    last_cfg = *cfg;
+    memcpy(last_layers, layers, sizeof(etchat_cache_layer) * (size_t)n_layers);
+    last_n = n_layers;
     s->capacity = cfg->capacity;
   } else {
     s->capacity = p->maxctx;
@@ -289,7 +295,8 @@ etchat_status etchat_session_forward(etchat_session* h, const int64_t* ids, cons
     st = seterr(ETCHAT_ERR_CACHE_FULL, "forward: position %lld is beyond capacity %d", (long long)last, s->capacity);
     goto done;
   }
-  if (all_rows && s->prog.lastonly) {
+  if (all_rows && s->prog.lastonly && n > 1) {
+    if (last + 1 > s->length) s->length = (int)(last + 1); /* the step ran */
     st = seterr(ETCHAT_ERR_UNSUPPORTED, "forward: the program returns 1 logits rows for %d tokens; all rows are not available", n);
     goto done;
   }
@@ -413,25 +420,16 @@ etchat_status etchat_memory_reset_peak(void) {
 
 /* ---- test-only extras (not part of the ABI) -------------------------------- */
 
-/* Copies the config a session was opened with into cfg/layers (room for cap
- * layers) and its layer count into *n. Returns ETCHAT_UNSUPPORTED for an
- * in-graph session. */
-etchat_status etchat_fake_session_config(etchat_session* h, etchat_cache_config* cfg,
-                                         etchat_cache_layer* layers, int32_t cap, int32_t* n) {
-  t_err[0] = 0;
+/* Copies the config the last off-graph session was opened with into
+ * cfg/layers (room for cap layers) and its layer count into *n. */
+etchat_status etchat_fake_last_config(etchat_cache_config* cfg, etchat_cache_layer* layers, int32_t cap,
+                                      int32_t* n) {
   pthread_mutex_lock(&mu);
-  int st;
-  struct etchat_session* s = lookup(h, "fake_session_config", &st);
-  if (st == ETCHAT_OK && !s->has_cache) st = seterr(ETCHAT_ERR_UNSUPPORTED, "fake_session_config: in-graph session");
-  if (st == ETCHAT_OK && (cfg == NULL || n == NULL || (cap > 0 && layers == NULL)))
-    st = seterr(ETCHAT_ERR_INVALID_ARGUMENT, "fake_session_config: bad arguments");
-  if (st == ETCHAT_OK) {
-    *cfg = s->cfg;
-    *n = s->n_layers;
-    for (int i = 0; i < s->n_layers && i < cap; i++) layers[i] = s->layers[i];
-  }
+  *cfg = last_cfg;
+  *n = last_n;
+  for (int i = 0; i < last_n && i < cap; i++) layers[i] = last_layers[i];
   pthread_mutex_unlock(&mu);
-  return st;
+  return ETCHAT_OK;
 }
 
 /* The number of live program and session handles. */

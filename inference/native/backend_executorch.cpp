@@ -1,0 +1,254 @@
+// backend_executorch.cpp — the runner's backend over ExecuTorch: Module,
+// the MLX delegate (bound to the off-graph cache through its cache_key
+// load option) and MLX's memory counters.
+//
+// A session's setup follows ExecuTorch's MLX LLM runner (run_llm_hf.cpp):
+// load the program but not forward; build the cache from the config Go
+// passed and install it under a unique key (cache_adapter); pass that key as
+// the MLX backend's cache_key load option (LoadBackendOptionsMap); only then
+// load "forward", whose delegate init() looks the cache up by that key.
+
+#include "runner_backend.h"
+
+#include <executorch/backends/mlx/runtime/backend_options.h>
+#include <executorch/extension/module/module.h>
+#include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/backend_options_map.h>
+#include <executorch/runtime/backend/options.h>
+
+#ifndef ETCHAT_WITH_MLX
+#define ETCHAT_WITH_MLX 1
+#endif
+#if ETCHAT_WITH_MLX
+#include <mlx/memory.h>
+#endif
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace etchat {
+namespace {
+
+using ::executorch::extension::make_tensor_ptr;
+using ::executorch::extension::Module;
+using ::executorch::runtime::Error;
+using ::executorch::runtime::EValue;
+namespace mlx_opts = ::executorch::backends::mlx;
+
+// "Error::DelegateInvalidCompatibility (0x30)".
+std::string et_error(Error e) {
+  char code[16];
+  std::snprintf(code, sizeof code, " (0x%x)", static_cast<unsigned>(e));
+  return std::string(::executorch::runtime::to_string(e)) + code;
+}
+
+std::unique_ptr<Module> load_module(const std::string& path) {
+  auto m = std::make_unique<Module>(path, Module::LoadMode::Mmap);
+  const Error err = m->load();
+  if (err != Error::Ok) {
+    fail(ETCHAT_ERR_LOAD, "loading program " + path + " failed: " + et_error(err));
+  }
+  return m;
+}
+
+// A constant method's int, if the program has it. Constant methods carry
+// no delegate, so they run with only the program loaded.
+std::optional<int64_t> const_int(Module& m, const char* name) {
+  auto names = m.method_names();
+  if (!names.ok() || names->count(name) == 0) {
+    return std::nullopt;
+  }
+  auto r = m.execute(name);
+  if (!r.ok() || r->empty() || !r->at(0).isInt()) {
+    return std::nullopt;
+  }
+  return r->at(0).toInt();
+}
+
+int64_t forward_vocab(Module& m) {
+  auto meta = m.method_meta("forward");
+  if (!meta.ok()) {
+    fail(
+        ETCHAT_ERR_LOAD,
+        "the program has no usable \"forward\" method: " +
+            et_error(meta.error()));
+  }
+  if (meta->num_outputs() < 1) {
+    fail(ETCHAT_ERR_LOAD, "\"forward\" has no outputs");
+  }
+  auto out = meta->output_tensor_meta(0);
+  if (!out.ok()) {
+    fail(
+        ETCHAT_ERR_LOAD,
+        "\"forward\"'s first output is not a tensor: " + et_error(out.error()));
+  }
+  auto sizes = out->sizes();
+  if (sizes.size() == 0 || sizes[sizes.size() - 1] <= 0) {
+    fail(ETCHAT_ERR_LOAD, "\"forward\"'s logits have no vocabulary dimension");
+  }
+  return sizes[sizes.size() - 1];
+}
+
+class ETSession final : public SessionBackend {
+ public:
+  // Declared before module_: members are destroyed in reverse order, so
+  // the method bound to the cache goes first and the cache outlives it.
+  std::unique_ptr<BoundCache> cache;
+  std::unique_ptr<Module> module_;
+  std::vector<EValue> outputs; // keeps the last logits alive
+
+  LogitsView forward(const int64_t* ids, const int64_t* positions, int32_t n)
+      override {
+    auto in = make_tensor_ptr({1, n}, std::vector<int64_t>(ids, ids + n));
+    auto pos =
+        make_tensor_ptr({n}, std::vector<int64_t>(positions, positions + n));
+    outputs.clear();
+    auto result = module_->execute("forward", {in, pos});
+    if (!result.ok()) {
+      fail(ETCHAT_ERR_EXECUTE, "forward failed: " + et_error(result.error()));
+    }
+    outputs = std::move(*result);
+    if (outputs.empty() || !outputs[0].isTensor()) {
+      fail(ETCHAT_ERR_EXECUTE, "forward returned no logits tensor");
+    }
+    const auto& t = outputs[0].toTensor();
+    LogitsView v;
+    v.vocab = t.dim() > 0 ? t.size(t.dim() - 1) : 0;
+    v.rows = v.vocab > 0 ? static_cast<int64_t>(t.numel()) / v.vocab : 0;
+    using ST = ::executorch::aten::ScalarType;
+    switch (t.scalar_type()) {
+      case ST::Float:
+        v.type = LogitsType::kFloat32;
+        break;
+      case ST::Half:
+        v.type = LogitsType::kFloat16;
+        break;
+      case ST::BFloat16:
+        v.type = LogitsType::kBFloat16;
+        break;
+      default:
+        fail(
+            ETCHAT_ERR_EXECUTE,
+            std::string("logits of dtype ") +
+                ::executorch::runtime::toString(t.scalar_type()) +
+                " are not supported (float, half, bfloat16)");
+    }
+    v.data = t.const_data_ptr();
+    return v;
+  }
+  bool has_cache() const override {
+    return cache != nullptr;
+  }
+  int capacity() const override {
+    return cache->capacity();
+  }
+  bool can_extend(int n) const override {
+    return cache->can_extend(n);
+  }
+  bool rewind(int new_len) override {
+    return cache->rewind(new_len);
+  }
+  void clear() override {
+    cache->clear();
+  }
+};
+
+class ETProgram final : public ProgramBackend {
+ public:
+  explicit ETProgram(std::string path) : path_(std::move(path)) {
+    module_ = load_module(path_);
+    vocab_ = forward_vocab(*module_);
+    std::optional<int64_t> ctx;
+    for (const char* name :
+         {"get_max_ctx_len", "get_max_context_len", "get_max_seq_len"}) {
+      if (!ctx) {
+        ctx = const_int(*module_, name);
+      }
+    }
+    if (ctx && *ctx > 0 && *ctx <= INT32_MAX) {
+      max_ctx_ = static_cast<int32_t>(*ctx);
+    }
+  }
+
+  int64_t vocab() const override {
+    return vocab_;
+  }
+  int32_t max_ctx() const override {
+    return max_ctx_;
+  }
+
+  std::unique_ptr<SessionBackend> open_session(const CacheSpec* spec) override {
+    auto s = std::make_unique<ETSession>();
+    // 1. The program, without forward: the cache must exist before
+    //    forward's backend init reads its key. Each session has its own
+    //    Module, so its forward is bound to its own cache.
+    s->module_ = load_module(path_);
+    ::executorch::runtime::BackendOptions<1> opts;
+    ::executorch::runtime::LoadBackendOptionsMap options_map;
+    if (spec != nullptr) {
+      // 2. Build the cache from the config Go passed and install it under
+      //    a unique key (both inside the adapter).
+      std::string why;
+      s->cache = make_bound_cache(mlx_opts::kMLXBackendId, *spec, &why);
+      if (!s->cache) {
+        fail(ETCHAT_ERR_LOAD, why);
+      }
+      // 3. The key becomes the MLX backend's cache_key load option.
+      if (opts.set_option(mlx_opts::kCacheKeyKey, s->cache->key().c_str()) !=
+              Error::Ok ||
+          options_map.set_options(mlx_opts::kMLXBackendId, opts.view()) !=
+              Error::Ok) {
+        fail(ETCHAT_ERR_LOAD, "setting the MLX backend's cache_key failed");
+      }
+    }
+    // 4. Now forward: the delegate's init() looks the cache up by its key.
+    const Error err = s->module_->load_method(
+        "forward",
+        /*planned_memory=*/nullptr,
+        /*event_tracer=*/nullptr,
+        spec != nullptr ? &options_map : nullptr);
+    if (err != Error::Ok) {
+      fail(
+          ETCHAT_ERR_LOAD,
+          "loading \"forward\" failed: " + et_error(err) +
+              (spec != nullptr
+                   ? " (the MLX backend may reject this program, or the "
+                     "cache config does not match it)"
+                   : " (an off-graph program needs a cache config)"));
+    }
+    return s;
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<Module> module_; // program loaded; forward not loaded
+  int64_t vocab_ = 0;
+  int32_t max_ctx_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<ProgramBackend> open_program(const std::string& path) {
+  return std::make_unique<ETProgram>(path);
+}
+
+void runtime_memory(int64_t* active, int64_t* peak) {
+#if ETCHAT_WITH_MLX
+  *active = static_cast<int64_t>(::mlx::core::get_active_memory());
+  *peak = static_cast<int64_t>(::mlx::core::get_peak_memory());
+#else
+  *active = 0;
+  *peak = 0;
+#endif
+}
+
+void runtime_reset_peak() {
+#if ETCHAT_WITH_MLX
+  ::mlx::core::reset_peak_memory();
+#endif
+}
+
+} // namespace etchat
