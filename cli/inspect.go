@@ -2,10 +2,480 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dustin/go-humanize"
+
+	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
+	"etchat/inference/pte"
 )
 
-// runInspect is a placeholder until its owner lands the command.
+const inspectSynopsis = "[--json] [--no-sha256] [--kv-max-capacity N] [--kv-storage-dtype D] [--kv-initial-capacity N] [--kv-windows SPEC] FILE.pte…"
+
+// runInspect reports on each .pte: a readable report, or with --json an
+// array of stable documents (InspectDoc). A file that cannot be read is
+// reported and the others still are; the exit status is then 1.
 func runInspect(ctx context.Context, env *Env, args []string) error {
-	return errors.New("inspect: not implemented yet")
+	fs := newFlags(env, "inspect", inspectSynopsis)
+	asJSON := fs.Bool("json", false, "print a JSON array, one document per file")
+	noHash := fs.Bool("no-sha256", false, "skip the SHA-256 (which reads the whole file)")
+	var cf cacheFlags
+	cf.register(fs)
+
+	// Flags may come before or after the files.
+	var files []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return Usagef("no .pte file given")
+	}
+	p := cf.policy()
+	if err := checkPolicy(p); err != nil {
+		return err
+	}
+
+	docs := make([]*InspectDoc, 0, len(files))
+	failed := 0
+	for i, path := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		doc := Inspect(path, p, !*noHash)
+		docs = append(docs, doc)
+		if doc.Error != "" {
+			failed++
+			fmt.Fprintf(env.Stderr, "etchat inspect: %s\n", doc.Error)
+		}
+		if !*asJSON && (doc.Error == "" || doc.Kind != "") {
+			if i > 0 {
+				fmt.Fprintln(env.Stdout)
+			}
+			writeReport(env.Stdout, doc)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(docs); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return errSilentFailure
+	}
+	return nil
+}
+
+// checkPolicy turns a malformed cache flag into a usage error naming it.
+func checkPolicy(p kvcache.Policy) error {
+	if p.Capacity < 0 || p.Capacity > kvcache.MaxCapacity {
+		return Usagef("invalid --kv-max-capacity %d: want 0 (the model's get_max_ctx_len) up to %d", p.Capacity, kvcache.MaxCapacity)
+	}
+	if p.InitialCapacity < -1 || p.InitialCapacity > kvcache.MaxCapacity {
+		return Usagef("invalid --kv-initial-capacity %d: want -1 (default 512) or 0 up to %d", p.InitialCapacity, kvcache.MaxCapacity)
+	}
+	if _, err := kvcache.ParseDType(p.StorageDType); err != nil {
+		return Usagef("invalid --kv-storage-dtype: %v", err)
+	}
+	if strings.TrimSpace(p.Windows) != "" {
+		if _, err := kvcache.ParseWindows(p.Windows); err != nil {
+			return Usagef("%v", err)
+		}
+	}
+	return nil
+}
+
+// InspectDoc is inspect's JSON document for one file. Its field names are
+// stable; fields may be added.
+type InspectDoc struct {
+	Path       string `json:"path"`
+	SizeBytes  int64  `json:"size_bytes"`
+	SHA256     string `json:"sha256,omitempty"`
+	Error      string `json:"error,omitempty"` // the file could not be read (or its cache flags not applied)
+	Kind       string `json:"kind,omitempty"`  // off-graph, in-graph, unsupported
+	KindReason string `json:"kind_reason,omitempty"`
+
+	Program          *ProgramDoc        `json:"program,omitempty"`
+	Methods          []MethodDoc        `json:"methods"`
+	ConstantMethods  []ConstantDoc      `json:"constant_methods"`
+	Delegates        []DelegateDoc      `json:"delegates"`
+	NamedData        int                `json:"named_data"`
+	MaxCtxLen        int                `json:"max_ctx_len"`
+	PrefillChunkSize int                `json:"prefill_chunk_size"`
+	VocabSize        int                `json:"vocab_size"`
+	LogitsDType      string             `json:"logits_dtype,omitempty"`
+	EOSIDs           []int              `json:"eos_ids"`
+	EOSSource        string             `json:"eos_source,omitempty"`
+	Cache            *CacheDoc          `json:"cache"`
+	CacheError       string             `json:"cache_error,omitempty"`
+	Companions       *CompanionsDoc     `json:"companions,omitempty"`
+	MLX              *modelinfo.MLX     `json:"mlx"`
+	Weights          *modelinfo.Weights `json:"weights,omitempty"`
+	BytesRead        int64              `json:"bytes_read"`
+}
+
+// ProgramDoc is the container: header and segment table.
+type ProgramDoc struct {
+	Version           uint32 `json:"version"`
+	ProgramSize       int64  `json:"program_size"`
+	SegmentBaseOffset int64  `json:"segment_base_offset"`
+	SegmentDataSize   int64  `json:"segment_data_size"`
+	Segments          int    `json:"segments"`
+}
+
+// MethodDoc is one method.
+type MethodDoc struct {
+	Name         string           `json:"name"`
+	Signature    string           `json:"signature"`
+	Inputs       []pte.TensorInfo `json:"inputs"`
+	Outputs      []pte.TensorInfo `json:"outputs"`
+	Instructions int              `json:"instructions"`
+	Delegates    int              `json:"delegates"`
+	Kernels      []string         `json:"kernels"`
+	Constant     bool             `json:"constant"`
+}
+
+// ConstantDoc is a constant method's value: a number, a string, a bool,
+// or a list (a tensor's elements).
+type ConstantDoc struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Value any    `json:"value"`
+	Text  string `json:"-"` // as the report prints it
+}
+
+// DelegateDoc is where a delegate's blob is.
+type DelegateDoc struct {
+	Method       string            `json:"method"`
+	ID           string            `json:"id"`
+	Segment      int               `json:"segment"` // -1: inline in the program
+	Offset       int64             `json:"offset"`  // absolute file offset
+	Size         int64             `json:"size"`
+	CompileSpecs map[string]string `json:"compile_specs"` // value as text, or hex when not UTF-8
+}
+
+// CacheDoc is the off-graph cache: the file's layout with the flags applied.
+type CacheDoc struct {
+	NLayers         int        `json:"n_layers"`
+	KVHeads         []int      `json:"kv_heads"`
+	HeadDims        []int      `json:"head_dims"`
+	Windows         []int      `json:"windows"` // the file's own
+	Capacity        int        `json:"capacity"`
+	InitialCapacity int        `json:"initial_capacity"`
+	KVDType         string     `json:"kv_dtype"`
+	MaxWrite        int        `json:"max_write"`
+	Summary         string     `json:"summary"`
+	LayersSummary   string     `json:"layers_summary"`
+	BytesInitial    int64      `json:"bytes_initial"`
+	BytesAtCapacity int64      `json:"bytes_at_capacity"`
+	Layers          []LayerDoc `json:"layers"`
+}
+
+// LayerDoc is one cache layer as configured.
+type LayerDoc struct {
+	Index           int    `json:"index"`
+	Kind            string `json:"kind"` // flat or ring
+	Window          int    `json:"window"`
+	KVHeads         int    `json:"kv_heads"`
+	HeadDim         int    `json:"head_dim"`
+	Rows            int    `json:"rows"`
+	InitialRows     int    `json:"initial_rows"`
+	BytesInitial    int64  `json:"bytes_initial"`
+	BytesAtCapacity int64  `json:"bytes_at_capacity"`
+}
+
+// CompanionsDoc says which files sit next to the .pte.
+type CompanionsDoc struct {
+	Dir              string   `json:"dir"`
+	Tokenizer        string   `json:"tokenizer"`
+	TokenizerConfig  string   `json:"tokenizer_config"`
+	GenerationConfig string   `json:"generation_config"`
+	Config           string   `json:"config"`
+	HasChatTemplate  bool     `json:"has_chat_template"`
+	ModelType        string   `json:"model_type"`
+	Problems         []string `json:"problems"`
+}
+
+// Inspect builds the document for one file. On failure Error is set and
+// the rest is as far as it got.
+func Inspect(path string, p kvcache.Policy, hash bool) *InspectDoc {
+	doc := &InspectDoc{Path: path}
+	info, err := modelinfo.Load(path, modelinfo.Options{Hash: hash})
+	if err != nil {
+		doc.Error = err.Error()
+		return doc
+	}
+	doc.SizeBytes, doc.SHA256 = info.SizeBytes, info.SHA256
+	doc.Kind, doc.KindReason = string(info.Kind), info.KindReason
+	h := info.Header
+	doc.Program = &ProgramDoc{Version: info.File.Version, ProgramSize: h.ProgramSize, SegmentBaseOffset: h.SegmentBaseOffset,
+		SegmentDataSize: h.SegmentDataSize, Segments: info.Segments}
+	doc.Methods = []MethodDoc{}
+	for _, m := range info.Methods {
+		doc.Methods = append(doc.Methods, MethodDoc{Name: m.Name, Signature: m.Describe(), Inputs: nonNil(m.Inputs), Outputs: nonNil(m.Outputs),
+			Instructions: m.NumInstructions, Delegates: len(m.Delegates), Kernels: nonNilS(m.Kernels), Constant: m.IsConstant})
+	}
+	doc.ConstantMethods = []ConstantDoc{}
+	for _, c := range info.Constants {
+		doc.ConstantMethods = append(doc.ConstantMethods, ConstantDoc{Name: c.Name, Kind: c.Kind, Value: c.Value.Any(), Text: c.Value.String()})
+	}
+	doc.Delegates = []DelegateDoc{}
+	for _, d := range info.Delegates {
+		specs := map[string]string{}
+		for _, s := range d.CompileSpecs {
+			if utf8.Valid(s.Value) {
+				specs[s.Key] = string(s.Value)
+			} else {
+				specs[s.Key] = fmt.Sprintf("%x", s.Value)
+			}
+		}
+		doc.Delegates = append(doc.Delegates, DelegateDoc{Method: d.Method, ID: d.ID, Segment: d.Segment, Offset: d.Offset, Size: d.Size, CompileSpecs: specs})
+	}
+	doc.NamedData = info.NamedData
+	doc.MaxCtxLen, doc.PrefillChunkSize, doc.VocabSize, doc.LogitsDType = info.MaxCtxLen, info.PrefillChunk, info.VocabSize, info.LogitsDType
+	doc.EOSIDs, doc.EOSSource = info.EOSIDs, info.EOSSource
+	if doc.EOSIDs == nil {
+		doc.EOSIDs = []int{}
+	}
+	c := info.Companion
+	doc.Companions = &CompanionsDoc{Dir: c.Dir, Tokenizer: c.Tokenizer, TokenizerConfig: c.TokenizerConfig, GenerationConfig: c.GenerationConfig,
+		Config: c.Config, HasChatTemplate: c.HasChatTemplate, ModelType: c.ModelType, Problems: nonNilS(c.Problems)}
+	doc.MLX = info.MLX
+	w := info.Weights
+	doc.Weights = &w
+
+	if info.Kind == modelinfo.OffGraph {
+		cfg, err := info.CacheConfig(p)
+		if err != nil {
+			doc.CacheError = err.Error()
+			doc.Error = fmt.Sprintf("%s: cache flags: %v", path, err)
+		} else {
+			doc.Cache = cacheDoc(info.Layout, cfg)
+		}
+	}
+	doc.BytesRead = info.BytesRead
+	return doc
+}
+
+func cacheDoc(l *kvcache.Layout, cfg *kvcache.Config) *CacheDoc {
+	layers, initial, full := cfg.Memory()
+	cd := &CacheDoc{
+		NLayers: len(cfg.Layers), KVHeads: l.KVHeads, HeadDims: l.HeadDims, Windows: l.Windows,
+		Capacity: cfg.Capacity, InitialCapacity: cfg.InitialCapacity, KVDType: cfg.DType.String(), MaxWrite: cfg.MaxWrite,
+		Summary: cfg.Summary(), LayersSummary: cfg.LayersSummary(), BytesInitial: initial, BytesAtCapacity: full,
+	}
+	for i, l := range cfg.Layers {
+		kind := "flat"
+		if l.Kind == kvcache.Ring {
+			kind = "ring"
+		}
+		cd.Layers = append(cd.Layers, LayerDoc{Index: i, Kind: kind, Window: l.Window, KVHeads: l.KVHeads, HeadDim: l.HeadDim,
+			Rows: layers[i].Rows, InitialRows: layers[i].InitialRows, BytesInitial: layers[i].Initial, BytesAtCapacity: layers[i].Full})
+	}
+	return cd
+}
+
+func nonNil(x []pte.TensorInfo) []pte.TensorInfo {
+	if x == nil {
+		return []pte.TensorInfo{}
+	}
+	return x
+}
+
+func nonNilS(x []string) []string {
+	if x == nil {
+		return []string{}
+	}
+	return x
+}
+
+func bytesStr(n int64) string {
+	if n < 0 {
+		n = 0
+	}
+	return humanize.IBytes(uint64(n))
+}
+
+// writeReport prints the readable report.
+func writeReport(w io.Writer, d *InspectDoc) {
+	row := func(label, format string, a ...any) {
+		fmt.Fprintf(w, "  %-12s%s\n", label, fmt.Sprintf(format, a...))
+	}
+	more := func(format string, a ...any) { fmt.Fprintf(w, "  %-12s%s\n", "", fmt.Sprintf(format, a...)) }
+
+	fmt.Fprintf(w, "%s  (%s, %s bytes)\n", d.Path, bytesStr(d.SizeBytes), humanize.Comma(d.SizeBytes))
+	if d.SHA256 != "" {
+		row("sha256", "%s", d.SHA256)
+	}
+	row("kind", "%s: %s", d.Kind, d.KindReason)
+	if pr := d.Program; pr != nil {
+		row("program", "%s Program flatbuffer (version %d), %d segments, %s of segment data from offset %d",
+			bytesStr(pr.ProgramSize), pr.Version, pr.Segments, bytesStr(pr.SegmentDataSize), pr.SegmentBaseOffset)
+	}
+	for i, m := range d.Methods {
+		label := ""
+		if i == 0 {
+			label = "methods"
+		}
+		extra := ""
+		switch {
+		case m.Constant:
+			extra = "  (constant)"
+		case m.Instructions > 0:
+			extra = fmt.Sprintf("  (%s, %s", plural(m.Instructions, "instruction"), plural(m.Delegates, "delegate"))
+			if len(m.Kernels) > 0 {
+				extra += ", kernels " + strings.Join(m.Kernels, " ")
+			}
+			extra += ")"
+		}
+		row(label, "%s%s", m.Signature, extra)
+	}
+	for i, c := range d.ConstantMethods {
+		label := ""
+		if i == 0 {
+			label = "constants"
+		}
+		row(label, "%s = %s", c.Name, c.Text)
+	}
+	limits := []string{}
+	if d.MaxCtxLen > 0 {
+		limits = append(limits, fmt.Sprintf("max context %d", d.MaxCtxLen))
+	}
+	if d.PrefillChunkSize > 0 {
+		limits = append(limits, fmt.Sprintf("prefill chunk %d", d.PrefillChunkSize))
+	}
+	if d.VocabSize > 0 {
+		limits = append(limits, fmt.Sprintf("vocab %s (%s logits)", humanize.Comma(int64(d.VocabSize)), d.LogitsDType))
+	}
+	row("limits", "%s", strings.Join(limits, ", "))
+	if len(d.EOSIDs) > 0 {
+		row("eos", "%v (from %s)", d.EOSIDs, d.EOSSource)
+	} else {
+		row("eos", "none published")
+	}
+	for i, dl := range d.Delegates {
+		label := ""
+		if i == 0 {
+			label = "delegates"
+		}
+		where := fmt.Sprintf("segment %d", dl.Segment)
+		if dl.Segment < 0 {
+			where = "inline"
+		}
+		row(label, "%s: %s, %s at offset %d, %s", dl.Method, dl.ID, where, dl.Offset, bytesStr(dl.Size))
+		for _, k := range sortedKeys(dl.CompileSpecs) {
+			more("  compile spec %s = %q", k, dl.CompileSpecs[k])
+		}
+	}
+	if wt := d.Weights; wt != nil {
+		dts := make([]string, len(wt.DTypes))
+		for i, dt := range wt.DTypes {
+			dts[i] = fmt.Sprintf("%s ×%d", dt, wt.Counts[dt])
+		}
+		row("weights", "%d named tensors, %s; %s parameters; %s", wt.Tensors, bytesStr(wt.Bytes),
+			humanize.Comma(wt.Params), orNone(strings.Join(dts, ", ")))
+	}
+	if m := d.MLX; m != nil {
+		row("mlx graph", "version %s, %d instructions; tensors: %d constant, %d input, %d output, %d mutable, %d temp; %d values",
+			m.Version, m.Instructions, m.ConstantTensors, m.InputTensors, m.OutputTensors, m.MutableBufferTensors, m.TempTensors, m.Values)
+		ops := sortedKeys(m.OpHistogram)
+		sort.SliceStable(ops, func(i, j int) bool { return m.OpHistogram[ops[i]] > m.OpHistogram[ops[j]] })
+		line := []string{}
+		for _, op := range ops {
+			line = append(line, fmt.Sprintf("%s %d", op, m.OpHistogram[op]))
+		}
+		for len(line) > 0 {
+			n := min(len(line), 6)
+			more("%s", strings.Join(line[:n], ", "))
+			line = line[n:]
+		}
+		if len(m.MutableBuffers) > 0 {
+			more("mutable buffers: %s", strings.Join(m.MutableBuffers, ", "))
+		}
+	}
+	switch {
+	case d.Cache != nil:
+		c := d.Cache
+		lines := strings.Split(c.Summary, "\n")
+		row("cache", "%s", lines[0])
+		for _, l := range lines[1:] {
+			more("%s", l)
+		}
+		more("KV memory: %s at the initial size, %s at capacity (%d tokens)", bytesStr(c.BytesInitial), bytesStr(c.BytesAtCapacity), c.Capacity)
+		for _, l := range c.Layers {
+			kind := "flat"
+			if l.Kind == "ring" {
+				kind = fmt.Sprintf("ring(window %d)", l.Window)
+			}
+			more("  layer %d: %s, %d kv heads × %d, %d rows: %s initial, %s full", l.Index, kind, l.KVHeads, l.HeadDim, l.Rows,
+				bytesStr(l.BytesInitial), bytesStr(l.BytesAtCapacity))
+		}
+	case d.CacheError != "":
+		row("cache", "cannot apply the cache flags: %s", d.CacheError)
+	case d.Kind == string(modelinfo.InGraph):
+		row("cache", "inside the program (in-graph); the --kv-* flags do not apply")
+	default:
+		row("cache", "none (unsupported model)")
+	}
+	if c := d.Companions; c != nil {
+		mark := func(name, p string) string {
+			if p == "" {
+				return name + " missing"
+			}
+			return name + " ✓"
+		}
+		tc := mark("tokenizer_config.json", c.TokenizerConfig)
+		if c.HasChatTemplate {
+			tc += " (chat template)"
+		} else if c.TokenizerConfig != "" {
+			tc += " (no chat template)"
+		}
+		cfg := mark("config.json", c.Config)
+		if c.ModelType != "" {
+			cfg += " (model_type " + c.ModelType + ")"
+		}
+		row("companions", "%s, %s, %s, %s", mark("tokenizer.json", c.Tokenizer), tc, mark("generation_config.json", c.GenerationConfig), cfg)
+		for _, p := range c.Problems {
+			more("problem: %s", p)
+		}
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "dtypes unknown"
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,6 +1,9 @@
 package pte
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // ScalarType is ExecuTorch's element type number (schema/scalar_type.fbs).
 type ScalarType int
@@ -136,3 +139,36 @@ func (k ValueKind) String() string {
 
 // MarshalText writes the name.
 func (k ValueKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a name written by MarshalText.
+func (t *ScalarType) UnmarshalText(b []byte) error {
+	for i, n := range scalarNames {
+		if n != "" && n == string(b) {
+			*t = ScalarType(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown scalar type %q", b)
+}
+
+// UnmarshalText reads a name written by MarshalText.
+func (d *Dynamism) UnmarshalText(b []byte) error {
+	for _, x := range []Dynamism{Static, DynamicBound, DynamicUnbound} {
+		if x.String() == string(b) {
+			*d = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown shape dynamism %q", b)
+}
+
+// UnmarshalText reads a name written by MarshalText.
+func (k *ValueKind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n == string(b) {
+			*k = ValueKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown value kind %q", b)
+}

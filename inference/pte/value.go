@@ -355,6 +355,25 @@ func (m *Method) Describe() string {
 	return b.String()
 }
 
+// MarshalJSON writes value and kind, and for a tensor dtype, sizes and
+// dynamism.
+func (t TensorInfo) MarshalJSON() ([]byte, error) {
+	if t.Kind != KindTensor {
+		return json.Marshal(struct {
+			Value int       `json:"value"`
+			Kind  ValueKind `json:"kind"`
+		}{t.Value, t.Kind})
+	}
+	sizes := t.Sizes
+	if sizes == nil {
+		sizes = []int64{}
+	}
+	type plain TensorInfo
+	p := plain(t)
+	p.Sizes = sizes
+	return json.Marshal(p)
+}
+
 // String is "Float[1 32 128256]" for a tensor, the kind otherwise.
 func (t TensorInfo) String() string {
 	if t.Kind != KindTensor {
