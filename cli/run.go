@@ -1,11 +1,465 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"etchat/inference"
+	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
+	"etchat/store"
 )
 
-// runRun is a placeholder until its owner lands the command.
+const runSynopsis = "--pte FILE.pte [--prompt TEXT | --prompt-ids 1,2,3 | --interactive] [flags]"
+
+// runOpts are etchat run's flags: run_llm_hf.cpp's, plus the engine,
+// sampling and output choices.
+type runOpts struct {
+	pte, tokenizer, prompt, promptIDs, chat, engine, db string
+	maxNew, topK                                        int
+	temperature, topP                                   float64
+	seed                                                uint64
+	interactive, warmup, ignoreEOS, asJSON              bool
+	cache                                               cacheFlags
+}
+
+// runRun generates from one prompt, like ExecuTorch's run_llm_hf: cache
+// summary, memory lines, streamed text, then the stats report; or chats on
+// stdin with --interactive.
 func runRun(ctx context.Context, env *Env, args []string) error {
-	return errors.New("run: not implemented yet")
+	fs := newFlags(env, "run", runSynopsis)
+	var o runOpts
+	fs.StringVar(&o.pte, "pte", "", "model .pte file (required)")
+	fs.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json (default: the one next to the .pte)")
+	fs.StringVar(&o.prompt, "prompt", "The quick brown fox", "prompt to generate from")
+	fs.StringVar(&o.promptIDs, "prompt-ids", "", "comma-separated token ids to feed as the prompt (no tokenizing, no template)")
+	fs.IntVar(&o.maxNew, "max-new-tokens", 50, "tokens to generate, excluding the prompt")
+	fs.Float64Var(&o.temperature, "temperature", 0, "sampling temperature; 0 is greedy argmax, which makes two runs comparable")
+	fs.IntVar(&o.topK, "top-k", 0, "sample from the K most likely tokens (0 = all)")
+	fs.Float64Var(&o.topP, "top-p", inference.DefaultTopP, "nucleus sampling mass when --temperature > 0 (0 or 1 = off)")
+	fs.Uint64Var(&o.seed, "seed", 0, "random seed for sampling (0 = from the clock)")
+	fs.StringVar(&o.chat, "chat", "auto", "chat template: auto (the model's own, else by model_type), llama3, gemma, gemma4, chatml, or 0 for raw text")
+	fs.BoolVar(&o.interactive, "interactive", false, "multi-turn chat on stdin (/reset, /undo, /undo N, /quit); off-graph models only")
+	fs.BoolVar(&o.warmup, "warmup", false, "run once before measuring, to absorb pool growth")
+	fs.StringVar(&o.engine, "engine", "auto", "engine: auto, cpu or metal")
+	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at end-of-sequence tokens: generate exactly --max-new-tokens")
+	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object (prompt_ids, generated_ids, text, stats) instead of the report")
+	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database")
+	o.cache.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return Usagef("unexpected argument %q (flags only; the model is --pte)", fs.Arg(0))
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	var ids []int
+	if o.promptIDs != "" {
+		var err error
+		if ids, err = parseIDs(o.promptIDs); err != nil {
+			return err
+		}
+	}
+
+	// Everything that can be wrong with the files is found before the
+	// model is loaded.
+	info, err := modelinfo.Load(o.pte, modelinfo.Options{})
+	if err != nil {
+		return err
+	}
+	if info.Kind == modelinfo.Unsupported {
+		return fmt.Errorf("%s: etchat cannot run this program: %s", o.pte, info.KindReason)
+	}
+	offGraph := info.Kind == modelinfo.OffGraph
+	if o.interactive && !offGraph {
+		return fmt.Errorf("%s is an %s model; --interactive needs an off-graph KV cache (re-export with --use-offgraph-cache)", o.pte, info.Kind)
+	}
+	var cfg *kvcache.Config
+	capacity, chunk := info.MaxCtxLen, info.PrefillChunk
+	if offGraph {
+		if cfg, err = info.CacheConfig(o.cache.policy()); err != nil {
+			return fmt.Errorf("cache config: %w", err)
+		}
+		capacity, chunk = cfg.Capacity, cfg.MaxWrite
+	}
+
+	out := env.Stdout // the report; with --json it goes to stderr
+	if o.asJSON {
+		out = env.Stderr
+	}
+
+	chat, err := o.loadChat(info, ids != nil)
+	if err != nil {
+		return err
+	}
+	stop := info.EOSIDs
+	if chat != nil {
+		stop = chat.StopIDs
+	} else {
+		stop = append(append([]int(nil), stop...), info.Companion.GenerationEOS...)
+	}
+	if !o.interactive {
+		if ids == nil {
+			if ids, err = chat.Encode(o.prompt); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return Usagef("the prompt is empty")
+		}
+		for _, id := range ids {
+			if info.VocabSize > 0 && id >= info.VocabSize {
+				return Usagef("invalid --prompt-ids: token %d is outside the model's vocabulary (%d)", id, info.VocabSize)
+			}
+		}
+		if capacity > 0 && len(ids)+1 > capacity {
+			return fmt.Errorf("the prompt is %d tokens; with one generated token it does not fit the cache capacity %d (raise --kv-max-capacity up to what the model allows, or shorten the prompt)", len(ids), capacity)
+		}
+	}
+
+	sel, err := inference.OpenEngine(o.engine)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, sel.String())
+	if cfg != nil {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, cfg.Summary())
+	}
+	loadStart := time.Now()
+	sess, err := sel.Engine.Open(ctx, o.pte, cfg)
+	if err != nil {
+		return fmt.Errorf("loading %s on %s: %w", o.pte, sel.Name, err)
+	}
+	defer sess.Close()
+	loadEnd := time.Now()
+	memLoad := sess.Memory()
+	fmt.Fprintf(out, "[mem]   after load  : %s\n", mib(memLoad.ActiveBytes))
+	if chat != nil && chat.HF.VocabSize() > sess.Vocab() {
+		return fmt.Errorf("the tokenizer has %d tokens but the model's logits cover %d: %s does not belong to this model", chat.HF.VocabSize(), sess.Vocab(), o.tokenizerPath())
+	}
+
+	gen := inference.Options{
+		MaxNewTokens: o.maxNew,
+		Sampling:     inference.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed},
+		StopIDs:      stop,
+		IgnoreEOS:    o.ignoreEOS,
+		PrefillChunk: chunk,
+	}
+	if o.interactive {
+		gen.TurnEndIDs = chat.TurnEndIDs
+		return interact(ctx, env, sess, chat, cfg, gen)
+	}
+	if chat != nil {
+		gen.Decoder = chat.Tokenizer
+	}
+	sampler, err := inference.NewSampler(gen.Sampling)
+	if err != nil {
+		return Usagef("%v", err)
+	}
+	gen.Sampler = sampler
+
+	var res *inference.Result
+	for iter := 0; iter < 1+b2i(o.warmup); iter++ {
+		measured := iter == 1 || !o.warmup
+		if iter > 0 {
+			if err := sess.Clear(); err != nil {
+				return err
+			}
+		}
+		g := gen
+		if measured {
+			g.OnPrefill = func(done, total int) {
+				if done == total {
+					fmt.Fprintln(out)
+					footprint(out, "after prefill", sess, memLoad)
+					fmt.Fprintln(out)
+				}
+			}
+			if !o.asJSON {
+				g.OnToken = func(t inference.Token) error {
+					_, err := io.WriteString(env.Stdout, t.Text)
+					return err
+				}
+			}
+		}
+		var genErr error
+		res, genErr = inference.Generate(ctx, sess, ids, g)
+		if res == nil {
+			return genErr
+		}
+		if genErr != nil && !errors.Is(genErr, context.Canceled) {
+			return genErr
+		}
+	}
+	st := &res.Stats
+	st.SetLoad(loadStart, loadEnd)
+	st.MemAfterLoad = memLoad
+	st.PeakBytes = max(st.PeakBytes, memLoad.PeakBytes)
+	fmt.Fprint(out, "\n\n")
+	footprint(out, "after decode ", sess, memLoad)
+	if res.Capped {
+		fmt.Fprintf(out, "[generation capped by capacity: %d of %d tokens]\n", res.Budget, o.maxNew)
+	}
+	fmt.Fprintln(out)
+	st.PrintReport(out)
+
+	if o.asJSON {
+		doc := runDoc{Engine: sel.Name, PromptIDs: ids, GeneratedIDs: res.GeneratedIDs, Text: res.Text,
+			StopReason: res.StopReason, Capped: res.Capped, Seed: sampler.Seed(), Stats: *st}
+		if doc.GeneratedIDs == nil {
+			doc.GeneratedIDs = []int{}
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+	}
+	if o.db != "" {
+		if err := o.save(ctx, env, sel.Name, info, st, loadStart); err != nil {
+			return fmt.Errorf("saving the run to %s: %w", o.db, err)
+		}
+	}
+	return ctx.Err()
+}
+
+// runDoc is etchat run --json's object.
+type runDoc struct {
+	Engine       string          `json:"engine"`
+	PromptIDs    []int           `json:"prompt_ids"`
+	GeneratedIDs []int           `json:"generated_ids"`
+	Text         string          `json:"text"`
+	StopReason   string          `json:"stop_reason"`
+	Capped       bool            `json:"capped"`
+	Seed         uint64          `json:"seed"`
+	Stats        inference.Stats `json:"stats"`
+}
+
+func (o *runOpts) validate() error {
+	switch {
+	case o.pte == "":
+		return Usagef("--pte is required")
+	case o.maxNew < 0:
+		return Usagef("invalid value %d for flag -max-new-tokens: must be ≥ 0", o.maxNew)
+	case o.temperature < 0 || math.IsNaN(o.temperature) || math.IsInf(o.temperature, 0):
+		return Usagef("invalid value %v for flag -temperature: must be a finite number ≥ 0", o.temperature)
+	case o.topK < 0:
+		return Usagef("invalid value %d for flag -top-k: must be ≥ 0", o.topK)
+	case o.topP < 0 || o.topP > 1 || math.IsNaN(o.topP):
+		return Usagef("invalid value %v for flag -top-p: must be in [0, 1]", o.topP)
+	case o.interactive && o.promptIDs != "":
+		return Usagef("--prompt-ids and --interactive do not go together")
+	}
+	switch strings.ToLower(o.engine) {
+	case "auto", "cpu", "metal":
+	default:
+		return Usagef("invalid value %q for flag -engine: auto, cpu or metal", o.engine)
+	}
+	return checkPolicy(o.cache.policy())
+}
+
+func parseIDs(s string) ([]int, error) {
+	var ids []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		id, err := strconv.Atoi(f)
+		if err != nil || id < 0 {
+			return nil, Usagef("invalid value %q for flag -prompt-ids: %q is not a token id", s, f)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (o *runOpts) tokenizerPath() string {
+	if o.tokenizer != "" {
+		return o.tokenizer
+	}
+	return filepath.Join(filepath.Dir(o.pte), modelinfo.TokenizerFile)
+}
+
+// loadChat loads the tokenizer and template; with --prompt-ids a missing
+// tokenizer only means no text.
+func (o *runOpts) loadChat(info *modelinfo.Info, haveIDs bool) (*inference.Chat, error) {
+	path := o.tokenizerPath()
+	if _, err := os.Stat(path); err != nil {
+		if haveIDs && o.tokenizer == "" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("tokenizer %s: %w (give --tokenizer)", path, err)
+	}
+	chat, err := inference.LoadChat(path, filepath.Dir(o.pte), o.chat, info.EOSIDs)
+	if err != nil {
+		if strings.Contains(err.Error(), "chat template") {
+			return nil, Usagef("invalid value %q for flag -chat: %v", o.chat, err)
+		}
+		return nil, err
+	}
+	if info.VocabSize > 0 && chat.HF.VocabSize() > info.VocabSize {
+		return nil, fmt.Errorf("the tokenizer %s has %d tokens but the model's vocabulary is %d: it does not belong to %s", path, chat.HF.VocabSize(), info.VocabSize, o.pte)
+	}
+	return chat, nil
+}
+
+func footprint(w io.Writer, when string, sess inference.Session, load inference.Memory) {
+	n, c := sess.Len(), sess.Capacity()
+	pct := 0.0
+	if c > 0 {
+		pct = 100 * float64(n) / float64(c)
+	}
+	m := sess.Memory()
+	fmt.Fprintf(w, "[cache] %s: %d / %d tokens (%.1f%%)\n", when, n, c, pct)
+	fmt.Fprintf(w, "[mem]   %s: %s (+%s since load)\n", when, mib(m.ActiveBytes), mib(m.ActiveBytes-load.ActiveBytes))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// save records the run in the store.
+func (o *runOpts) save(ctx context.Context, env *Env, engine string, info *modelinfo.Info, st *inference.Stats, started time.Time) error {
+	path, err := store.ResolvePath(o.db, env.Getenv)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	sum, err := modelinfo.HashFile(o.pte)
+	if err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(o.pte)
+	config, _ := json.Marshal(map[string]any{
+		"max_new_tokens": o.maxNew, "temperature": o.temperature, "top_k": o.topK, "top_p": o.topP, "seed": o.seed,
+		"chat": o.chat, "ignore_eos": o.ignoreEOS, "warmup": o.warmup, "prompt_ids": o.promptIDs != "",
+		"kv_max_capacity": o.cache.capacity, "kv_storage_dtype": o.cache.dtype, "kv_initial_capacity": o.cache.initial, "kv_windows": o.cache.windows,
+	})
+	_, err = db.InsertRun(ctx, store.Run{
+		Kind: "chat", Engine: engine, ModelSHA256: sum, ModelPath: abs, ModelName: filepath.Base(o.pte),
+		Config: config, AppVersion: Version, Started: started, Ended: time.Now(),
+		Stats: store.Stats{
+			ModelLoadStartMs: st.ModelLoadStartMs, ModelLoadEndMs: st.ModelLoadEndMs, InferenceStartMs: st.InferenceStartMs,
+			PromptEvalEndMs: st.PromptEvalEndMs, FirstTokenMs: st.FirstTokenMs, InferenceEndMs: st.InferenceEndMs,
+			AggregateSamplingTimeMs: st.AggregateSamplingTimeMs, NumPromptTokens: st.NumPromptTokens, NumGeneratedTokens: st.NumGeneratedTokens,
+		},
+		Memory: store.Memory{AfterLoad: st.MemAfterLoad.ActiveBytes, AfterPrefill: st.MemAfterPrefill.ActiveBytes,
+			AfterDecode: st.MemAfterDecode.ActiveBytes, Peak: st.PeakBytes},
+	}, nil)
+	return err
+}
+
+// interact is --interactive: a Conversation on stdin, with the runner's
+// commands.
+func interact(ctx context.Context, env *Env, sess inference.Session, chat *inference.Chat, cfg *kvcache.Config, gen inference.Options) error {
+	conv, err := inference.NewConversation(sess, inference.ConversationOptions{
+		Tokenizer: chat.Tokenizer, Template: chat.Template, Generation: gen, Cache: cfg})
+	if err != nil {
+		return err
+	}
+	out := env.Stdout
+	fmt.Fprintln(out, "Multi-turn chat. /reset clears, /undo drops the last turn, /undo N drops N tokens, /quit exits.")
+	in := bufio.NewScanner(env.Stdin)
+	in.Buffer(make([]byte, 64*1024), 16<<20)
+	for {
+		fmt.Fprint(out, "\n> ")
+		if !in.Scan() {
+			fmt.Fprintln(out)
+			return in.Err()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		line := strings.TrimRight(in.Text(), "\r")
+		switch {
+		case line == "/quit":
+			return nil
+		case line == "/reset":
+			if err := conv.Reset(); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "[cleared]")
+			continue
+		case line == "/undo" || strings.HasPrefix(line, "/undo "):
+			var u inference.UndoResult
+			var err error
+			if arg := strings.TrimSpace(strings.TrimPrefix(line, "/undo")); arg != "" {
+				n, perr := strconv.Atoi(arg)
+				if perr != nil || n < 0 {
+					fmt.Fprintln(out, "[usage: /undo [n_tokens]]")
+					continue
+				}
+				u, err = conv.UndoTokens(ctx, n)
+			} else {
+				u, err = conv.UndoTurn(ctx)
+			}
+			switch {
+			case err != nil && u.Dropped == 0 && !u.Reprefilled:
+				fmt.Fprintf(out, "[%v]\n", err)
+			case err != nil:
+				return err
+			default:
+				note := ""
+				if u.Reprefilled {
+					note = ", re-prefilled: a sliding-window layer had dropped those cells"
+				}
+				fmt.Fprintf(out, "[rewound to %d%s]\n", u.Len, note)
+			}
+			continue
+		case strings.TrimSpace(line) == "":
+			continue
+		}
+		r, err := conv.Send(ctx, line, func(t inference.Token) error {
+			_, err := io.WriteString(out, t.Text)
+			return err
+		})
+		if errors.Is(err, inference.ErrPromptTooLong) {
+			fmt.Fprintf(out, "[cache full: %d/%d, use /reset or /undo]\n", conv.Len(), conv.Capacity())
+			continue
+		}
+		if err != nil && r == nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(out, "[error: %v]\n", err)
+			// Forget a turn that did not get its reply.
+			if msgs := conv.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == inference.RoleUser {
+				if _, uerr := conv.UndoTurn(context.Background()); uerr != nil {
+					return uerr
+				}
+			}
+			continue
+		}
+		note := ""
+		if r.Capped {
+			note = ", generation capped by capacity"
+		}
+		if r.Reprefilled {
+			note += ", history re-prefilled"
+		}
+		fmt.Fprintf(out, "\n[%d/%d tokens%s]\n", conv.Len(), conv.Capacity(), note)
+		if err != nil {
+			return err
+		}
+	}
 }

@@ -129,6 +129,9 @@ func OpenEngine(kind string) (Selection, error) {
 		}
 		e, err := ctor()
 		if err != nil {
+			if strings.HasPrefix(err.Error(), k+":") {
+				return Selection{}, fmt.Errorf("%w: %v", ErrNoEngine, err)
+			}
 			return Selection{}, fmt.Errorf("%w: %s: %v", ErrNoEngine, k, err)
 		}
 		return Selection{Engine: e, Name: k, Reason: "asked for"}, nil
@@ -139,7 +142,9 @@ func OpenEngine(kind string) (Selection, error) {
 			if err == nil {
 				return Selection{Engine: e, Name: EngineMetal, Reason: "auto: native runner library loaded"}, nil
 			}
-			why = err.Error()
+			why, _, _ = strings.Cut(err.Error(), "\n") // the first line; the rest is the search list
+			why = strings.TrimSuffix(strings.TrimSpace(why), ";")
+			why = strings.TrimSuffix(why, "; tried:")
 		}
 		ctor := lookup(EngineCPU)
 		if ctor == nil {
