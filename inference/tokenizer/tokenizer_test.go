@@ -288,9 +288,15 @@ func FuzzEncode(f *testing.F) {
 	}
 	f.Add("")
 	f.Add(mixedText(2000))
+	// Load before fuzzing starts: a worker must answer its first input
+	// within seconds.
+	tks := make([]*Tokenizer, len(families))
+	for i, fam := range families {
+		tks[i] = load(f, fam.fixture)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, fam := range families {
-			tk := load(t, fam.fixture)
+		for i, fam := range families {
+			tk := tks[i]
 			ids := tk.Encode(s, false)
 			with := tk.Encode(s, true)
 			if !slices.Equal(with, slices.Concat(tk.SpecialPrefix(), ids, tk.SpecialSuffix())) {
