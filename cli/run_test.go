@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"etchat/internal/fixtures"
+	"etchat/store"
 )
 
 func runRunCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -183,5 +184,27 @@ func TestRunBadInput(t *testing.T) {
 				t.Errorf("work was done or it panicked: %s", errs)
 			}
 		})
+	}
+}
+
+func TestRunSavesStatsToDB(t *testing.T) {
+	dir := fixtures.Unpacked(t, fixtures.Llama3)
+	dbPath := filepath.Join(t.TempDir(), "runs.db")
+	code, _, errs := runRunCLI(t, "", "--pte", filepath.Join(dir, "model.pte"), "--prompt-ids", "791,4062", "--max-new-tokens", "4",
+		"--ignore-eos", "--db", dbPath)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	db, err := store.Open(context.Background(), dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.ListRuns(context.Background(), store.RunFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Engine != "cpu" || runs[0].Stats.NumGeneratedTokens != 4 || runs[0].Stats.NumPromptTokens != 2 || runs[0].ModelSHA256 == "" {
+		t.Errorf("stored runs %+v", runs)
 	}
 }
