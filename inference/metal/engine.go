@@ -68,7 +68,8 @@ func (e *Engine) LibraryPath() string { return e.lib.path }
 
 // Open loads the program at path and opens a session on it: with cfg, an
 // off-graph session whose cache the library builds from cfg exactly; with
-// cfg nil, an in-graph session (no rewind or clear).
+// cfg nil, an in-graph session (no rewind or clear). ctx is checked before
+// and between the native steps; a load in progress cannot be interrupted.
 func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (engine.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -162,16 +163,20 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	}
 	buf := s.buf[:need]
 	n, err := s.lib.forward(s.h, ids, positions, buf, all)
+	var le *Error
+	if err == nil || errors.As(err, &le) && le.Status == StatusUnsupported {
+		// The step ran (an unsupported all-rows copy fails after it).
+		for _, p := range positions {
+			if int(p)+1 > s.maxLen {
+				s.maxLen = int(p) + 1
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	if n != need {
 		return nil, fmt.Errorf("metal: forward: library wrote %d logits, expected %d", n, need)
-	}
-	for _, p := range positions {
-		if int(p)+1 > s.maxLen {
-			s.maxLen = int(p) + 1
-		}
 	}
 	return buf, nil
 }
@@ -214,8 +219,9 @@ func (s *Session) Len() int {
 	return n
 }
 
-// Capacity is the most tokens the cache admits (0 if the program
-// publishes no limit).
+// Capacity is the most tokens the cache admits: the config's capacity, or
+// for an in-graph program its exported get_max_ctx_len (0 if it publishes
+// none; CanExtend then always admits).
 func (s *Session) Capacity() int { return s.capacity }
 
 // CanExtend reports whether n more tokens fit (false once closed).

@@ -412,3 +412,26 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	})
 }
+
+func TestUnsupportedAllRowsStillCountsTheStep(t *testing.T) {
+	eachLib(t, func(t *testing.T, lib string) {
+		e := newEngine(t, lib)
+		ctx := context.Background()
+		s, err := e.Open(ctx, writeProgram(t, "vocab=8 lastonly"), testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.Forward(ctx, seq(1, 4), seq(0, 4)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.ForwardAll(ctx, []int64{1, 2}, []int64{4, 5})
+		assertErr(t, err, engine.ErrUnsupported, StatusUnsupported, "all rows are not available")
+		if s.Len() != 6 {
+			t.Errorf("Len %d, want 6", s.Len())
+		}
+		if got, want := s.Memory().KVBytes, kvPoolBytes(testConfig(), 6); got != want || want == kvPoolBytes(testConfig(), 4) {
+			t.Errorf("KVBytes %d, want %d (pools grown past the initial 4 rows)", got, want)
+		}
+	})
+}
