@@ -270,6 +270,9 @@ func unwrapPathErr(err error) error {
 // findPTE lists the .pte files under dir, skipping hidden folders.
 func findPTE(ctx context.Context, dir string) ([]string, error) {
 	var out []string
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // a dropped link to a folder: walk the folder
+	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == dir {
