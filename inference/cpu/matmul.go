@@ -36,7 +36,7 @@ func dotF32Go(a, b []float32) float32 {
 }
 
 // dot4 is four dot products of w with the rows x[0:K], x[K:2K], … x[3K:4K].
-func dot4(x []float32, K int, w []float32) (float32, float32, float32, float32) {
+func dot4Go(x []float32, K int, w []float32) (float32, float32, float32, float32) {
 	x0, x1, x2, x3 := x[:K], x[K:2*K], x[2*K:3*K], x[3*K:4*K]
 	w = w[:K]
 	var s0, s1, s2, s3 float32
@@ -135,6 +135,15 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 	}
 }
 
+// scratchFor is the row-conversion buffer matmulRange needs: only half
+// weights read by more than one row are converted to fp32 first.
+func scratchFor(rows int, w *wmat) []float32 {
+	if w.f != nil || (rows == 1 && !w.fp16) {
+		return nil
+	}
+	return make([]float32, w.k)
+}
+
 // matmul computes out[rows][N] = x[rows][K] · Wᵀ using up to threads
 // goroutines over blocks of output columns.
 func matmul(out, x []float32, rows int, w *wmat, threads int) {
@@ -151,7 +160,7 @@ func matmul(out, x []float32, rows int, w *wmat, threads int) {
 		nt = max(1, N/16)
 	}
 	if nt <= 1 {
-		matmulRange(out, x, rows, w, 0, N, make([]float32, K))
+		matmulRange(out, x, rows, w, 0, N, scratchFor(rows, w))
 		return
 	}
 	// Columns in blocks of 64 handed out round-robin through a counter so
@@ -164,7 +173,7 @@ func matmul(out, x []float32, rows int, w *wmat, threads int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scratch := make([]float32, K)
+			scratch := scratchFor(rows, w)
 			for {
 				mu.Lock()
 				n0 := int(next)

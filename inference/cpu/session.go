@@ -23,7 +23,7 @@ func (a *arena) alloc(n int) []float32 {
 	if a.used+n <= len(a.buf) {
 		b := a.buf[a.used : a.used+n : a.used+n]
 		a.used += n
-		clear(b)
+		// not cleared: every op writes all of its output
 		return b
 	}
 	a.over += n
