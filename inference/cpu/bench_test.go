@@ -2,6 +2,9 @@ package cpu
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,25 +142,88 @@ func BenchmarkPrefill(b *testing.B) {
 
 var sink float32
 
-// BenchmarkMemBandwidth reads a 256 MiB buffer (bf16 words summed as the
-// decode kernel reads weights) on all cores: the roofline for decode is
-// this bandwidth divided by the weight bytes per token.
-func BenchmarkMemBandwidth(b *testing.B) {
-	const n = 128 << 20 // uint16 words = 256 MiB
-	buf := make([]uint16, n)
+var sinkU uint64
+
+// readBandwidth measures how fast all cores can stream-read a buffer of
+// size bytes (bytes/s): the best of a few passes of a plain uint64 sum.
+func readBandwidth(size int) float64 {
+	buf := make([]uint64, size/8)
 	for i := range buf {
-		buf[i] = f32ToBF16(float32(i%97)*0.01 - 0.4)
+		buf[i] = uint64(i)
 	}
-	x := make([]float32, 512)
-	for i := range x {
-		x[i] = 1
+	threads := runtime.GOMAXPROCS(0)
+	best := 0.0
+	for pass := 0; pass < 5; pass++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		part := len(buf) / threads
+		sums := make([]uint64, threads)
+		for t := 0; t < threads; t++ {
+			wg.Add(1)
+			go func(t int) {
+				defer wg.Done()
+				var a, b, c, d uint64
+				p := buf[t*part : (t+1)*part]
+				for i := 0; i+4 <= len(p); i += 4 {
+					q := (*[4]uint64)(p[i : i+4])
+					a += q[0]
+					b += q[1]
+					c += q[2]
+					d += q[3]
+				}
+				sums[t] = a + b + c + d
+			}(t)
+		}
+		wg.Wait()
+		best = max(best, float64(size)/time.Since(start).Seconds())
+		sinkU += sums[0]
 	}
-	w := wmat{h: buf, n: n / 512, k: 512, ld: 512}
-	out := make([]float32, w.n)
-	b.SetBytes(n * 2)
+	return best
+}
+
+// BenchmarkMemBandwidth reads a buffer the size of llama-bench-bf16's
+// weights (64 MiB, cache-resident on machines with a large L3) and one
+// of 1 GiB (DRAM) on all cores.
+func BenchmarkMemBandwidth(b *testing.B) {
+	for _, size := range []int{64 << 20, 1 << 30} {
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
+			bw := 0.0
+			for i := 0; i < b.N; i++ {
+				bw = max(bw, readBandwidth(size))
+			}
+			b.ReportMetric(bw/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkDecodeRoofline is decode on llama-bench-bf16 against the
+// roofline: weight bytes per token ÷ the read bandwidth measured in the
+// same run over a weights-sized buffer.
+func BenchmarkDecodeRoofline(b *testing.B) {
+	if testing.Short() {
+		b.Skip("65 MB model")
+	}
+	s, l := openFixture(b, fixtures.BenchBF16, "bf16")
+	m := s.(*session).m
+	bw := readBandwidth(int(m.weightBytes))
+	ids := []int64{5, 6, 7, 8}
+	prefill(b, s, ids, l.PrefillChunk)
+	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		matmul(out, x, 1, &w, 0)
+		if !s.CanExtend(1) {
+			b.StopTimer()
+			s.Rewind(len(ids))
+			b.StartTimer()
+		}
+		if _, err := s.Forward(ctx, []int64{7}, []int64{int64(s.Len())}); err != nil {
+			b.Fatal(err)
+		}
 	}
-	sink = out[0]
+	perTok := b.Elapsed().Seconds() / float64(b.N)
+	roof := float64(m.weightBytes) / bw
+	b.ReportMetric(1/perTok, "tok/s")
+	b.ReportMetric(1/roof, "roofline-tok/s")
+	b.ReportMetric(100*roof/perTok, "%roofline")
+	b.ReportMetric(bw/1e9, "readGB/s")
 }
