@@ -77,9 +77,12 @@ etchat_status guard(const char* op, F&& f) noexcept {
 // The runtime (MLX's default stream, ExecuTorch's backend init) is
 // process-wide, so everything that loads, runs or frees a method is
 // serialised.
+// Like the registries below it is never destroyed: handles still open at
+// exit are left to the OS rather than torn down during static destruction,
+// after the runtime's own statics may be gone.
 std::mutex& exec_mu() {
-  static std::mutex mu;
-  return mu;
+  static std::mutex* mu = new std::mutex;
+  return *mu;
 }
 
 // Live handles. A handle is not a pointer: it is a never-reused number
@@ -132,12 +135,12 @@ class Registry {
 };
 
 Registry<etchat_program>& programs() {
-  static Registry<etchat_program> r;
-  return r;
+  static auto* r = new Registry<etchat_program>;
+  return *r;
 }
 Registry<etchat_session>& sessions() {
-  static Registry<etchat_session> r;
-  return r;
+  static auto* r = new Registry<etchat_session>;
+  return *r;
 }
 
 // ---- config and logits ------------------------------------------------------
