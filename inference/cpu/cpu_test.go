@@ -3,11 +3,16 @@ package cpu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/mlxgraph"
 	"etchat/inference/pte"
 	"etchat/internal/fixtures"
 )
@@ -426,5 +431,82 @@ func TestGemmaRewindFloor(t *testing.T) {
 	}
 	if !equalIDs(full, c.GreedyIDs[:12]) {
 		t.Errorf("greedy %v, want %v", full, c.GreedyIDs[:12])
+	}
+}
+
+func TestForwardAll(t *testing.T) {
+	var ref reference
+	fixtures.Reference(t, fixtures.Qwen3, &ref)
+	c := ref.Cases[0]
+	s, _ := openFixture(t, fixtures.Qwen3, "fp32")
+	n := len(c.InputIDs)
+	pos := make([]int64, n)
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	all, err := s.ForwardAll(context.Background(), c.InputIDs, pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := s.Vocab()
+	if len(all) != n*V {
+		t.Fatalf("ForwardAll returned %d values, want %d", len(all), n*V)
+	}
+	all = append([]float32(nil), all...)
+	if d := maxAbs(all[(n-1)*V:], fixtures.Logits(t, fixtures.Qwen3, c.LogitsFile)); d > 1e-4 {
+		t.Errorf("last row differs from the reference by %g", d)
+	}
+	// Row i is what a prefill of the first i+1 tokens ends with.
+	for _, i := range []int{0, n / 2} {
+		s.Clear()
+		last := prefill(t, s, c.InputIDs[:i+1], 32)
+		if d := maxAbs(last, all[i*V:(i+1)*V]); d > 1e-4 {
+			t.Errorf("row %d differs from a %d-token prefill by %g", i, i+1, d)
+		}
+	}
+}
+
+func TestUnsupportedNode(t *testing.T) {
+	m, err := load(fixtures.PTE(fixtures.Llama3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	gr := *m.graph
+	gr.Instructions = append([]mlxgraph.Instruction(nil), gr.Instructions...)
+	gr.Instructions[3] = mlxgraph.Instruction{Kind: "Conv2DNode"}
+	gr.Instructions[5] = mlxgraph.Instruction{Kind: "RopeNode"}
+	err = checkNodes(&gr)
+	if err == nil || !strings.Contains(err.Error(), "Conv2DNode") || !strings.Contains(err.Error(), "RopeNode") {
+		t.Errorf("checkNodes: %v", err)
+	}
+	if err := checkNodes(m.graph); err != nil {
+		t.Errorf("fixture graph refused: %v", err)
+	}
+}
+
+func TestCorruptFile(t *testing.T) {
+	b, err := os.ReadFile(fixtures.PTE(fixtures.Llama3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, mut := range []func([]byte) []byte{
+		func(b []byte) []byte { return b[:len(b)/2] },     // weights cut off
+		func(b []byte) []byte { return b[:6000] },         // blob cut off
+		func(b []byte) []byte { b[5252] = 'X'; return b }, // blob magic
+		func(b []byte) []byte { return b[:100] },
+	} {
+		p := filepath.Join(dir, fmt.Sprintf("bad%d.pte", i))
+		if err := os.WriteFile(p, mut(append([]byte(nil), b...)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, _ := kvcache.Build(layoutOf(t, fixtures.Llama3), kvcache.DefaultPolicy())
+		if s, err := New(Options{}).Open(context.Background(), p, cfg); err == nil {
+			s.Close()
+			t.Errorf("corruption %d: opened", i)
+		} else {
+			t.Logf("corruption %d: %v", i, err)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"etchat/inference/engine"
@@ -50,6 +51,23 @@ var supported = map[string]bool{
 	"AsTypeNode": true, "ConcatenateNode": true, "FullNode": true, "SliceUpdateNode": true, "NotEqualNode": true,
 	"EqualNode": true, "SinNode": true, "CosNode": true, "NegNode": true, "ExpNode": true, "SqrtNode": true,
 	"SumNode": true, "MaximumNode": true, "MinimumNode": true, "SquareNode": true, "AbsNode": true,
+}
+
+// checkNodes refuses a graph with a node type the interpreter does not
+// execute, naming every such type.
+func checkNodes(g *mlxgraph.Graph) error {
+	var bad []string
+	seen := map[string]bool{}
+	for _, in := range g.Instructions {
+		if (!supported[in.Kind] || in.Op == nil) && !seen[in.Kind] {
+			seen[in.Kind] = true
+			bad = append(bad, in.Kind)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("unsupported MLX node type(s): %s", strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // model is a loaded program: the mapping, the graph and the bound weights.
@@ -145,10 +163,10 @@ func (m *model) bind() error {
 	if g.InitChain >= 0 && len(g.Chains[g.InitChain]) > 0 {
 		return errors.New("graphs with an init chain are not supported")
 	}
+	if err := checkNodes(g); err != nil {
+		return err
+	}
 	for _, in := range g.Instructions {
-		if !supported[in.Kind] || in.Op == nil {
-			return fmt.Errorf("unsupported MLX node %s", in.Kind)
-		}
 		if in.Kind == "UpdateAndAttendNode" {
 			m.offgraph = true
 			m.layers++

@@ -67,6 +67,8 @@ type session struct {
 	closed bool
 }
 
+var _ engine.Session = (*session)(nil)
+
 func newSession(m *model, cfg *kvcache.Config, threads int) (*session, error) {
 	gr := m.graph
 	s := &session{m: m, threads: threads, slots: make([]*tensor, gr.NumTensors()), vals: make([]value, gr.NumValues)}
@@ -200,15 +202,8 @@ func (s *session) forward(ctx context.Context, ids, positions []int64) ([]float3
 	s.arena.reset()
 	s.plans = s.plans[:0]
 
-	for i, in := range gr.Instructions {
-		if i&7 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, err
-			}
-		}
-		if err := s.exec(in); err != nil {
-			return nil, 0, fmt.Errorf("cpu: instruction %d (%s): %w", i, in.Kind, err)
-		}
+	if err := s.run(ctx, gr.Instructions); err != nil {
+		return nil, 0, err
 	}
 
 	lt, err := s.get(s.m.logits)
@@ -245,6 +240,30 @@ func (s *session) forward(ctx context.Context, ids, positions []int64) ([]float3
 	clear(s.slots)
 	s.peak = max(s.peak, s.Memory().ActiveBytes)
 	return s.logits, n, nil
+}
+
+// run executes the instruction chain. A graph that passed Parse and
+// checkNodes can still be inconsistent in ways the interpreter only meets
+// at run time; a panic from such a graph becomes an error naming the
+// instruction instead of taking the process down.
+func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
+	i := 0
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cpu: instruction %d (%s): malformed graph: %v", i, chain[i].Kind, r)
+		}
+	}()
+	for ; i < len(chain); i++ {
+		if i&7 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := s.exec(chain[i]); err != nil {
+			return fmt.Errorf("cpu: instruction %d (%s): %w", i, chain[i].Kind, err)
+		}
+	}
+	return nil
 }
 
 func (s *session) Rewind(newLen int) error {
