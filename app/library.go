@@ -21,10 +21,21 @@ type LibraryEntry struct {
 	Path string
 	Info *ModelInfo // nil when the file could not be read
 	Err  error      // why Info is nil
+
+	label string
 }
 
 // Name is the entry's display name.
 func (e LibraryEntry) Name() string { return ModelName(e.Path) }
+
+// Label is the name, with the folder added when two entries share a name,
+// so that every entry of the library has its own label.
+func (e LibraryEntry) Label() string {
+	if e.label != "" {
+		return e.label
+	}
+	return e.Name()
+}
 
 // Runnable reports whether the chat can open the model.
 func (e LibraryEntry) Runnable() bool {
@@ -178,6 +189,20 @@ func (l *Library) sortLocked() {
 		}
 		return l.entries[i].Path < l.entries[j].Path
 	})
+	count := map[string]int{}
+	for _, e := range l.entries {
+		count[e.Name()]++
+	}
+	for i, e := range l.entries {
+		l.entries[i].label = ""
+		if count[e.Name()] > 1 {
+			dir := filepath.Dir(e.Path)
+			if strings.EqualFold(filepath.Base(e.Path), "model.pte") {
+				dir = filepath.Dir(dir)
+			}
+			l.entries[i].label = e.Name() + " (" + dir + ")"
+		}
+	}
 }
 
 // AddResult says what Add did.
@@ -315,6 +340,7 @@ func (l *Library) Rescan(ctx context.Context) {
 			l.entries[i] = f
 		}
 	}
+	l.sortLocked()
 	l.mu.Unlock()
 	l.changed()
 }
@@ -333,6 +359,7 @@ func (l *Library) Remove(ctx context.Context, path string) error {
 			break
 		}
 	}
+	l.sortLocked()
 	if l.selected == path {
 		l.selected = ""
 	}
@@ -407,7 +434,7 @@ func (l *Library) Details() (Details, bool) {
 		return Details{}, false
 	}
 	capText, dtype := l.Estimate()
-	d := Details{Title: e.Name()}
+	d := Details{Title: e.Label()}
 	fact := func(k, v string) { d.Facts = append(d.Facts, [2]string{k, v}) }
 	fact("File", e.Path)
 	if e.Info == nil {

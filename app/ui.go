@@ -160,8 +160,10 @@ func (u *UI) ShowError(err error) {
 	d.Show()
 }
 
-// AddURIs adds dropped or chosen files and folders to the library.
-func (u *UI) AddURIs(uris []fyne.URI) {
+// AddURIs adds dropped or chosen files and folders to the library in the
+// background; the returned channel closes when it is done.
+func (u *UI) AddURIs(uris []fyne.URI) <-chan struct{} {
+	done := make(chan struct{})
 	var paths []string
 	for _, x := range uris {
 		if x.Scheme() != "file" {
@@ -171,10 +173,12 @@ func (u *UI) AddURIs(uris []fyne.URI) {
 		paths = append(paths, x.Path())
 	}
 	if len(paths) == 0 {
-		return
+		close(done)
+		return done
 	}
 	u.SelectTab(TabModels)
 	go func() {
+		defer close(done)
 		res := u.Library.Add(u.ctx, paths...)
 		fyne.Do(func() {
 			if msg := res.Message(); msg != "" {
@@ -182,6 +186,7 @@ func (u *UI) AddURIs(uris []fyne.URI) {
 			}
 		})
 	}()
+	return done
 }
 
 // ApplyTheme sets the light, dark or system theme.

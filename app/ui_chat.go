@@ -89,7 +89,7 @@ func newChatView(u *UI) *chatView {
 			return
 		}
 		for _, e := range v.models {
-			if e.Name() == name {
+			if e.Label() == name {
 				v.setModel(e.Info)
 			}
 		}
@@ -198,15 +198,28 @@ func (v *chatView) refreshModels() {
 	for _, e := range v.u.Library.Entries() {
 		if e.Runnable() {
 			v.models = append(v.models, e)
-			names = append(names, e.Name())
+			names = append(names, e.Label())
 		}
 	}
 	v.syncing = true
 	v.model.SetOptions(names)
-	if v.st.Model != nil {
-		v.model.SetSelected(v.st.Model.Name())
-	}
+	v.selectModel(v.st.Model)
 	v.syncing = false
+}
+
+// selectModel shows m in the model selector (syncing must be set).
+func (v *chatView) selectModel(m *ModelInfo) {
+	if m == nil {
+		v.model.ClearSelected()
+		return
+	}
+	for _, e := range v.models {
+		if e.Path == m.Path {
+			v.model.SetSelected(e.Label())
+			return
+		}
+	}
+	v.model.ClearSelected()
 }
 
 // setModel switches the chat to m.
@@ -231,11 +244,7 @@ func (v *chatView) refresh() {
 	st := v.u.Chat.State()
 	v.st = st
 	v.syncing = true
-	if st.Model != nil {
-		v.model.SetSelected(st.Model.Name())
-	} else {
-		v.model.ClearSelected()
-	}
+	v.selectModel(st.Model)
 	v.convs = st.Conversations
 	v.convList.Refresh()
 	found := false

@@ -55,7 +55,7 @@ func newLibraryView(u *UI) *libraryView {
 			e := v.entries[i]
 			box := o.(*fyne.Container)
 			head := box.Objects[0].(*fyne.Container)
-			head.Objects[0].(*widget.Label).SetText(e.Name())
+			head.Objects[0].(*widget.Label).SetText(e.Label())
 			badge := head.Objects[1].(*widget.Label)
 			badge.SetText("[" + e.Badge() + "]")
 			badge.Importance = badgeImportance(e)
