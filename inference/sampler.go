@@ -103,10 +103,15 @@ func (s *Sampler) Sample(logits []float32) (int, error) {
 	} else {
 		s.allCandidates(logits, maxv, invT)
 	}
+	theta, ties, total := float32(-1), 0, 0.0
 	if p := s.cfg.TopP; p > 0 && p < 1 {
-		s.nucleus(p)
+		theta, ties, total = s.nucleus(p)
+	} else {
+		for _, w := range s.w {
+			total += float64(w)
+		}
 	}
-	return s.pick(coin), nil
+	return s.pick(coin*total, theta, ties), nil
 }
 
 // Argmax is the index of the largest logit, the first on ties (as
@@ -239,15 +244,14 @@ func (s *Sampler) topKCandidates(logits []float32, k int) {
 	s.w = s.w[:len(h)]
 }
 
-// nucleus narrows the candidates to the smallest set of largest weights
-// whose sum exceeds p of the total, ties taken lowest id first, keeping
-// ascending id order. The threshold is found by a histogram over the
+// nucleus finds the smallest set of largest weights whose sum exceeds p of
+// the total: the weights above theta and the first ties of those equal to
+// it (lowest ids first), and their sum. The threshold is found by a histogram over the
 // weights' float bits (monotone for positive floats), then an exact
 // selection inside the one bucket that holds it.
-func (s *Sampler) nucleus(p float64) {
-	n := len(s.w)
-	if n <= 1 {
-		return
+func (s *Sampler) nucleus(p float64) (theta float32, ties int, sum float64) {
+	if len(s.w) == 0 {
+		return -1, 0, 0
 	}
 	const (
 		mantBits = 8
@@ -284,7 +288,7 @@ func (s *Sampler) nucleus(p float64) {
 		acc += hist[k]
 	}
 	if kb < 0 { // rounding: everything is in
-		return
+		return -1, 0, total
 	}
 	// Refine inside the threshold bucket with two more histograms over the
 	// remaining 15 mantissa bits; what is left are equal weights.
@@ -314,41 +318,36 @@ func (s *Sampler) nucleus(p float64) {
 		v = out
 	}
 	if len(v) == 0 {
-		return
+		return -1, 0, total
 	}
-	theta := v[0]
-	ties := int(math.Floor((target-acc)/float64(theta))) + 1
+	theta = v[0]
+	ties = int(math.Floor((target-acc)/float64(theta))) + 1
 	ties = min(max(ties, 1), len(v))
-	out := 0
-	for i, w := range s.w {
-		keep := w > theta
-		if w == theta && ties > 0 {
-			keep = true
-			ties--
-		}
-		if keep {
-			s.idx[out], s.w[out] = s.idx[i], w
-			out++
-		}
-	}
-	s.idx, s.w = s.idx[:out], s.w[:out]
+	return theta, ties, acc + float64(ties)*float64(theta)
 }
 
-// pick walks the candidates' cumulative weight to coin × total.
-func (s *Sampler) pick(coin float64) int {
-	var total float64
-	for _, w := range s.w {
-		total += float64(w)
-	}
-	r := coin * total
+// pick walks the included candidates (weights above theta, and the first
+// ties equal to it) to the cumulative weight r.
+func (s *Sampler) pick(r float64, theta float32, ties int) int {
 	var cdf float64
+	last := -1
 	for i, w := range s.w {
+		if w <= theta {
+			if w < theta || ties == 0 {
+				continue
+			}
+			ties--
+		}
 		cdf += float64(w)
+		last = i
 		if r < cdf {
 			return int(s.idx[i])
 		}
 	}
-	return int(s.idx[len(s.idx)-1])
+	if last < 0 {
+		return int(s.idx[0])
+	}
+	return int(s.idx[last]) // rounding
 }
 
 // expNeg is e^x for x ≤ 0 to about 2e-7 relative error (0 below -87), a
