@@ -79,13 +79,18 @@ func fnRange(r *renderer, args []any, kw *Dict) (any, error) {
 	if step == 0 {
 		return nil, r.errf("range() arg 3 must not be zero")
 	}
+	// Size the range in floating point first: the integer difference of
+	// extreme bounds overflows.
+	if span := (float64(stop) - float64(start)) / float64(step); span > maxRange {
+		return nil, &limitError{fmt.Sprintf("range too big (more than %d items)", maxRange)}
+	}
 	count := int64(0)
 	if step > 0 && stop > start {
 		count = (stop - start + step - 1) / step
 	} else if step < 0 && stop < start {
 		count = (start - stop - step - 1) / -step
 	}
-	if count > maxRange {
+	if count > maxRange || count < 0 {
 		return nil, &limitError{fmt.Sprintf("range too big (more than %d items)", maxRange)}
 	}
 	out := make([]any, 0, count)
@@ -758,6 +763,9 @@ func (r *renderer) percentFormat(s string, arg any) (any, error) {
 		for i < len(s) && strings.IndexByte("0123456789.-+ ", s[i]) >= 0 {
 			spec += string(s[i])
 			i++
+			if len(spec) > 3 {
+				return nil, r.errf("format width or precision too large")
+			}
 		}
 		if i >= len(s) {
 			return nil, r.errf("incomplete format")

@@ -269,7 +269,21 @@ func fInt(r *renderer, v any, ap *argParser) (any, error) {
 	case string:
 		s := strings.TrimFunc(x, pyIsSpace)
 		s = strings.ReplaceAll(s, "_", "")
-		if n, err := strconv.ParseInt(s, base, 64); err == nil {
+		neg := strings.HasPrefix(s, "-")
+		digits := strings.TrimLeft(s, "+-")
+		if len(digits) > 2 && digits[0] == '0' {
+			prefixBase := map[byte]int{'x': 16, 'X': 16, 'o': 8, 'O': 8, 'b': 2, 'B': 2}[digits[1]]
+			if prefixBase != 0 && (base == prefixBase || base == 0) {
+				digits, base = digits[2:], prefixBase
+			}
+		}
+		if base == 0 {
+			base = 10
+		}
+		if neg {
+			digits = "-" + digits
+		}
+		if n, err := strconv.ParseInt(digits, base, 64); err == nil {
 			return n, nil
 		}
 		if base == 10 {
@@ -616,6 +630,9 @@ func fBatch(r *renderer, v any, ap *argParser) (any, error) {
 	n, isInt := asInt(nv)
 	if !ok || !isInt || n <= 0 {
 		return nil, r.errf("batch: linecount must be a positive integer")
+	}
+	if err := r.checkItems(int(min(n, int64(r.maxItems())+1))); err != nil {
+		return nil, err
 	}
 	fill, hasFill := ap.get(1, "fill_with")
 	if err := ap.done(2); err != nil {

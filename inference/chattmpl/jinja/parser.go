@@ -328,7 +328,7 @@ func (p *parser) parseStatement() (node, error) {
 	case "include", "import", "from", "extends", "block", "call":
 		return nil, p.errf(kw, "'%s' is not supported in chat templates", kw.val)
 	}
-	return nil, p.errf(kw, "unknown statement '%s'", kw.val)
+	return nil, p.errf(kw, "unknown tag '%s'", kw.val)
 }
 
 func (p *parser) isBlockEnd() bool { return p.peek().kind == tkBlockEnd }
