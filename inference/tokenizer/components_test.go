@@ -46,9 +46,9 @@ func spTokenizer(byteFallback, fuseUnk bool) obj {
 		}},
 		"pre_tokenizer": nil,
 		"post_processor": obj{
-			"type":   "TemplateProcessing",
-			"single": []obj{{"SpecialToken": obj{"id": "<s>", "type_id": 0}}, {"Sequence": obj{"id": "A", "type_id": 0}}},
-			"pair":   []obj{},
+			"type":           "TemplateProcessing",
+			"single":         []obj{{"SpecialToken": obj{"id": "<s>", "type_id": 0}}, {"Sequence": obj{"id": "A", "type_id": 0}}},
+			"pair":           []obj{},
 			"special_tokens": obj{"<s>": obj{"id": "<s>", "ids": []int{1}, "tokens": []string{"<s>"}}},
 		},
 		"decoder": obj{"type": "Sequence", "decoders": []obj{
