@@ -31,6 +31,15 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		N := b.shape[1]
 		rows := a.numel() / max(K, 1)
 		shape := append(append([]int(nil), a.shape[:len(a.shape)-1]...), N)
+		x := a.floats(nil)
+		if s.lastOnly && s.ip == s.m.headInst && rows > 1 && len(shape) >= 2 {
+			// only the last position's logits are wanted
+			x = x[(rows-1)*K:]
+			rows = 1
+			for i := range shape[:len(shape)-1] {
+				shape[i] = 1
+			}
+		}
 		cnt, err := checkElems(shape)
 		if err != nil {
 			return err
@@ -54,7 +63,6 @@ func (s *session) addmm(n *g.AddmmNode) error {
 			}
 			w.f, w.ld = wt, K
 		}
-		x := a.floats(nil)
 		matmul(o, x, rows, &w, s.threads)
 		out = newF(stF32, shape, o)
 		if a.dt == stBF16 || b.dt == stBF16 {

@@ -84,7 +84,11 @@ type model struct {
 	offgraph    bool
 	layers      int // UpdateAndAttend layer count
 	weightBytes int64
-	maxCtx      int
+	// headInst is the index of the Addmm that writes the logits when only
+	// IdCopy nodes of other slots follow it (-1 otherwise): Forward then
+	// computes that product for the last row only.
+	headInst int
+	maxCtx   int
 }
 
 // Open loads the program at path.
@@ -242,6 +246,21 @@ func (m *model) bind() error {
 	}
 	if !found {
 		return errors.New("no [1, n, vocab] float output")
+	}
+	m.headInst = -1
+	for i := len(g.Instructions) - 1; i >= 0; i-- {
+		switch n := g.Instructions[i].Op.(type) {
+		case *mlxgraph.IdCopyNode:
+			if n.X == m.logits || n.Out == m.logits {
+				return nil
+			}
+			continue
+		case *mlxgraph.AddmmNode:
+			if n.Out == m.logits {
+				m.headInst = i
+			}
+		}
+		break
 	}
 	return nil
 }

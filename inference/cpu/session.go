@@ -57,14 +57,19 @@ type session struct {
 	length int
 	capac  int
 
-	slots  []*tensor
-	vals   []value
-	arena  arena
-	kbuf   []float32
-	vbuf   []float32
-	logits []float32
-	peak   int64
-	closed bool
+	slots     []*tensor
+	vals      []value
+	arena     arena
+	kbuf      []float32
+	vbuf      []float32
+	logits    []float32 // the last step's result, a view of logitsBuf
+	logitsBuf []float32
+	peak      int64
+	closed    bool
+	// lastOnly: this step needs the last row of logits only; ip is the
+	// instruction being executed.
+	lastOnly bool
+	ip       int
 }
 
 var _ engine.Session = (*session)(nil)
@@ -146,20 +151,18 @@ func (s *session) resetMutable() {
 }
 
 func (s *session) Forward(ctx context.Context, ids, positions []int64) ([]float32, error) {
-	out, n, err := s.forward(ctx, ids, positions)
-	if err != nil {
-		return nil, err
-	}
-	V := s.m.vocab
-	return out[(n-1)*V : n*V], nil
-}
-
-func (s *session) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
-	out, _, err := s.forward(ctx, ids, positions)
+	out, _, err := s.forward(ctx, ids, positions, true)
 	return out, err
 }
 
-func (s *session) forward(ctx context.Context, ids, positions []int64) ([]float32, int, error) {
+func (s *session) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	out, _, err := s.forward(ctx, ids, positions, false)
+	return out, err
+}
+
+// forward runs one step. With lastOnly it returns the last row's logits
+// and, where the graph allows, computes only that row of the LM head.
+func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly bool) ([]float32, int, error) {
 	if s.closed {
 		return nil, 0, engine.ErrClosed
 	}
@@ -201,6 +204,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64) ([]float3
 	s.slots[s.m.inPos] = newI(stI64, []int{n}, append([]int64(nil), positions...))
 	s.arena.reset()
 	s.plans = s.plans[:0]
+	s.lastOnly = lastOnly && s.m.headInst >= 0
 
 	if err := s.run(ctx, gr.Instructions); err != nil {
 		return nil, 0, err
@@ -211,14 +215,21 @@ func (s *session) forward(ctx context.Context, ids, positions []int64) ([]float3
 		return nil, 0, fmt.Errorf("cpu: logits: %w", err)
 	}
 	V := s.m.vocab
-	if lt.numel() != n*V || lt.shape[len(lt.shape)-1] != V {
-		return nil, 0, fmt.Errorf("cpu: logits of shape %v, want [1, %d, %d]", lt.shape, n, V)
+	rows := n
+	if s.lastOnly {
+		rows = 1
 	}
-	if cap(s.logits) < n*V {
-		s.logits = make([]float32, n*V)
+	if lt.numel() != rows*V || lt.shape[len(lt.shape)-1] != V {
+		return nil, 0, fmt.Errorf("cpu: logits of shape %v, want [1, %d, %d]", lt.shape, rows, V)
 	}
-	s.logits = s.logits[:n*V]
+	if cap(s.logitsBuf) < rows*V {
+		s.logitsBuf = make([]float32, rows*V)
+	}
+	s.logits = s.logitsBuf[:rows*V]
 	copy(s.logits, lt.floats(s.logits[:0]))
+	if lastOnly && !s.lastOnly {
+		s.logits = s.logits[(n-1)*V:]
+	}
 
 	if s.seq != nil {
 		if len(s.plans) == 0 {
@@ -238,6 +249,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64) ([]float3
 		s.length += n
 	}
 	clear(s.slots)
+	s.ip = -1
 	s.peak = max(s.peak, s.Memory().ActiveBytes)
 	return s.logits, n, nil
 }
@@ -254,6 +266,7 @@ func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
 		}
 	}()
 	for ; i < len(chain); i++ {
+		s.ip = i
 		if i&7 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -322,7 +335,7 @@ func (s *session) Memory() engine.Memory {
 	for _, t := range s.mut {
 		kv += int64(len(t.f)) * 4
 	}
-	active := kv + s.arena.bytes() + int64(cap(s.logits)+cap(s.kbuf)+cap(s.vbuf))*4
+	active := kv + s.arena.bytes() + int64(cap(s.logitsBuf)+cap(s.kbuf)+cap(s.vbuf))*4
 	return engine.Memory{KVBytes: kv, ActiveBytes: active, PeakBytes: max(s.peak, active)}
 }
 
