@@ -1,32 +1,31 @@
 package mlxgraph
 
 import (
-	"bytes"
 	"encoding/binary"
-	"os"
 	"testing"
 
+	"etchat/inference/pte"
 	"etchat/internal/fixtures"
 )
 
-// blobOf finds the MLX delegate blob in a fixture .pte: the first
-// 128-aligned segment after segment_base_offset that starts with the blob
-// magic; its extent comes from the blob header.
+// blobOf reads forward's MLX delegate blob from a fixture .pte.
 func blobOf(tb testing.TB, name string) []byte {
 	tb.Helper()
-	b, err := os.ReadFile(fixtures.PTE(name))
+	f, err := pte.Open(fixtures.PTE(name))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	base := int(binary.LittleEndian.Uint64(b[24:])) // extended header: segment_base_offset
-	for off := base; off+HeaderSize <= len(b); off += 128 {
-		if bytes.Equal(b[off:off+8], []byte("\x00\x00\x00\x00MLX0")) {
-			end := off + int(binary.LittleEndian.Uint64(b[off+8:])) + int(binary.LittleEndian.Uint64(b[off+16:]))
-			return b[off:end]
-		}
+	defer f.Close()
+	m, ok := f.Method("forward")
+	if !ok || len(m.Delegates) != 1 {
+		tb.Fatalf("%s: no single forward delegate", name)
 	}
-	tb.Fatalf("%s: no MLX blob found", name)
-	return nil
+	d := m.Delegates[0]
+	b, err := f.ReadRange(d.Offset, d.Size)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 type want struct {
