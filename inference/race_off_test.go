@@ -1,0 +1,5 @@
+//go:build !race
+
+package inference
+
+const raceEnabled = false
