@@ -510,3 +510,78 @@ func TestCorruptFile(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsAndConcurrency: the thread count does not change a single bit
+// of the logits (work is split by output column and by head), and two
+// sessions may run at once.
+func TestThreadsAndConcurrency(t *testing.T) {
+	var ref reference
+	fixtures.Reference(t, fixtures.Llama3, &ref)
+	l := layoutOf(t, fixtures.Llama3)
+	p := kvcache.DefaultPolicy()
+	p.StorageDType = "fp32"
+	cfg, err := kvcache.Build(l, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(threads int, c refCase) ([]float32, []int64, error) {
+		s, err := New(Options{Threads: threads}).Open(context.Background(), fixtures.PTE(fixtures.Llama3), cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer s.Close()
+		var last []float32
+		for i := 0; i < len(c.InputIDs); i += l.PrefillChunk {
+			j := min(i+l.PrefillChunk, len(c.InputIDs))
+			pos := make([]int64, j-i)
+			for k := range pos {
+				pos[k] = int64(i + k)
+			}
+			out, err := s.Forward(context.Background(), c.InputIDs[i:j], pos)
+			if err != nil {
+				return nil, nil, err
+			}
+			last = append(last[:0], out...)
+		}
+		var ids []int64
+		logits := last
+		for k := 0; k < 4; k++ {
+			id := argmax(logits)
+			ids = append(ids, id)
+			out, err := s.Forward(context.Background(), []int64{id}, []int64{int64(s.Len())})
+			if err != nil {
+				return nil, nil, err
+			}
+			logits = out
+		}
+		return last, ids, nil
+	}
+	one, ids1, err := run(1, ref.Cases[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		logits []float32
+		ids    []int64
+		err    error
+	}
+	ch := make(chan res, 2)
+	for _, c := range []refCase{ref.Cases[0], ref.Cases[1]} {
+		go func() {
+			l, ids, err := run(4, c)
+			ch <- res{l, ids, err}
+		}()
+	}
+	for i := 0; i < 2; i++ {
+		r := <-ch
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if equalIDs(r.ids, ids1) && maxAbs(r.logits, one) != 0 {
+			t.Errorf("4 threads changed the logits by %g", maxAbs(r.logits, one))
+		}
+		if !equalIDs(r.ids, ref.Cases[0].GreedyIDs[:4]) && !equalIDs(r.ids, ref.Cases[1].GreedyIDs[:4]) {
+			t.Errorf("concurrent session gave %v", r.ids)
+		}
+	}
+}

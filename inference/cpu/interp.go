@@ -15,9 +15,9 @@ type value struct {
 	set     bool
 }
 
-// maxElems bounds any tensor the interpreter materialises (1 G elements),
+// maxElems bounds any tensor the interpreter materialises (256 M elements),
 // so a hostile graph cannot ask for unbounded memory.
-const maxElems = 1 << 30
+const maxElems = 1 << 28
 
 func (s *session) get(t g.Tid) (*tensor, error) {
 	if int(t) >= len(s.slots) {
