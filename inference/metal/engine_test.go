@@ -74,7 +74,8 @@ func TestMarshalsConfig(t *testing.T) {
 		if st := x.lastConfig(&got, &layers[0], int32(len(layers)), &n); st != 0 {
 			t.Fatalf("fake_last_config status %d", st)
 		}
-		wantC, wantL, _ := ToC(cfg)
+		wantC := CConfig{Capacity: 32, InitialCapacity: 4, KVDType: 15, MaxWrite: 4}
+		wantL := []CLayer{{0, 0, 2, 8}, {1, 4, 1, 16}, {0, 0, 3, 4}}
 		if got != wantC {
 			t.Errorf("library received %+v, want %+v", got, wantC)
 		}
@@ -231,6 +232,35 @@ func TestOpenErrors(t *testing.T) {
 		// An off-graph program opened without a config fails in the library.
 		_, err = e.Open(ctx, writeProgram(t, "vocab=16"), nil)
 		assertErr(t, err, nil, StatusLoad, "needs a cache config")
+
+		// The library checks what it receives, whatever Go sent.
+		p, err := e.lib.openProgram(writeProgram(t, "vocab=16"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.lib.closeProgram(p)
+		good := []CLayer{{0, 0, 2, 8}}
+		for _, c := range []struct {
+			cfg    CConfig
+			layers []CLayer
+			msg    string
+		}{
+			{CConfig{Capacity: 0, KVDType: 15}, good, "capacity 0"},
+			{CConfig{Capacity: 8, InitialCapacity: -1, KVDType: 15}, good, "initial capacity -1"},
+			{CConfig{Capacity: 8, KVDType: 15, MaxWrite: -2}, good, "max_write -2"},
+			{CConfig{Capacity: 8, KVDType: 7}, good, "kv dtype 7"},
+			{CConfig{Capacity: 8, KVDType: 15}, nil, "layers"},
+			{CConfig{Capacity: 8, KVDType: 15}, []CLayer{{1, 0, 2, 8}}, "layer 0: kind 1, window 0"},
+			{CConfig{Capacity: 8, KVDType: 15}, []CLayer{{0, 0, 2, 8}, {0, 4, 2, 8}}, "layer 1: kind 0, window 4"},
+			{CConfig{Capacity: 8, KVDType: 15}, []CLayer{{2, 0, 2, 8}}, "layer 0: kind 2"},
+			{CConfig{Capacity: 8, KVDType: 15}, []CLayer{{0, 0, 0, 8}}, "kv_heads 0"},
+		} {
+			cfg := c.cfg
+			_, err := e.lib.openSession(p, &cfg, c.layers)
+			assertErr(t, err, nil, StatusInvalidArgument, c.msg)
+		}
+		_, err = e.lib.openSession(p, nil, good)
+		assertErr(t, err, nil, StatusInvalidArgument, "layers given without a cache config")
 
 		// A bad config never reaches the library.
 		bad := testConfig()

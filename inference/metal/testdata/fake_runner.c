@@ -207,9 +207,16 @@ etchat_status etchat_session_open(etchat_program* h, const etchat_cache_config* 
       st = seterr(ETCHAT_ERR_INVALID_ARGUMENT, "session_open: cache config has %d layers", n_layers);
       goto done;
     }
-    if (cfg->capacity <= 0 || cfg->initial_capacity < 0 || cfg->max_write < 0) {
-      st = seterr(ETCHAT_ERR_INVALID_ARGUMENT, "session_open: capacity %d, initial %d, max_write %d out of range",
-                  cfg->capacity, cfg->initial_capacity, cfg->max_write);
+    if (cfg->capacity <= 0) {
+      st = seterr(ETCHAT_ERR_INVALID_ARGUMENT, "session_open: capacity %d is not positive", cfg->capacity);
+      goto done;
+    }
+    if (cfg->initial_capacity < 0) {
+      st = seterr(ETCHAT_ERR_INVALID_ARGUMENT, "session_open: initial capacity %d is negative", cfg->initial_capacity);
+      goto done;
+    }
+    if (cfg->max_write < 0) {
+      st = seterr(ETCHAT_ERR_INVALID_ARGUMENT, "session_open: max_write %d is negative", cfg->max_write);
       goto done;
     }
     if (cfg->kv_dtype != 5 && cfg->kv_dtype != 6 && cfg->kv_dtype != 15) {
