@@ -104,7 +104,7 @@ type library struct {
 func (l *library) symbol(fptr any, name string) error {
 	addr, err := dlsym(l.handle, name)
 	if err != nil || addr == 0 {
-		return fmt.Errorf("metal: %s lacks %s; is it an etchat runner library? (%v)", l.path, name, err)
+		return fmt.Errorf("metal: %s lacks %s; is it an etchat runner library?", l.path, name)
 	}
 	registerFunc(fptr, addr)
 	l.bound = append(l.bound, name)
@@ -112,7 +112,9 @@ func (l *library) symbol(fptr any, name string) error {
 }
 
 // bind loads the library at path, checks its ABI version first, then binds
-// every section.
+// every section. A library refused after dlopen stays loaded: unloading
+// one that carries ExecuTorch and MLX (static initialisers, Metal state) is
+// not safe, and RTLD_LOCAL keeps its symbols out of the others' way.
 func bind(path string) (*library, error) {
 	h, err := dlopen(path)
 	if err != nil {
