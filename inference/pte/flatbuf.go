@@ -93,7 +93,7 @@ func (d *dec) tableAt(pos uint64, what string) (tbl, bool) {
 	}
 	soff := int64(int32(binary.LittleEndian.Uint32(d.b[pos:])))
 	vt := int64(pos) - soff
-	if vt < 0 || !d.in(uint64(vt), 4, what+" vtable") {
+	if vt < 0 || uint64(vt)+4 > uint64(len(d.b)) {
 		d.failf("%s: vtable offset %d out of range", what, vt)
 		return tbl{}, false
 	}
@@ -101,13 +101,16 @@ func (d *dec) tableAt(pos uint64, what string) (tbl, bool) {
 	t.vtLen = uint64(d.u16(t.vt, what))
 	t.size = uint64(d.u16(t.vt+2, what))
 	switch {
+	case d.err != nil:
+		return tbl{}, false
 	case t.vtLen < 4 || t.vtLen%2 != 0:
 		d.failf("%s: bad vtable size %d", what, t.vtLen)
 	case t.size < 4:
 		d.failf("%s: bad table size %d", what, t.size)
-	}
-	if !d.in(t.vt, t.vtLen, what+" vtable") || !d.in(pos, t.size, what) {
-		return tbl{}, false
+	case t.vt+t.vtLen > uint64(len(d.b)):
+		d.failf("%s: its %d-byte vtable at %d runs past the %d-byte program", what, t.vtLen, t.vt, len(d.b))
+	case pos+t.size > uint64(len(d.b)):
+		d.failf("%s: the %d-byte table at %d runs past the %d-byte program", what, t.size, pos, len(d.b))
 	}
 	return t, d.err == nil
 }
@@ -179,7 +182,7 @@ func (d *dec) ref(t tbl, id int) (uint64, bool) {
 		return 0, false
 	}
 	target := p + uint64(binary.LittleEndian.Uint32(d.b[p:]))
-	if !d.in(target, 4, fmt.Sprintf("%s field %d", t.what, id)) {
+	if !d.in(target, 4, t.what) {
 		return 0, false
 	}
 	return target, true

@@ -135,9 +135,9 @@ func (f *File) parseProgram(prog []byte) error {
 	if d.spend(segs.n, "segments") {
 		f.Segments = make([]Segment, 0, segs.n)
 	}
-	for i := uint64(0); i < segs.n && d.err == nil; i++ {
-		what := fmt.Sprintf("segments[%d]", i)
-		t, ok := d.tableIn(segs, i, what)
+	var i uint64
+	for i = 0; i < segs.n && d.err == nil; i++ {
+		t, ok := d.tableIn(segs, i, "segment")
 		if !ok {
 			break
 		}
@@ -152,7 +152,7 @@ func (f *File) parseProgram(prog []byte) error {
 		f.Segments = append(f.Segments, Segment{Offset: f.Header.SegmentBaseOffset + int64(off), Size: int64(size)})
 	}
 	if d.err != nil {
-		return formatf("%v", d.err)
+		return formatf("segments[%d]: %v", i, d.err)
 	}
 	if err := checkOverlap(f.Segments); err != nil {
 		return err
@@ -192,13 +192,12 @@ func (f *File) parseProgram(prog []byte) error {
 	if d.spend(nd.n, "named_data") {
 		f.NamedData = make([]NamedData, 0, nd.n)
 	}
-	for i := uint64(0); i < nd.n && d.err == nil; i++ {
-		what := fmt.Sprintf("named_data[%d]", i)
-		t, ok := d.tableIn(nd, i, what)
+	for i = 0; i < nd.n && d.err == nil; i++ {
+		t, ok := d.tableIn(nd, i, "entry")
 		if !ok {
 			break
 		}
-		key := d.fString(t, 0, what+".key")
+		key := d.fString(t, 0, "key")
 		seg := d.fU32(t, 1, 0)
 		if d.err != nil {
 			break
@@ -210,7 +209,7 @@ func (f *File) parseProgram(prog []byte) error {
 		f.NamedData = append(f.NamedData, NamedData{Key: key, Segment: int(seg), Offset: s.Offset, Size: s.Size})
 	}
 	if d.err != nil {
-		return formatf("%v", d.err)
+		return formatf("named_data[%d]: %v", i, d.err)
 	}
 
 	// Methods.
@@ -302,13 +301,13 @@ func (f *File) parseMethod(d *dec, plans vec, i uint64) (Method, error) {
 	if d.spend(ops.n, what+" operators") {
 		m.Operators = make([]string, 0, ops.n)
 	}
+	opWhat := what + " operator"
 	for k := uint64(0); k < ops.n && d.err == nil; k++ {
-		w := fmt.Sprintf("%s operators[%d]", what, k)
-		ot, ok := d.tableIn(ops, k, w)
+		ot, ok := d.tableIn(ops, k, opWhat)
 		if !ok {
 			break
 		}
-		name, overload := d.fString(ot, 0, w+".name"), d.fString(ot, 1, w+".overload")
+		name, overload := d.fString(ot, 0, opWhat), d.fString(ot, 1, opWhat)
 		if overload != "" {
 			name += "." + overload
 		}
@@ -328,8 +327,9 @@ func (f *File) parseMethod(d *dec, plans vec, i uint64) (Method, error) {
 			break
 		}
 		m.NumInstructions += int(instrs.n)
-		for k := uint64(0); k < instrs.n && d.err == nil; k++ {
-			iw := fmt.Sprintf("%s.instructions[%d]", w, k)
+		iw := w + " instruction"
+		var k uint64
+		for k = 0; k < instrs.n && d.err == nil; k++ {
 			it, ok := d.tableIn(instrs, k, iw)
 			if !ok {
 				break
@@ -339,13 +339,13 @@ func (f *File) parseMethod(d *dec, plans vec, i uint64) (Method, error) {
 				at, ok := d.fTable(it, 1, iw+" kernel call")
 				if !ok {
 					if d.err == nil {
-						return m, formatf("%s: kernel call without arguments", iw)
+						return m, formatf("%s.instructions[%d]: kernel call without arguments", w, k)
 					}
 					break
 				}
 				op := d.fI32(at, 0, 0)
 				if op < 0 || int(op) >= len(m.Operators) {
-					return m, formatf("%s: kernel call names operator %d (method has %d)", iw, op, len(m.Operators))
+					return m, formatf("%s.instructions[%d]: kernel call names operator %d (method has %d)", w, k, op, len(m.Operators))
 				}
 				if d.spend(1, iw) {
 					m.Kernels = append(m.Kernels, m.Operators[op])
@@ -354,16 +354,19 @@ func (f *File) parseMethod(d *dec, plans vec, i uint64) (Method, error) {
 				at, ok := d.fTable(it, 1, iw+" delegate call")
 				if !ok {
 					if d.err == nil {
-						return m, formatf("%s: delegate call without arguments", iw)
+						return m, formatf("%s.instructions[%d]: delegate call without arguments", w, k)
 					}
 					break
 				}
 				di := d.fI32(at, 0, 0)
 				if d.err == nil && (di < 0 || uint64(di) >= delegates.n) {
-					return m, formatf("%s: delegate call names delegate %d (method has %d)", iw, di, delegates.n)
+					return m, formatf("%s.instructions[%d]: delegate call names delegate %d (method has %d)", w, k, di, delegates.n)
 				}
 				m.DelegateCalls++
 			}
+		}
+		if d.err != nil {
+			return m, formatf("%s.instructions[%d]: %v", w, k, d.err)
 		}
 	}
 	if d.err != nil {
@@ -387,7 +390,7 @@ func (f *File) parseMethod(d *dec, plans vec, i uint64) (Method, error) {
 
 	m.IsConstant = len(m.Inputs) == 0 && m.NumInstructions == 0 && len(m.Outputs) == 1
 	if m.IsConstant {
-		rv, err := f.rawValue(d, values, uint64(m.Outputs[0].Value), what+" output")
+		rv, err := f.rawValue(d, values, uint64(m.Outputs[0].Value), what+" output", -1)
 		if err != nil {
 			return m, err
 		}
@@ -415,14 +418,14 @@ func (f *File) parseDelegate(d *dec, v vec, k uint64, what string) (Delegate, er
 	if d.spend(specs.n, what) {
 		dl.CompileSpecs = make([]CompileSpec, 0, specs.n)
 	}
+	w := what + " compile spec"
 	for s := uint64(0); s < specs.n && d.err == nil; s++ {
-		w := fmt.Sprintf("%s.compile_specs[%d]", what, s)
 		st, ok := d.tableIn(specs, s, w)
 		if !ok {
 			break
 		}
-		key := d.fString(st, 0, w+".key")
-		start, n := d.fBytes(st, 1, w+".value")
+		key := d.fString(st, 0, w)
+		start, n := d.fBytes(st, 1, w)
 		if d.err == nil && d.spend(n/16+1, w) {
 			dl.CompileSpecs = append(dl.CompileSpecs, CompileSpec{Key: key, Value: append([]byte(nil), d.b[start:start+n]...)})
 		}
@@ -457,13 +460,9 @@ func (f *File) valueInfos(d *dec, values vec, idx []int32, what string) ([]Tenso
 	}
 	out := make([]TensorInfo, 0, len(idx))
 	for k, vi := range idx {
-		w := fmt.Sprintf("%s %d", what, k)
-		rv, err := f.rawValue(d, values, uint64(uint32(vi)), w)
+		rv, err := f.rawValue(d, values, uint64(uint32(vi)), what, k)
 		if err != nil {
 			return nil, err
-		}
-		if vi < 0 {
-			return nil, formatf("%s: value index %d is negative", w, vi)
 		}
 		ti := TensorInfo{Value: int(vi), Kind: rv.kind}
 		if rv.kind == KindTensor {
@@ -474,19 +473,26 @@ func (f *File) valueInfos(d *dec, values vec, idx []int32, what string) ([]Tenso
 	return out, nil
 }
 
-// rawValue decodes values[i].
-func (f *File) rawValue(d *dec, values vec, i uint64, what string) (*rawValue, error) {
-	if i >= values.n {
-		return nil, formatf("%s: value index %d is out of range (%d values)", what, int32(uint32(i)), values.n)
+// rawValue decodes values[i], the k-th input or output (k < 0: not in a
+// list). Names for errors are only formatted when there is one.
+func (f *File) rawValue(d *dec, values vec, i uint64, what string, k int) (*rawValue, error) {
+	name := func() string {
+		if k < 0 {
+			return fmt.Sprintf("%s (value %d)", what, int32(uint32(i)))
+		}
+		return fmt.Sprintf("%s %d (value %d)", what, k, int32(uint32(i)))
 	}
-	t, ok := d.tableIn(values, i, fmt.Sprintf("%s (value %d)", what, i))
+	if i >= values.n {
+		return nil, formatf("%s: value index is out of range (%d values)", name(), values.n)
+	}
+	t, ok := d.tableIn(values, i, "value")
 	if !ok {
-		return nil, formatf("%v", d.err)
+		return nil, formatf("%s: %v", name(), d.err)
 	}
 	rv := &rawValue{kind: ValueKind(d.fU8(t, 0, 0))}
-	w := fmt.Sprintf("%s (value %d, %s)", what, i, rv.kind)
+	w := "value"
 	if rv.kind > KindOptionalTensorList {
-		return nil, formatf("%s: unknown value type %d", w, int(rv.kind))
+		return nil, formatf("%s: unknown value type %d", name(), int(rv.kind))
 	}
 	if rv.kind == KindNone || rv.kind == KindNull {
 		return rv, nil
@@ -494,9 +500,9 @@ func (f *File) rawValue(d *dec, values vec, i uint64, what string) (*rawValue, e
 	vt, ok := d.fTable(t, 1, w)
 	if !ok {
 		if d.err != nil {
-			return nil, formatf("%v", d.err)
+			return nil, formatf("%s: %v", name(), d.err)
 		}
-		return nil, formatf("%s: the value's table is missing", w)
+		return nil, formatf("%s: the %s value's table is missing", name(), rv.kind)
 	}
 	switch rv.kind {
 	case KindInt:
@@ -519,21 +525,20 @@ func (f *File) rawValue(d *dec, values vec, i uint64, what string) (*rawValue, e
 		}
 	case KindTensor:
 		rv.dtype = ScalarType(d.fU8(vt, tensorScalarType, 0))
-		for _, s := range d.i32s(d.fVec(vt, tensorSizes, 4, w+" sizes")) {
-			rv.sizes = append(rv.sizes, int64(s))
+		sizes := d.i32s(d.fVec(vt, tensorSizes, 4, "tensor sizes"))
+		rv.sizes = make([]int64, len(sizes))
+		for k, s := range sizes {
+			rv.sizes[k] = int64(s)
 		}
 		rv.dataIdx = d.fU32(vt, tensorDataBuffer, 0)
 		rv.i = int64(d.fU8(vt, tensorDynamism, 0))
 		_, rv.alloc = d.ref(vt, tensorAllocInfo)
 		if d.err == nil && !rv.dtype.Valid() {
-			return nil, formatf("%s: unknown scalar type %d", w, int(rv.dtype))
-		}
-		if d.err == nil && rv.sizes == nil {
-			rv.sizes = []int64{}
+			return nil, formatf("%s: unknown scalar type %d", name(), int(rv.dtype))
 		}
 	}
 	if d.err != nil {
-		return nil, formatf("%v", d.err)
+		return nil, formatf("%s: %v", name(), d.err)
 	}
 	return rv, nil
 }
