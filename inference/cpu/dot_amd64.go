@@ -63,3 +63,27 @@ func dot4(x []float32, K int, w []float32) (float32, float32, float32, float32) 
 	}
 	return out[0], out[1], out[2], out[3]
 }
+
+//go:noescape
+func dot4x2F32AVX2(x *float32, ld int, w0, w1 *float32, n int, out *float32)
+
+// dot4x2 is the eight dot products of the rows x[rK:(r+1)K] (r < 4) with
+// the two weight rows w0 and w1: out[2r+j].
+func dot4x2(x []float32, K int, w0, w1 []float32, out *[8]float32) {
+	x = x[:4*K]
+	w0, w1 = w0[:K], w1[:K]
+	n := K &^ 7
+	if !useAVX2 || n == 0 || len(w1) == 0 {
+		out[0], out[2], out[4], out[6] = dot4Go(x, K, w0)
+		out[1], out[3], out[5], out[7] = dot4Go(x, K, w1)
+		return
+	}
+	dot4x2F32AVX2(&x[0], K, &w0[0], &w1[0], n, &out[0])
+	for i := n; i < K; i++ {
+		a, b := w0[i], w1[i]
+		for r := 0; r < 4; r++ {
+			out[2*r] += x[r*K+i] * a
+			out[2*r+1] += x[r*K+i] * b
+		}
+	}
+}

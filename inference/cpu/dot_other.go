@@ -11,3 +11,8 @@ func dotBF16(x []float32, w []uint16) float32 { return dotBF16Go(x, w) }
 func dot4(x []float32, K int, w []float32) (float32, float32, float32, float32) {
 	return dot4Go(x, K, w)
 }
+
+func dot4x2(x []float32, K int, w0, w1 []float32, out *[8]float32) {
+	out[0], out[2], out[4], out[6] = dot4Go(x[:4*K], K, w0)
+	out[1], out[3], out[5], out[7] = dot4Go(x[:4*K], K, w1)
+}

@@ -39,6 +39,15 @@ func TestDotKernels(t *testing.T) {
 			for i := range xs {
 				xs[i] = r.Float32()
 			}
+			var acc [8]float32
+			dot4x2(xs, n, y, x, &acc)
+			for k := 0; k < 4; k++ {
+				for j, wr := range [][]float32{y, x} {
+					if want := dotF32Go(xs[k*n:(k+1)*n], wr); math.Abs(float64(acc[2*k+j]-want)) > tol {
+						t.Errorf("dot4x2 n=%d row %d col %d: %g, want %g", n, k, j, acc[2*k+j], want)
+					}
+				}
+			}
 			a, b, c, d := dot4(xs, n, y)
 			for k, v := range []float32{a, b, c, d} {
 				if want := dotF32Go(xs[k*n:(k+1)*n], y); math.Abs(float64(v-want)) > tol {

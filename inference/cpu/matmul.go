@@ -109,21 +109,56 @@ func convertRow(dst []float32, w []uint16, fp16 bool) {
 }
 
 // matmulRange computes columns [n0, n1) of out[rows][N] = x[rows][K] · Wᵀ.
+// scratch holds two fp32 rows when half weights are read by several rows.
 func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []float32) {
 	K, N := w.k, w.n
-	for n := n0; n < n1; n++ {
+	row := func(n int, buf []float32) []float32 {
 		base := w.off + n*w.ld
-		var wr []float32
-		switch {
-		case w.f != nil:
-			wr = w.f[base : base+K]
-		case rows == 1 && !w.fp16:
-			out[n] = dotBF16(x[:K], w.h[base:base+K])
-			continue
-		default:
-			convertRow(scratch[:K], w.h[base:base+K], w.fp16)
-			wr = scratch[:K]
+		if w.f != nil {
+			return w.f[base : base+K]
 		}
+		convertRow(buf[:K], w.h[base:base+K], w.fp16)
+		return buf[:K]
+	}
+	if rows == 1 {
+		for n := n0; n < n1; n++ {
+			base := w.off + n*w.ld
+			switch {
+			case w.f != nil:
+				out[n] = dotF32(x[:K], w.f[base:base+K])
+			case !w.fp16:
+				out[n] = dotBF16(x[:K], w.h[base:base+K])
+			default:
+				out[n] = dotF32(x[:K], row(n, scratch))
+			}
+		}
+		return
+	}
+	var acc [8]float32
+	n := n0
+	for ; n+2 <= n1; n += 2 {
+		w0 := row(n, scratch)
+		var w1 []float32
+		if w.f == nil {
+			w1 = row(n+1, scratch[K:])
+		} else {
+			w1 = row(n+1, nil)
+		}
+		r := 0
+		for ; r+4 <= rows; r += 4 {
+			dot4x2(x[r*K:], K, w0, w1, &acc)
+			for i := 0; i < 4; i++ {
+				out[(r+i)*N+n] = acc[2*i]
+				out[(r+i)*N+n+1] = acc[2*i+1]
+			}
+		}
+		for ; r < rows; r++ {
+			out[r*N+n] = dotF32(x[r*K:r*K+K], w0)
+			out[r*N+n+1] = dotF32(x[r*K:r*K+K], w1)
+		}
+	}
+	for ; n < n1; n++ {
+		wr := row(n, scratch)
 		r := 0
 		for ; r+4 <= rows; r += 4 {
 			a, b, c, d := dot4(x[r*K:], K, wr)
@@ -141,7 +176,7 @@ func scratchFor(rows int, w *wmat) []float32 {
 	if w.f != nil || (rows == 1 && !w.fp16) {
 		return nil
 	}
-	return make([]float32, w.k)
+	return make([]float32, 2*w.k)
 }
 
 // matmul computes out[rows][N] = x[rows][K] · Wᵀ using up to threads
