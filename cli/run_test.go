@@ -151,7 +151,7 @@ func TestRunBadInput(t *testing.T) {
 	ingraph := fixtures.PTE(fixtures.InGraph)
 	notPTE := filepath.Join(t.TempDir(), "x.pte")
 	os.WriteFile(notPTE, []byte("not a program"), 0o644)
-	otherTok := fixtures.Tokenizer(t, fixtures.Gemma3)
+	otherTok := fixtures.Tokenizer(t, fixtures.Qwen3) // 151669 tokens for llama3's 128256 logits
 	cases := []struct {
 		name string
 		args []string

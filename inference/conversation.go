@@ -587,7 +587,14 @@ func (t *trackedSession) mirror(err error) {
 	}
 }
 
+// Rewind refuses, without asking the engine, a rewind the shadow sequence
+// knows would need overwritten cells: an engine that follows ExecuTorch's
+// SequenceCache (length - window) would accept some of those and attend
+// to stale rows.
 func (t *trackedSession) Rewind(n int) error {
+	if t.seq != nil && n != t.seq.Len() && !t.seq.CanRewind(n) && n <= t.Session.Len() {
+		return fmt.Errorf("%w: a sliding-window layer has overwritten cells that length %d needs", ErrRewindRefused, n)
+	}
 	err := t.Session.Rewind(n)
 	if err == nil && t.seq != nil && t.seq.Rewind(n) != nil {
 		t.seq = nil

@@ -318,3 +318,38 @@ func TestConversationTooLong(t *testing.T) {
 	}
 	checkInvariants(t, c, s)
 }
+
+// lenientSession accepts every rewind, as an engine with ExecuTorch's
+// floor would after a second rewind.
+type lenientSession struct{ *zeroSession }
+
+func (s lenientSession) Rewind(n int) error {
+	if n > s.Len() {
+		return ErrRewindRefused
+	}
+	s.seq.Clear()
+	for s.seq.Len() < n { // replay the shorter history into the control state
+		p, _ := s.seq.Plan(0, s.seq.Len(), 1)
+		s.seq.Commit(p)
+	}
+	s.ids, s.hashes = s.ids[:n], s.hashes[:n]
+	return nil
+}
+
+func (s lenientSession) CanRewind(n int) bool { return n <= s.Len() }
+
+func TestConversationGuardsAgainstLenientEngines(t *testing.T) {
+	tok := newByteTok()
+	e := &zeroEngine{vocab: tok.vocab()}
+	cfg := ringConfig(400, 4, 5)
+	opts := chatOpts(tok, cfg, 10)
+	s := openZero(e, cfg)
+	c, _ := NewConversation(lenientSession{s}, opts)
+	c.Send(bg, "one", nil)
+	c.Send(bg, "two", nil)
+	u, err := c.UndoTurn(bg)
+	if err != nil || !u.Reprefilled {
+		t.Errorf("undo past a 5-token window on a lenient engine: %+v %v; want a re-prefill", u, err)
+	}
+	checkInvariants(t, c, s)
+}
