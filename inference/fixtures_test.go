@@ -190,3 +190,47 @@ func TestFixtureMultiturnConversation(t *testing.T) {
 		})
 	}
 }
+
+func TestOpenModelConversation(t *testing.T) {
+	dir := fixtures.Unpacked(t, fixtures.Llama3)
+	var ref reference
+	fixtures.Reference(t, fixtures.Llama3, &ref)
+	m, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Engine.Name != "cpu" || m.Cache == nil || m.Cache.Capacity != 128 || m.PrefillChunk() != 32 || m.Chat == nil || len(m.Chat.TurnEndIDs) != 1 {
+		t.Fatalf("model %+v", m)
+	}
+	gen := m.Generation(8, Sampling{})
+	gen.IgnoreEOS = true
+	c, err := m.NewConversation("", gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Send(bg, ref.Multiturn.Turn1.Messages[0].Content, nil)
+	if err != nil || !equalInts(r.GeneratedIDs, ref.Multiturn.Turn1.GeneratedIDs) {
+		t.Fatalf("turn 1 %v (%v), want %v", r.GeneratedIDs, err, ref.Multiturn.Turn1.GeneratedIDs)
+	}
+	// The stored state reopens on a fresh model and continues with turn 2's
+	// reference tokens.
+	state := c.State()
+	m2, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	c2, err := m2.ResumeConversation(bg, state, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c2.Send(bg, ref.Multiturn.Turn2.Messages[2].Content, nil)
+	if err != nil || !equalInts(r2.GeneratedIDs, ref.Multiturn.Turn2.GeneratedIDs) || r2.Reused != ref.Multiturn.Turn2.RewindTo {
+		t.Errorf("resumed turn 2 %v reused %d (%v), want %v", r2.GeneratedIDs, r2.Reused, err, ref.Multiturn.Turn2.GeneratedIDs)
+	}
+	// A tokenizer of another model is refused before loading.
+	if _, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Tokenizer: fixtures.Tokenizer(t, fixtures.Qwen3)}); err == nil {
+		t.Error("qwen3's tokenizer accepted for llama3")
+	}
+}
