@@ -87,3 +87,30 @@ func dot4x2(x []float32, K int, w0, w1 []float32, out *[8]float32) {
 		}
 	}
 }
+
+//go:noescape
+func gemvF32AVX2(x *float32, w *float32, ld, k, nrows int, out *float32)
+
+//go:noescape
+func gemvBF16AVX2(x *float32, w *uint16, ld, k, nrows int, out *float32)
+
+// gemv computes out[n0:n1] for a single row x when the kernels apply; it
+// reports false when the caller must fall back.
+func gemv(out, x []float32, w *wmat, n0, n1 int) bool {
+	K := w.k
+	if !useAVX2 || K == 0 || K%8 != 0 || n1 <= n0 || w.fp16 {
+		return false
+	}
+	first := w.off + n0*w.ld
+	last := w.off + (n1-1)*w.ld + K // one past the last element read
+	x = x[:K]
+	o := out[n0:n1]
+	if w.f != nil {
+		_ = w.f[first:last]
+		gemvF32AVX2(&x[0], &w.f[first], w.ld, K, n1-n0, &o[0])
+	} else {
+		_ = w.h[first:last]
+		gemvBF16AVX2(&x[0], &w.h[first], w.ld, K, n1-n0, &o[0])
+	}
+	return true
+}

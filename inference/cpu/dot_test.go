@@ -76,3 +76,38 @@ func TestHalfConversions(t *testing.T) {
 		t.Error("fp16 overflow / one / subnormal")
 	}
 }
+
+// TestGemv checks the one-row kernels over strided fp32 and bf16 weights.
+func TestGemv(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for _, K := range []int{8, 16, 40, 512} {
+		N, ld := 37, K+8
+		x := make([]float32, K)
+		wf := make([]float32, 3+N*ld)
+		wh := make([]uint16, len(wf))
+		for i := range x {
+			x[i] = r.Float32() - 0.5
+		}
+		for i := range wf {
+			wf[i] = r.Float32() - 0.5
+			wh[i] = f32ToBF16(wf[i])
+		}
+		for _, w := range []wmat{{f: wf, n: N, k: K, ld: ld, off: 3}, {h: wh, n: N, k: K, ld: ld, off: 3}} {
+			out := make([]float32, N)
+			matmul(out, x, 1, &w, 1)
+			for n := 0; n < N; n++ {
+				var want float64
+				for k := 0; k < K; k++ {
+					v := float64(wf[3+n*ld+k])
+					if w.h != nil {
+						v = float64(bf16ToF32(wh[3+n*ld+k]))
+					}
+					want += float64(x[k]) * v
+				}
+				if math.Abs(float64(out[n])-want) > 1e-5*float64(K) {
+					t.Fatalf("K=%d bf16=%v n=%d: %g, want %g", K, w.h != nil, n, out[n], want)
+				}
+			}
+		}
+	}
+}

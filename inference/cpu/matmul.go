@@ -121,6 +121,9 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 		return buf[:K]
 	}
 	if rows == 1 {
+		if gemv(out, x, w, n0, n1) {
+			return
+		}
 		for n := n0; n < n1; n++ {
 			base := w.off + n*w.ld
 			switch {
