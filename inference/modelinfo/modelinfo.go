@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -143,18 +144,23 @@ type Info struct {
 	EOSIDs       []int           `json:"eos_ids"`
 	EOSSource    string          `json:"eos_source"` // get_eos_ids, generation_config.json or config.json
 
-	Header    pte.Header      `json:"header"`
-	Segments  int             `json:"segments"`
-	Methods   []pte.Method    `json:"methods"`
-	Constants []Constant      `json:"constant_methods"`
-	Delegates []Delegate      `json:"delegates"`
-	NamedData int             `json:"named_data"`
-	Weights   Weights         `json:"weights"`
-	MLX       *MLX            `json:"mlx"`
-	Companion Companions      `json:"companions"`
-	NamedKeys []string        `json:"-"`
-	File      *pte.File       `json:"-"`
-	Graph     *mlxgraph.Graph `json:"-"`
+	Header    pte.Header   `json:"header"`
+	Segments  int          `json:"segments"`
+	Methods   []pte.Method `json:"methods"`
+	Constants []Constant   `json:"constant_methods"`
+	Delegates []Delegate   `json:"delegates"`
+	NamedData int          `json:"named_data"`
+	Weights   Weights      `json:"weights"`
+	MLX       *MLX         `json:"mlx"`
+	Companion Companions   `json:"companions"`
+	// NamedKeys are the named_data keys, in file order.
+	NamedKeys []string `json:"-"`
+	// File is the parsed container (segments, named data with absolute
+	// offsets, methods). Load has closed it: use its offsets and reopen the
+	// path (pte.Open) to read bytes.
+	File *pte.File `json:"-"`
+	// Graph is forward's parsed MLX graph (nil without an MLX delegate).
+	Graph *mlxgraph.Graph `json:"-"`
 
 	// BytesRead is how much of the .pte Load read (without the hash pass).
 	BytesRead int64 `json:"bytes_read"`
@@ -175,6 +181,24 @@ func Load(path string, opts Options) (*Info, error) {
 	}
 	if opts.Hash {
 		if info.SHA256, err = HashFile(path); err != nil {
+			return nil, err
+		}
+	}
+	return info, nil
+}
+
+// FromFile is Load for a file the caller has opened (and keeps open; then
+// Info.File stays readable). Options.Hash needs f.Path.
+func FromFile(f *pte.File, opts Options) (*Info, error) {
+	info, err := fromFile(f, f.Path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Hash {
+		if f.Path == "" {
+			return nil, errors.New("modelinfo: cannot hash a file parsed from a reader")
+		}
+		if info.SHA256, err = HashFile(f.Path); err != nil {
 			return nil, err
 		}
 	}

@@ -185,6 +185,36 @@ func TestHash(t *testing.T) {
 	}
 }
 
+func TestFromFile(t *testing.T) {
+	f, err := pte.Open(fixtures.PTE(fixtures.Gemma3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, err := FromFile(f, Options{NoCompanions: true})
+	if err != nil || info.Kind != OffGraph || info.File != f {
+		t.Fatalf("%v %+v", err, info)
+	}
+	// The file stays open: a weight segment can be read through it.
+	nd := f.NamedData[0]
+	b, err := f.ReadRange(nd.Offset, 64)
+	if err != nil || len(b) != 64 {
+		t.Errorf("reading after FromFile: %v", err)
+	}
+	if info.BytesRead != f.BytesRead()-64 {
+		t.Errorf("BytesRead %d, file %d", info.BytesRead, f.BytesRead())
+	}
+
+	// Load closes its file; reading through Info.File then fails cleanly.
+	loaded, err := Load(fixtures.PTE(fixtures.Gemma3), Options{NoCompanions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded.File.ReadSegment(2); err == nil || !strings.Contains(err.Error(), "model.pte") {
+		t.Errorf("read after Load: %v", err)
+	}
+}
+
 func equal(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
