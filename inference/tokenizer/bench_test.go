@@ -7,6 +7,7 @@ import (
 	"etchat/internal/fixtures"
 )
 
+// BenchmarkLoadGemma3 parses Gemma 3's 33 MB tokenizer.json.
 func BenchmarkLoadGemma3(b *testing.B) {
 	data, err := os.ReadFile(fixtures.Tokenizer(b, fixtures.Gemma3))
 	if err != nil {
@@ -17,6 +18,54 @@ func BenchmarkLoadGemma3(b *testing.B) {
 	for b.Loop() {
 		if _, err := Parse(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// benchText is about 1 MB of mixed multilingual text. With
+// ETCHAT_BENCH_TEXT_OUT set, the benchmarks also write it to that file
+// (for comparing with other tokenizers on the same input).
+func benchText(b *testing.B) string {
+	text := mixedText(1 << 20)
+	if p := os.Getenv("ETCHAT_BENCH_TEXT_OUT"); p != "" {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return text
+}
+
+func benchEncode(b *testing.B, fixture string, workers int) {
+	tk := load(b, fixture)
+	text := benchText(b)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		if ids := tk.encode(text, false, workers); len(ids) == 0 {
+			b.Fatal("no ids")
+		}
+	}
+}
+
+// Encode throughput on ~1 MB of mixed text, on all cores (as Encode does
+// for long inputs) and on one.
+func BenchmarkEncodeLlama3(b *testing.B)        { benchEncode(b, fixtures.Llama3, 0) }
+func BenchmarkEncodeGemma3(b *testing.B)        { benchEncode(b, fixtures.Gemma3, 0) }
+func BenchmarkEncodeQwen3(b *testing.B)         { benchEncode(b, fixtures.Qwen3, 0) }
+func BenchmarkEncodeLlama3OneCore(b *testing.B) { benchEncode(b, fixtures.Llama3, 1) }
+func BenchmarkEncodeGemma3OneCore(b *testing.B) { benchEncode(b, fixtures.Gemma3, 1) }
+func BenchmarkEncodeQwen3OneCore(b *testing.B)  { benchEncode(b, fixtures.Qwen3, 1) }
+
+// BenchmarkDecodeLlama3 decodes the ids of the same text.
+func BenchmarkDecodeLlama3(b *testing.B) {
+	tk := load(b, fixtures.Llama3)
+	text := benchText(b)
+	ids := tk.Encode(text, false)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		if tk.Decode(ids, false) != text {
+			b.Fatal("round trip")
 		}
 	}
 }

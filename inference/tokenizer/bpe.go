@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -10,7 +12,9 @@ import (
 type bpe struct {
 	vocab   map[string]int
 	idToTok []string // model ids; "" where none
-	merges  map[uint64]merge
+	merges  mergeTable
+	// runeID[r] is the id of the one-character token r (r < len), -1 if none.
+	runeID []int32
 
 	unkID        int // -1: none
 	fuseUnk      bool
@@ -25,6 +29,69 @@ type bpe struct {
 
 type merge struct {
 	rank, id int32
+}
+
+// mergeTable is an open-addressing hash table from a pair of ids to its
+// merge: one probe sequence in one flat array, far cheaper than a Go map
+// for the hottest lookup of encoding.
+type mergeTable struct {
+	slots []mergeSlot
+	shift uint
+	n     int
+}
+
+type mergeSlot struct {
+	key uint64
+	merge
+}
+
+func newMergeTable(n int) mergeTable {
+	size, shift := 16, uint(60)
+	for size < 2*n {
+		size <<= 1
+		shift--
+	}
+	t := mergeTable{slots: make([]mergeSlot, size), shift: shift}
+	for i := range t.slots {
+		t.slots[i].id = -1
+	}
+	return t
+}
+
+func (t *mergeTable) put(key uint64, m merge) {
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		*t = newMergeTable(len(old))
+		for _, s := range old {
+			if s.id >= 0 {
+				t.put(s.key, s.merge)
+			}
+		}
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := (key * 0x9E3779B97F4A7C15) >> t.shift; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.id < 0 || s.key == key {
+			if s.id < 0 {
+				t.n++
+			}
+			s.key, s.merge = key, m // a later duplicate wins, as in HF
+			return
+		}
+	}
+}
+
+func (t *mergeTable) get(key uint64) (merge, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := (key * 0x9E3779B97F4A7C15) >> t.shift; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == key && s.id >= 0 {
+			return s.merge, true
+		}
+		if s.id < 0 {
+			return merge{}, false
+		}
+	}
 }
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
@@ -77,9 +144,27 @@ func parseModel(raw []byte) (*bpe, error) {
 	if isNull(rawVocab) {
 		return nil, fmt.Errorf("model BPE: missing vocab")
 	}
+	if isNull(rawMerges) {
+		return nil, fmt.Errorf("model BPE: missing merges")
+	}
+	// Read the merges' strings while the vocabulary is built.
+	var pairs [][2]string
+	var mergesErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mergesErr = parseMerges(rawMerges, func(a, b string) error {
+			pairs = append(pairs, [2]string{a, b})
+			return nil
+		})
+	}()
 	vocab, maxID, err := parseVocab(rawVocab)
+	<-done
 	if err != nil {
 		return nil, err
+	}
+	if mergesErr != nil {
+		return nil, mergesErr
 	}
 	m := &bpe{
 		vocab:        vocab,
@@ -95,8 +180,15 @@ func parseModel(raw []byte) (*bpe, error) {
 		m.suffix = *c.Suffix
 	}
 	m.idToTok = make([]string, maxID+1)
+	m.runeID = make([]int32, 1<<16)
+	for i := range m.runeID {
+		m.runeID[i] = -1
+	}
 	for t, id := range vocab {
 		m.idToTok[id] = t
+		if r, w := utf8.DecodeRuneInString(t); w == len(t) && r < 1<<16 && (r != utf8.RuneError || w == 3) {
+			m.runeID[r] = int32(id)
+		}
 	}
 	if c.UnkToken != nil {
 		id, ok := vocab[*c.UnkToken]
@@ -115,36 +207,52 @@ func parseModel(raw []byte) (*bpe, error) {
 			m.byteLevelID[b] = id
 		}
 	}
-	if isNull(rawMerges) {
-		return nil, fmt.Errorf("model BPE: missing merges")
+	// Resolve the merges to ids on all cores.
+	slots := make([]mergeSlot, len(pairs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8, len(pairs)/4096))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := len(pairs)*w/workers, len(pairs)*(w+1)/workers
+		wg.Add(1)
+		go func(w, lo, hi int) {
+			defer wg.Done()
+			var buf []byte
+			for k := lo; k < hi; k++ {
+				a, b := pairs[k][0], pairs[k][1]
+				ida, ok := vocab[a]
+				if !ok {
+					errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, a)
+					return
+				}
+				idb, ok := vocab[b]
+				if !ok {
+					errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, b)
+					return
+				}
+				rest := b
+				if len(m.prefix) <= len(b) {
+					rest = b[len(m.prefix):]
+				}
+				buf = append(append(buf[:0], a...), rest...)
+				idn, ok := vocab[string(buf)]
+				if !ok {
+					errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, buf)
+					return
+				}
+				slots[k] = mergeSlot{pairKey(int32(ida), int32(idb)), merge{int32(k), int32(idn)}}
+			}
+		}(w, lo, hi)
 	}
-	m.merges = make(map[uint64]merge, len(rawMerges)/16)
-	var buf []byte
-	rank := int32(0)
-	err = parseMerges(rawMerges, func(a, b string) error {
-		ida, ok := vocab[a]
-		if !ok {
-			return fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, a)
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, e // the first chunk's error has the lowest rank
 		}
-		idb, ok := vocab[b]
-		if !ok {
-			return fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, b)
-		}
-		rest := b
-		if len(m.prefix) <= len(b) {
-			rest = b[len(m.prefix):]
-		}
-		buf = append(append(buf[:0], a...), rest...)
-		idn, ok := vocab[string(buf)]
-		if !ok {
-			return fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, buf)
-		}
-		m.merges[pairKey(int32(ida), int32(idb))] = merge{rank, int32(idn)}
-		rank++
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	m.merges = newMergeTable(len(pairs))
+	for _, sl := range slots {
+		m.merges.put(sl.key, sl.merge)
 	}
 	return m, nil
 }
@@ -262,6 +370,9 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 			if p.mapped {
 				id = m.byteLevelID[w[i]]
 				ok = id >= 0
+			} else if r := decodeRune(w, i, cw); r < 1<<16 {
+				id = int(m.runeID[r])
+				ok = id >= 0
 			} else {
 				id, ok = m.vocab[chars]
 			}
@@ -315,7 +426,7 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 	if len(syms) > 1 {
 		st.heap = st.heap[:0]
 		for i := 0; i+1 < len(syms); i++ {
-			if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			if mg, ok := m.merges.get(pairKey(syms[i].id, syms[i+1].id)); ok {
 				st.push(mergeItem{mg.rank, int32(i), mg.id})
 			}
 		}
@@ -327,7 +438,7 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 			}
 			nextPos := cur.next
 			right := syms[nextPos]
-			if mg, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mg.id != top.id {
+			if mg, ok := m.merges.get(pairKey(cur.id, right.id)); !ok || mg.id != top.id {
 				continue
 			}
 			cur.id = top.id
@@ -338,12 +449,12 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 			}
 			if cur.prev >= 0 {
 				prev := syms[cur.prev]
-				if mg, ok := m.merges[pairKey(prev.id, cur.id)]; ok {
+				if mg, ok := m.merges.get(pairKey(prev.id, cur.id)); ok {
 					st.push(mergeItem{mg.rank, cur.prev, mg.id})
 				}
 			}
 			if cur.next >= 0 {
-				if mg, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+				if mg, ok := m.merges.get(pairKey(cur.id, syms[cur.next].id)); ok {
 					st.push(mergeItem{mg.rank, top.pos, mg.id})
 				}
 			}
@@ -353,4 +464,12 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 		dst = append(dst, int(syms[i].id))
 	}
 	return dst
+}
+
+func decodeRune(s string, i, w int) rune {
+	if w == 1 {
+		return rune(s[i])
+	}
+	r, _ := utf8.DecodeRuneInString(s[i : i+w])
+	return r
 }

@@ -1,11 +1,13 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The bulk of a tokenizer.json is the model's vocabulary and merges (for
@@ -86,13 +88,22 @@ func skipValue(d []byte, i int) (int, error) {
 
 func skipString(d []byte, i int) (int, error) {
 	// d[i] == '"'
-	for j := i + 1; j < len(d); j++ {
-		switch d[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
+	for j := i + 1; j < len(d); {
+		k := bytes.IndexByte(d[j:], '"')
+		if k < 0 {
+			break
 		}
+		q := j + k
+		// The quote ends the string unless an odd number of backslashes
+		// precede it.
+		n := 0
+		for p := q - 1; p > i && d[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
 	}
 	return 0, jsonErr(i, "unterminated string")
 }
@@ -100,6 +111,12 @@ func skipString(d []byte, i int) (int, error) {
 // parseString decodes the JSON string at d[i] and returns it with the
 // offset after it.
 func parseString(d []byte, i int) (string, int, error) {
+	return parseStr(d, i, false)
+}
+
+// parseStr is parseString; with view, a string without escapes shares
+// d's memory (only for strings that do not outlive d, unmodified).
+func parseStr(d []byte, i int, view bool) (string, int, error) {
 	i = skipWS(d, i)
 	if i >= len(d) || d[i] != '"' {
 		return "", 0, jsonErr(i, "expected a string")
@@ -109,6 +126,9 @@ func parseString(d []byte, i int) (string, int, error) {
 		j++
 	}
 	if j < len(d) && d[j] == '"' {
+		if view && j > i+1 {
+			return unsafe.String(&d[i+1], j-i-1), j + 1, nil
+		}
 		return string(d[i+1 : j]), j + 1, nil
 	}
 	buf := make([]byte, 0, j-i+16)
@@ -311,7 +331,7 @@ func parseMerges(d []byte, fn func(a, b string) error) error {
 		}
 		var a, b string
 		if d[i] == '"' {
-			s, n, err := parseString(d, i)
+			s, n, err := parseStr(d, i, true)
 			if err != nil {
 				return err
 			}
@@ -336,7 +356,7 @@ func parseMerges(d []byte, fn func(a, b string) error) error {
 			a, b = s[:sp], s[sp+1:]
 		} else if d[i] == '[' {
 			var err error
-			a, i, err = parseString(d, i+1)
+			a, i, err = parseStr(d, i+1, true)
 			if err != nil {
 				return err
 			}
@@ -344,7 +364,7 @@ func parseMerges(d []byte, fn func(a, b string) error) error {
 			if i >= len(d) || d[i] != ',' {
 				return fmt.Errorf("tokenizer.json: merge %d is not a pair of strings", rank)
 			}
-			b, i, err = parseString(d, i+1)
+			b, i, err = parseStr(d, i+1, true)
 			if err != nil {
 				return err
 			}

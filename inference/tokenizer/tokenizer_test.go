@@ -174,7 +174,7 @@ func TestStreamHoldsPartialCharacters(t *testing.T) {
 
 // Long inputs are encoded on all cores; the result must not depend on it.
 func TestParallelEncodeIsExact(t *testing.T) {
-	text := mixedText(300 << 10)
+	text := mixedText(100 << 10)
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			tk := load(t, f.fixture)
