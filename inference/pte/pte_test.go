@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -496,6 +497,80 @@ func TestScalarType(t *testing.T) {
 	}{{Float, "Float", 4}, {BFloat16, "BFloat16", 2}, {Long, "Long", 8}, {Int, "Int", 4}, {Half, "Half", 2}, {Bool, "Bool", 1}, {ScalarType(9), "ScalarType(9)", 0}} {
 		if c.t.String() != c.name || c.t.Size() != c.size {
 			t.Errorf("%d: %s %d, want %s %d", int(c.t), c.t, c.t.Size(), c.name, c.size)
+		}
+	}
+}
+
+func TestEveryTruncation(t *testing.T) {
+	// Cut llama3 after every byte of its header and program (the file's
+	// declared size stays honest: what is there is all there is).
+	b := head(t, fixtures.Llama3, 5120+56)
+	for n := 0; n <= len(b); n++ {
+		f, err := Parse(bytes.NewReader(b[:n]), int64(n))
+		if err == nil {
+			t.Fatalf("cut at %d: parsed (%d methods)", n, len(f.Methods))
+		}
+		if n >= minHeader && !errors.Is(err, ErrFormat) {
+			t.Fatalf("cut at %d: %v is not a format error", n, err)
+		}
+	}
+	// The same cuts with a header that agrees (program_size = the cut, no
+	// segment data), so the flatbuffer reader meets a partial program.
+	for n := headerBytes; n <= 5112; n++ {
+		c := append([]byte(nil), b[:n]...)
+		binary.LittleEndian.PutUint64(c[16:], uint64(n))
+		binary.LittleEndian.PutUint64(c[24:], 0)
+		binary.LittleEndian.PutUint64(c[32:], 0)
+		if _, err := Parse(bytes.NewReader(c), int64(n)); err == nil || !errors.Is(err, ErrFormat) {
+			t.Fatalf("program cut at %d: %v", n, err)
+		}
+	}
+}
+
+func TestMutations(t *testing.T) {
+	// Deterministic random corruption of each fixture's program: never a
+	// panic, every failure a FormatError, anything accepted in bounds.
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.InGraph} {
+		h := head(t, name, 48)
+		base := int64(binary.LittleEndian.Uint64(h[24:]))
+		size := base + int64(binary.LittleEndian.Uint64(h[32:]))
+		orig := head(t, name, base)
+		accepted := 0
+		for it := 0; it < 3000; it++ {
+			b := append([]byte(nil), orig...)
+			for range 1 + r.IntN(4) {
+				i := 40 + r.IntN(len(b)-44)
+				switch r.IntN(3) {
+				case 0:
+					b[i] = byte(r.Uint32())
+				case 1:
+					b[i] ^= 1 << r.IntN(8)
+				case 2:
+					binary.LittleEndian.PutUint32(b[i:], r.Uint32())
+				}
+			}
+			f, err := Parse(&sparse{data: b, size: size}, size)
+			if err != nil {
+				if !errors.Is(err, ErrFormat) {
+					t.Fatalf("%s iteration %d: %v", name, it, err)
+				}
+				continue
+			}
+			accepted++
+			for _, m := range f.Methods {
+				for _, d := range m.Delegates {
+					if d.Offset < 0 || d.Offset+d.Size > size {
+						t.Fatalf("delegate %+v outside the file", d)
+					}
+				}
+				if m.IsConstant {
+					f.Constant(m.Name)
+				}
+			}
+		}
+		if accepted == 0 {
+			t.Errorf("%s: no mutation was accepted; the test would not notice a reader that rejects everything", name)
 		}
 	}
 }
