@@ -137,6 +137,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if cfg != nil {
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, cfg.Summary())
+	} else if o.cache.policy() != (kvcache.Policy{StorageDType: "bf16", InitialCapacity: -1}) {
+		fmt.Fprintf(out, "[cache] in-graph: the program keeps its own cache of %d tokens; the --kv-* flags do not apply\n", capacity)
 	}
 	loadStart := time.Now()
 	sess, err := sel.Engine.Open(ctx, o.pte, cfg)

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"etchat/inference/cpu"
@@ -15,6 +16,7 @@ type refCase struct {
 	Prompt    string    `json:"prompt"`
 	InputIDs  []int     `json:"input_ids"`
 	GreedyIDs []int     `json:"greedy_ids"`
+	Text      string    `json:"greedy_text"`
 	Messages  []Message `json:"-"`
 }
 
@@ -101,13 +103,18 @@ func TestFixtureGreedyThroughLoop(t *testing.T) {
 				if err := sess.Clear(); err != nil {
 					t.Fatal(err)
 				}
+				var streamed strings.Builder
 				res, err := Generate(bg, sess, ids, Options{MaxNewTokens: len(c.GreedyIDs), IgnoreEOS: true,
-					StopIDs: chat.StopIDs, PrefillChunk: cfg.MaxWrite, Decoder: chat.Tokenizer})
+					StopIDs: chat.StopIDs, PrefillChunk: cfg.MaxWrite, Decoder: chat.Tokenizer,
+					OnToken: func(tok Token) error { streamed.WriteString(tok.Text); return nil }})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !equalInts(res.GeneratedIDs, c.GreedyIDs) {
 					t.Errorf("case %d (%s): generated %v, want %v", i, c.Kind, res.GeneratedIDs, c.GreedyIDs)
+				}
+				if res.Text != c.Text || streamed.String() != c.Text {
+					t.Errorf("case %d: text %q, streamed %q, want %q", i, res.Text, streamed.String(), c.Text)
 				}
 			}
 		})
