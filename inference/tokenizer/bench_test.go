@@ -69,3 +69,31 @@ func BenchmarkDecodeLlama3(b *testing.B) {
 		}
 	}
 }
+
+// Pre-tokenizer split throughput: the hand-written scanner and the general
+// engine on the same pattern and text.
+func benchSplit(b *testing.B, f splitter) {
+	text := mixedText(1 << 20)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		n := 0
+		f.findAll(text, func(int, int) { n++ })
+		if n == 0 {
+			b.Fatal("no pieces")
+		}
+	}
+}
+
+func BenchmarkSplitScannerCL100K(b *testing.B) {
+	f, _ := newRegexSplitter(patCL100K)
+	benchSplit(b, f)
+}
+
+func BenchmarkSplitEngineCL100K(b *testing.B) {
+	re, err := compileRegex(patCL100K)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchSplit(b, re)
+}

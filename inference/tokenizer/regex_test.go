@@ -51,6 +51,9 @@ func TestRegexEngine(t *testing.T) {
 		{`\P{L}+`, "ab12cd", []string{"12"}},
 		{`\p{^L}+`, "ab12cd", []string{"12"}},
 		{` ?\p{L}+`, "hi there", []string{"hi", " there"}},
+		// GPT-4o's o200k pattern, which has no hand-written scanner.
+		{`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+			"HelloWorld's CamelCase 12345 x/y\n\nABC'LL", []string{"Hello", "World's", " Camel", "Case", " ", "123", "45", " x", "/y", "\n\n", "ABC'LL"}},
 	}
 	for _, c := range cases {
 		re, err := compileRegex(c.pattern)

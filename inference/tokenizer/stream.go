@@ -20,6 +20,10 @@ type StreamDecoder struct {
 // contextTokens is how many shown ids are kept as context.
 const contextTokens = 4
 
+// maxPending bounds how long ill-formed bytes are held back waiting to
+// become a character (each Add decodes the pending ids again).
+const maxPending = 256
+
 // NewStreamDecoder starts a stream; skipSpecial drops special tokens.
 func (t *Tokenizer) NewStreamDecoder(skipSpecial bool) *StreamDecoder {
 	return &StreamDecoder{t: t, skipSpecial: skipSpecial}
@@ -42,8 +46,11 @@ func (d *StreamDecoder) Add(id int) string {
 	}
 	all := append(append(make([]int, 0, len(d.ctx)+len(d.pend)), d.ctx...), d.pend...)
 	full := d.t.Decode(all, d.skipSpecial)
-	if strings.HasSuffix(full, "\uFFFD") || !strings.HasPrefix(full, d.ctxText) {
-		return "" // an incomplete character, or context not settled yet
+	if !strings.HasPrefix(full, d.ctxText) {
+		return "" // context not settled yet
+	}
+	if strings.HasSuffix(full, "\uFFFD") && len(d.pend) < maxPending {
+		return "" // maybe an incomplete character
 	}
 	out := full[len(d.ctxText):]
 	if len(all) > contextTokens {
