@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"etchat/inference/chattmpl/jinja"
@@ -178,6 +179,9 @@ type Template struct {
 	tokens  map[string]any // special-token variables
 	eos     string
 	builtin *builtinSpec
+
+	turnEndOnce sync.Once
+	turnEnd     string
 }
 
 // IsBuiltin reports whether t is one of the runner's built-in wrappings.
@@ -246,6 +250,11 @@ func (t *Template) TurnEnd() string {
 	if t.builtin != nil {
 		return t.builtin.turnEnd
 	}
+	t.turnEndOnce.Do(func() { t.turnEnd = t.findTurnEnd() })
+	return t.turnEnd
+}
+
+func (t *Template) findTurnEnd() string {
 	const probe = "\x00etchat-probe\x00"
 	convs := [][]Message{
 		{{Role: "user", Content: "hi"}, {Role: "assistant", Content: probe}},

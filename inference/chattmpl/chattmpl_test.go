@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestBuiltinChatmlAndSystem(t *testing.T) {
 func TestModelTurnEnds(t *testing.T) {
 	want := map[string]string{fixtures.Llama3: "<|eot_id|>", fixtures.Gemma3: "<end_of_turn>", fixtures.Qwen3: "<|im_end|>"}
 	for model, w := range want {
-		cfg, err := LoadConfig(fixtures.TokenizerConfig(t, model))
+		cfg, err := LoadConfig(filepath.Join(modelDir(t, model), "tokenizer_config.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,32 +129,63 @@ func TestModelTurnEnds(t *testing.T) {
 	}
 }
 
-// addedTokens resolves token text with the fixture tokenizer.json's
-// added_tokens, standing in for the tokenizer package.
+// addedTokens resolves token text with the fixture tokenizer_config.json's
+// added_tokens_decoder, standing in for the tokenizer package.
 type addedTokens map[string]int
 
 func (a addedTokens) TokenID(s string) (int, bool) { id, ok := a[s]; return id, ok }
 
-func loadAddedTokens(t *testing.T, model string) addedTokens {
+func loadAddedTokens(t *testing.T, dir string) addedTokens {
 	t.Helper()
-	b, err := os.ReadFile(fixtures.Tokenizer(t, model))
+	b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tj struct {
-		AddedTokens []struct {
-			ID      int    `json:"id"`
+	var tc struct {
+		Decoder map[string]struct {
 			Content string `json:"content"`
-		} `json:"added_tokens"`
+		} `json:"added_tokens_decoder"`
 	}
-	if err := json.Unmarshal(b, &tj); err != nil {
+	if err := json.Unmarshal(b, &tc); err != nil {
 		t.Fatal(err)
 	}
 	out := addedTokens{}
-	for _, a := range tj.AddedTokens {
-		out[a.Content] = a.ID
+	for id, tok := range tc.Decoder {
+		n, err := strconv.Atoi(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[tok.Content] = n
+	}
+	if len(out) == 0 {
+		t.Fatal("no added tokens")
 	}
 	return out
+}
+
+// modelDir is a fixture's model folder without its tokenizer.json (which
+// these tests do not need and which is slow to unpack under -race).
+func modelDir(t *testing.T, model string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := fixtures.ModelDir(model)
+	for _, name := range []string{"config.json", "generation_config.json"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := fixtures.ReadGz(filepath.Join(src, "tokenizer_config.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestStopTokens: for each fixture the template's turn end and the
@@ -161,7 +193,7 @@ func loadAddedTokens(t *testing.T, model string) addedTokens {
 func TestStopTokens(t *testing.T) {
 	for _, model := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3} {
 		t.Run(model, func(t *testing.T) {
-			dir := fixtures.Unpacked(t, model)
+			dir := modelDir(t, model)
 			tmpl, why, err := Choose(dir, "auto")
 			if err != nil {
 				t.Fatal(err)
@@ -176,7 +208,7 @@ func TestStopTokens(t *testing.T) {
 			if len(ids) != 2 || len(texts) == 0 || !slices.Contains(texts, tmpl.TurnEnd()) {
 				t.Fatalf("ids %v texts %q", ids, texts)
 			}
-			tok := loadAddedTokens(t, model)
+			tok := loadAddedTokens(t, dir)
 			all, err := StopTokens(dir, tmpl, tok)
 			if err != nil {
 				t.Fatal(err)
@@ -320,7 +352,7 @@ func TestQwen3ToolConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(fixtures.TokenizerConfig(t, fixtures.Qwen3))
+	cfg, err := LoadConfig(filepath.Join(modelDir(t, fixtures.Qwen3), "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

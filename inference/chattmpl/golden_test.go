@@ -3,6 +3,7 @@ package chattmpl
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,7 +52,7 @@ func TestGoldens(t *testing.T) {
 			if len(g.ChatTemplate) == 0 {
 				t.Fatal("no chat_template records")
 			}
-			cfg, err := LoadConfig(fixtures.TokenizerConfig(t, model))
+			cfg, err := LoadConfig(filepath.Join(modelDir(t, model), "tokenizer_config.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
