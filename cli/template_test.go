@@ -29,6 +29,17 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
+// tokenizerConfig writes a fixture's tokenizer_config.json to a temp
+// folder (without unpacking its large tokenizer.json).
+func tokenizerConfig(t *testing.T, model string) string {
+	t.Helper()
+	b, err := fixtures.ReadGz(filepath.Join(fixtures.ModelDir(model), "tokenizer_config.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, "tokenizer_config.json", string(b))
+}
+
 type cliGolden struct {
 	Messages            json.RawMessage `json:"messages"`
 	AddGenerationPrompt bool            `json:"add_generation_prompt"`
@@ -47,7 +58,7 @@ func TestTemplateGoldens(t *testing.T) {
 				ChatTemplate []cliGolden `json:"chat_template"`
 			}
 			fixtures.Golden(t, name, &g)
-			cfg := fixtures.TokenizerConfig(t, model)
+			cfg := tokenizerConfig(t, model)
 			for i, rec := range g.ChatTemplate {
 				msgs := writeFile(t, "m.json", string(rec.Messages))
 				args := []string{"template", "--tokenizer-config", cfg, "--messages", msgs}
@@ -84,7 +95,7 @@ func TestTemplateStdinAndBuiltin(t *testing.T) {
 }
 
 func TestTemplateTools(t *testing.T) {
-	cfg := fixtures.TokenizerConfig(t, fixtures.Qwen3)
+	cfg := tokenizerConfig(t, fixtures.Qwen3)
 	msgs := writeFile(t, "m.json", `[{"role":"user","content":"weather?"}]`)
 	tools := writeFile(t, "t.json", `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`)
 	code, out, stderr := runCLI(t, "", "template", "--tokenizer-config", cfg, "--messages", msgs, "--tools", tools)
@@ -100,7 +111,7 @@ func TestTemplateTools(t *testing.T) {
 }
 
 func TestTemplateUsageErrors(t *testing.T) {
-	cfg := fixtures.TokenizerConfig(t, fixtures.Llama3)
+	cfg := tokenizerConfig(t, fixtures.Llama3)
 	msgs := writeFile(t, "m.json", `[{"role":"user","content":"hi"}]`)
 	cases := []struct {
 		name string
