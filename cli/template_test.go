@@ -12,7 +12,7 @@ import (
 	"etchat/internal/fixtures"
 )
 
-func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+func tmplRun(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
@@ -20,7 +20,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func writeFile(t *testing.T, name, content string) string {
+func tmplWriteFile(t *testing.T, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -29,18 +29,18 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-// tokenizerConfig writes a fixture's tokenizer_config.json to a temp
+// tmplTokenizerConfig writes a fixture's tokenizer_config.json to a temp
 // folder (without unpacking its large tokenizer.json).
-func tokenizerConfig(t *testing.T, model string) string {
+func tmplTokenizerConfig(t *testing.T, model string) string {
 	t.Helper()
 	b, err := fixtures.ReadGz(filepath.Join(fixtures.ModelDir(model), "tokenizer_config.json.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return writeFile(t, "tokenizer_config.json", string(b))
+	return tmplWriteFile(t, "tokenizer_config.json", string(b))
 }
 
-type cliGolden struct {
+type tmplGolden struct {
 	Messages            json.RawMessage `json:"messages"`
 	AddGenerationPrompt bool            `json:"add_generation_prompt"`
 	Kwargs              map[string]json.RawMessage
@@ -55,12 +55,12 @@ func TestTemplateGoldens(t *testing.T) {
 	for name, model := range map[string]string{"llama3": fixtures.Llama3, "gemma3": fixtures.Gemma3, "qwen3": fixtures.Qwen3} {
 		t.Run(name, func(t *testing.T) {
 			var g struct {
-				ChatTemplate []cliGolden `json:"chat_template"`
+				ChatTemplate []tmplGolden `json:"chat_template"`
 			}
 			fixtures.Golden(t, name, &g)
-			cfg := tokenizerConfig(t, model)
+			cfg := tmplTokenizerConfig(t, model)
 			for i, rec := range g.ChatTemplate {
-				msgs := writeFile(t, "m.json", string(rec.Messages))
+				msgs := tmplWriteFile(t, "m.json", string(rec.Messages))
 				args := []string{"template", "--tokenizer-config", cfg, "--messages", msgs}
 				if rec.AddGenerationPrompt {
 					args = append(args, "--add-generation-prompt")
@@ -68,7 +68,7 @@ func TestTemplateGoldens(t *testing.T) {
 				for k, v := range rec.Kwargs {
 					args = append(args, "--var", k+"="+string(v))
 				}
-				code, out, stderr := runCLI(t, "", args...)
+				code, out, stderr := tmplRun(t, "", args...)
 				if rec.Error != nil {
 					want := strings.TrimPrefix(*rec.Error, "TemplateError: ")
 					if code != 1 || out != "" || !strings.Contains(stderr, want) {
@@ -86,7 +86,7 @@ func TestTemplateGoldens(t *testing.T) {
 
 func TestTemplateStdinAndBuiltin(t *testing.T) {
 	msgs := `{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}, {"role": "user", "content": "again"}]}`
-	code, out, stderr := runCLI(t, msgs, "template", "--chat", "llama3", "--messages", "-", "--add-generation-prompt")
+	code, out, stderr := tmplRun(t, msgs, "template", "--chat", "llama3", "--messages", "-", "--add-generation-prompt")
 	want := "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nyo<|eot_id|>" +
 		"<|start_header_id|>user<|end_header_id|>\n\nagain<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
 	if code != 0 || out != want {
@@ -95,10 +95,10 @@ func TestTemplateStdinAndBuiltin(t *testing.T) {
 }
 
 func TestTemplateTools(t *testing.T) {
-	cfg := tokenizerConfig(t, fixtures.Qwen3)
-	msgs := writeFile(t, "m.json", `[{"role":"user","content":"weather?"}]`)
-	tools := writeFile(t, "t.json", `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`)
-	code, out, stderr := runCLI(t, "", "template", "--tokenizer-config", cfg, "--messages", msgs, "--tools", tools)
+	cfg := tmplTokenizerConfig(t, fixtures.Qwen3)
+	msgs := tmplWriteFile(t, "m.json", `[{"role":"user","content":"weather?"}]`)
+	tools := tmplWriteFile(t, "t.json", `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`)
+	code, out, stderr := tmplRun(t, "", "template", "--tokenizer-config", cfg, "--messages", msgs, "--tools", tools)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -111,8 +111,8 @@ func TestTemplateTools(t *testing.T) {
 }
 
 func TestTemplateUsageErrors(t *testing.T) {
-	cfg := tokenizerConfig(t, fixtures.Llama3)
-	msgs := writeFile(t, "m.json", `[{"role":"user","content":"hi"}]`)
+	cfg := tmplTokenizerConfig(t, fixtures.Llama3)
+	msgs := tmplWriteFile(t, "m.json", `[{"role":"user","content":"hi"}]`)
 	cases := []struct {
 		name string
 		args []string
@@ -126,11 +126,11 @@ func TestTemplateUsageErrors(t *testing.T) {
 		{"unknown chat", []string{"--messages", msgs, "--chat", "nope"}, 2, "not a built-in"},
 		{"unknown named template", []string{"--tokenizer-config", cfg, "--messages", msgs, "--chat", "tool_use"}, 1, "no chat template named"},
 		{"missing file", []string{"--tokenizer-config", cfg, "--messages", filepath.Join(t.TempDir(), "nope.json")}, 1, "nope.json"},
-		{"bad messages", []string{"--tokenizer-config", cfg, "--messages", writeFile(t, "bad.json", `{"role": 3}`)}, 1, "messages"},
+		{"bad messages", []string{"--tokenizer-config", cfg, "--messages", tmplWriteFile(t, "bad.json", `{"role": 3}`)}, 1, "messages"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, stderr := runCLI(t, "", append([]string{"template"}, c.args...)...)
+			code, out, stderr := tmplRun(t, "", append([]string{"template"}, c.args...)...)
 			if code != c.code || out != "" || !strings.Contains(stderr, c.msg) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d mentioning %q", code, out, stderr, c.code, c.msg)
 			}
