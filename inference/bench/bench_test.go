@@ -1,0 +1,295 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"etchat/inference/modelinfo"
+	"etchat/inference/tokenizer"
+	"etchat/internal/fixtures"
+)
+
+// checkResult asserts what every measured result must satisfy.
+func checkResult(t *testing.T, r *Result, reps int) {
+	t.Helper()
+	if len(r.Reps) != reps {
+		t.Fatalf("%s: %d reps, want %d", r.Test.Name(), len(r.Reps), reps)
+	}
+	for i, p := range r.Reps {
+		if p.Ns <= 0 || p.TTFTNs <= 0 {
+			t.Errorf("%s rep %d: ns %d ttft %d not positive", r.Test.Name(), i, p.Ns, p.TTFTNs)
+		}
+		if p.NumPromptTokens != int64(r.Test.NPrompt) || p.NumGeneratedTokens != int64(r.Test.NGen) {
+			t.Errorf("%s rep %d: counts %d/%d", r.Test.Name(), i, p.NumPromptTokens, p.NumGeneratedTokens)
+		}
+		if !(p.ModelLoadStartMs <= p.ModelLoadEndMs && p.ModelLoadEndMs <= p.InferenceStartMs &&
+			p.InferenceStartMs <= p.PromptEvalEndMs && p.PromptEvalEndMs <= p.InferenceEndMs &&
+			p.InferenceStartMs <= p.FirstTokenMs && p.FirstTokenMs <= p.InferenceEndMs) {
+			t.Errorf("%s rep %d: timestamps out of order: %+v", r.Test.Name(), i, p)
+		}
+		if p.PeakMem <= 0 || p.KVBytes <= 0 {
+			t.Errorf("%s rep %d: memory not reported: peak %d kv %d", r.Test.Name(), i, p.PeakMem, p.KVBytes)
+		}
+		if got, want := p.TokS(r.Test), float64(r.Test.NPrompt+r.Test.NGen)/(float64(p.Ns)/1e9); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("tok/s %v, want %v", got, want)
+		}
+	}
+	if r.AvgTS() <= 0 || math.IsNaN(r.StddevTS()) {
+		t.Errorf("%s: avg %v sd %v", r.Test.Name(), r.AvgTS(), r.StddevTS())
+	}
+}
+
+func TestRunFixtures(t *testing.T) {
+	cases := []struct {
+		fixture   string
+		tokenizer bool
+		cache     string
+	}{
+		{fixtures.Llama3, true, "bf16 c128 w0"},
+		{fixtures.Qwen3, true, ""},
+		{fixtures.InGraph, false, "in-graph c128"},
+		{fixtures.BenchBF16, false, "bf16 c2048 w0"},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture, func(t *testing.T) {
+			o := opts(t, c.fixture, []int{12}, []int{3}, 2)
+			o.Depths = []int{0, 5}
+			if c.tokenizer {
+				o.Tokenizer = fixtures.Tokenizer(t, c.fixture)
+			}
+			var progress []Progress
+			o.Progress = func(p Progress) { progress = append(progress, p) }
+			rs := run(t, o)
+			want := []string{"pp12", "tg3", "pp12 @ d5", "tg3 @ d5"}
+			var got []string
+			for _, r := range rs {
+				got = append(got, r.Test.Name())
+				checkResult(t, r, 2)
+				if r.Model.SHA256 == "" || r.Model.Size <= 0 || r.Model.Params <= 0 || r.Engine != "cpu" || r.Backends != "CPU" {
+					t.Errorf("model/engine not described: %+v %s %s", r.Model, r.Engine, r.Backends)
+				}
+				if c.cache != "" && r.Test.Cache.String() != c.cache {
+					t.Errorf("cache %q, want %q", r.Test.Cache, c.cache)
+				}
+				if r.Batch != rs[0].Batch || r.Batch == "" {
+					t.Errorf("batch %q vs %q", r.Batch, rs[0].Batch)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("tests %v, want %v", got, want)
+			}
+			// warmup + 2 reps + done, per test
+			if len(progress) != 4*len(want) {
+				t.Fatalf("%d progress calls, want %d", len(progress), 4*len(want))
+			}
+			if p := progress[0]; !p.Warmup || p.Test != 1 || p.Tests != 4 {
+				t.Errorf("first progress %+v", p)
+			}
+			if p := progress[len(progress)-1]; !p.Done || p.Test != 4 || !strings.Contains(p.String(), "done") {
+				t.Errorf("last progress %+v", p)
+			}
+		})
+	}
+}
+
+func TestCacheSpecsAndNoWarmup(t *testing.T) {
+	o := opts(t, fixtures.Llama3, []int{8}, nil, 1)
+	o.NoWarmup = true
+	o.Caches = []CacheSpec{{DType: "bf16"}, {DType: "fp16", Capacity: 64}, {DType: "fp32"}, {Windows: "16"}}
+	var warm int
+	o.Progress = func(p Progress) {
+		if p.Warmup {
+			warm++
+		}
+	}
+	rs := run(t, o)
+	var caches []string
+	for _, r := range rs {
+		caches = append(caches, r.Test.Cache.String())
+		checkResult(t, r, 1)
+	}
+	if want := []string{"bf16 c128 w0", "fp16 c64 w0", "fp32 c128 w0", "bf16 c128 w16"}; !slices.Equal(caches, want) {
+		t.Fatalf("caches %v, want %v", caches, want)
+	}
+	if warm != 0 {
+		t.Errorf("%d warmups with NoWarmup", warm)
+	}
+	// fp32 keeps twice the bytes of bf16 per cell.
+	if rs[2].Reps[0].KVBytes <= rs[0].Reps[0].KVBytes {
+		t.Errorf("fp32 KV bytes %d not above bf16's %d", rs[2].Reps[0].KVBytes, rs[0].Reps[0].KVBytes)
+	}
+}
+
+func TestDoesNotFitBeforeRunning(t *testing.T) {
+	ce := &countingEngine{Engine: cpuEngine()}
+	o := opts(t, fixtures.Llama3, []int{100}, []int{20}, 1)
+	o.Engine = ce
+	o.Depths = []int{0, 110}
+	_, err := Run(context.Background(), o)
+	if !errors.Is(err, ErrDoesNotFit) {
+		t.Fatalf("err %v, want ErrDoesNotFit", err)
+	}
+	for _, want := range []string{"pp100 @ d110 needs 210", "tg20 @ d110 needs 130", "holds 128"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "pp100 needs") {
+		t.Errorf("error %q names a test that fits", err)
+	}
+	if n := ce.opens.Load(); n != 0 {
+		t.Errorf("engine opened %d times before the check", n)
+	}
+	// A smaller capacity makes a fitting test misfit.
+	o.Depths, o.Caches = nil, []CacheSpec{{Capacity: 64}}
+	if _, err := Prepare(o); !errors.Is(err, ErrDoesNotFit) || !strings.Contains(err.Error(), "pp100 needs 100") {
+		t.Fatalf("capacity 64: %v", err)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	base := opts(t, fixtures.Llama3, []int{8}, []int{2}, 1)
+	cases := map[string]func(o *Options){
+		"at least 1":         func(o *Options) { o.Reps = 0 },
+		"negative":           func(o *Options) { o.Prompts = []int{-1} },
+		"no tests":           func(o *Options) { o.Prompts, o.Gens = []int{0}, nil },
+		"no such file":       func(o *Options) { o.PTE = "/nonexistent/model.pte" },
+		"unknown kv storage": func(o *Options) { o.Caches = []CacheSpec{{DType: "int4"}} },
+		"no engine":          func(o *Options) { o.Engine = nil },
+	}
+	for want, mod := range cases {
+		o := base
+		mod(&o)
+		_, err := Run(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v", want, err)
+		}
+	}
+	o := opts(t, fixtures.InGraph, []int{8}, nil, 1)
+	o.Caches = []CacheSpec{{DType: "fp16"}}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "in the graph") {
+		t.Errorf("kv flags on an in-graph model: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	o := opts(t, fixtures.Llama3, []int{8}, []int{4}, 3)
+	o.Progress = func(p Progress) {
+		if p.Test == 2 && p.Rep == 2 {
+			cancel()
+		}
+	}
+	rs, err := Run(ctx, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want canceled", err)
+	}
+	if len(rs) != 1 || rs[0].Test.Name() != "pp8" {
+		t.Fatalf("finished results %d, want the first test", len(rs))
+	}
+}
+
+func TestTokens(t *testing.T) {
+	// With a tokenizer: no added/special ids, all below both vocabularies.
+	info, err := modelinfo.Load(fixtures.PTE(fixtures.Llama3), modelinfo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokPath := fixtures.Tokenizer(t, fixtures.Llama3)
+	tk, err := tokenizer.Load(tokPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := NewTokens(info, tokPath, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := map[int]bool{}
+	for _, a := range tk.AddedTokens() {
+		added[a.ID] = true
+	}
+	if len(added) == 0 || len(toks.Excluded) < len(added) {
+		t.Fatalf("%d added tokens, %d excluded", len(added), len(toks.Excluded))
+	}
+	ids := toks.IDs(20000)
+	for _, id := range ids {
+		if id < 0 || id >= info.VocabSize || id >= tk.VocabSize() || added[id] || tk.IsSpecial(id) {
+			t.Fatalf("id %d is not an ordinary vocabulary id", id)
+		}
+	}
+	distinct := map[int]bool{}
+	for _, id := range ids {
+		distinct[id] = true
+	}
+	if len(distinct) < 1000 {
+		t.Errorf("only %d distinct ids in 20000", len(distinct))
+	}
+	again, _ := NewTokens(info, tokPath, 7)
+	other, _ := NewTokens(info, tokPath, 8)
+	if !slices.Equal(again.IDs(500), ids[:500]) {
+		t.Error("same seed, different ids")
+	}
+	if slices.Equal(other.IDs(500), ids[:500]) {
+		t.Error("different seed, same ids")
+	}
+
+	// Without a tokenizer (llama-bench-bf16): the published BOS 1 and EOS 2 are avoided.
+	binfo, err := modelinfo.Load(fixtures.PTE(fixtures.BenchBF16), modelinfo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := NewTokens(binfo, "", DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(bt.Excluded, 1) || !slices.Contains(bt.Excluded, 2) || bt.Vocab != 16384 {
+		t.Fatalf("excluded %v vocab %d", bt.Excluded, bt.Vocab)
+	}
+	for _, id := range bt.IDs(50000) {
+		if id == 1 || id == 2 || id < 0 || id >= 16384 {
+			t.Fatalf("id %d", id)
+		}
+	}
+	if !strings.Contains(bt.Source, "no tokenizer") {
+		t.Errorf("source %q", bt.Source)
+	}
+}
+
+func TestArgmax(t *testing.T) {
+	if got := Argmax([]float32{1, 3, 3, -1}); got != 1 {
+		t.Errorf("argmax %d, want the lower of tied ids", got)
+	}
+	if got := Argmax([]float32{-5, -2, -9}); got != 1 {
+		t.Errorf("argmax %d", got)
+	}
+}
+
+func TestMeanSD(t *testing.T) {
+	m, s := MeanSD([]float64{2, 4, 4, 4, 5, 5, 7, 9})
+	if m != 5 || math.Abs(s-2.138089935299395) > 1e-12 {
+		t.Errorf("mean %v sd %v", m, s)
+	}
+	if m, s := MeanSD([]float64{3}); m != 3 || s != 0 {
+		t.Errorf("one value: %v %v", m, s)
+	}
+}
+
+func TestTestNames(t *testing.T) {
+	for _, c := range []struct {
+		t    Test
+		want string
+	}{
+		{Test{NPrompt: 512}, "pp512"},
+		{Test{NGen: 128}, "tg128"},
+		{Test{NPrompt: 512, NDepth: 4096}, "pp512 @ d4096"},
+		{Test{NGen: 32, NDepth: 7}, "tg32 @ d7"},
+	} {
+		if got := c.t.Name(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.t, got, c.want)
+		}
+	}
+}

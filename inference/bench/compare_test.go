@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"etchat/internal/fixtures"
+	"etchat/store"
+)
+
+func openStore(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "etchat.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t)
+	rs := sharedRun(t)
+	if err := Save(ctx, db, rs); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(t, fixtures.Llama3, []int{8}, nil, 2)
+	o.NoWarmup = true
+	second := run(t, o)
+	if err := Save(ctx, db, second); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := db.ListRuns(ctx, store.RunFilter{Kind: "bench", Model: "llama3-tiny-offgraph"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != len(rs)+1 {
+		t.Fatalf("%d stored runs, want %d", len(runs), len(rs)+1)
+	}
+	back, err := Load(ctx, db, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[int64]*Result{}
+	for _, r := range back {
+		byID[r.RunID] = r
+	}
+	for _, r := range append(append([]*Result{}, rs...), second...) {
+		b := byID[r.RunID]
+		if b == nil {
+			t.Fatalf("run %d not loaded", r.RunID)
+		}
+		if b.Test != r.Test || b.Batch != r.Batch || b.Machine != r.Machine || b.Model != r.Model ||
+			len(b.Reps) != len(r.Reps) || b.Reps[1] != r.Reps[1] || b.AvgTS() != r.AvgTS() {
+			t.Errorf("run %d differs after the store:\n%+v\n%+v", r.RunID, b, r)
+		}
+	}
+	// The store's own columns agree with the precise numbers.
+	got, samples, err := db.GetRun(ctx, rs[1].RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Bench.NGen != 4 || got.Bench.Repetitions != 2 || math.Abs(got.Bench.AvgTokS-rs[1].AvgTS()) > 1e-9 ||
+		len(samples) != 2 || samples[0].TokS != rs[1].Reps[0].TokS(rs[1].Test) || got.Memory.Peak != rs[1].PeakMem() {
+		t.Errorf("stored run %+v samples %+v", got.Bench, samples)
+	}
+	var mach Machine
+	if string(got.Machine) == "{}" || !strings.Contains(string(got.Machine), `"cpu":"Test CPU"`) {
+		t.Errorf("machine %s", got.Machine)
+	}
+	_ = mach
+
+	// A run without etchat's config (another writer) is rebuilt from the samples.
+	plain, err := db.InsertRun(ctx, store.Run{Kind: "bench", Engine: "cpu", ModelName: "x", Bench: store.BenchTest{NGen: 10}},
+		[]store.Sample{{TokS: 100}, {TokS: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, ss, _ := db.GetRun(ctx, plain.ID)
+	pr, err := FromRun(full, ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Test.Name() != "tg10" || len(pr.Reps) != 2 || pr.Reps[0].Ns != 1e8 || pr.Reps[1].Ns != 2e8 || pr.AvgTS() != 75 {
+		t.Errorf("rebuilt %+v", pr)
+	}
+}
+
+func TestSelectors(t *testing.T) {
+	for _, bad := range []string{"", "model", "color=red", "since=yesterday", "-3"} {
+		if _, err := ParseSelector(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	s, err := ParseSelector("model=llama, engine=cpu,latest")
+	if err != nil || s.Model != "llama" || s.Engine != "cpu" || !s.Latest || len(s.IDs) != 0 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	s, err = ParseSelector("4,5,since=2026-11-01")
+	if err != nil || len(s.IDs) != 2 || s.IDs[1] != 5 || s.Since.IsZero() {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+func TestWelch(t *testing.T) {
+	// Reference values of Student's t two-sided tail.
+	for _, c := range []struct{ t, df, p float64 }{
+		{0, 5, 1},
+		{1, 1, 0.5},
+		{2, 10, 0.073388034},
+		{2.228138852, 10, 0.05},
+		{-3.5, 4, 0.024896},
+	} {
+		if got := StudentTTwoSided(c.t, c.df); math.Abs(got-c.p) > 1e-5 {
+			t.Errorf("t=%v df=%v: p %v, want %v", c.t, c.df, got, c.p)
+		}
+	}
+	// Welch with equal n and sd: t = (10-12)/sqrt(2*4/5) = -1.5811, df = 8.
+	if got := WelchP(10, 2, 5, 12, 2, 5); math.Abs(got-0.15252) > 1e-4 {
+		t.Errorf("welch p %v", got)
+	}
+}
+
+func TestCompareFlagsPlantedSlowdown(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t)
+	// Timed on a virtual clock that the engines advance: 1 ms a token
+	// ±15% for the baseline and the rerun (different jitter), 2 ms for the
+	// slow engine. The forwards are real.
+	clock := newVirtualClock(1)
+	mk := func(step time.Duration) []*Result {
+		o := opts(t, fixtures.Llama3, []int{32}, []int{16}, 5)
+		o.Engine = slowEngine{Engine: cpuEngine(), clock: clock, step: step, jitter: 0.15}
+		o.Clock = clock.Now
+		return run(t, o)
+	}
+	base := mk(time.Millisecond)
+	rerun := mk(time.Millisecond)
+	slow := mk(2 * time.Millisecond)
+	for _, rs := range [][]*Result{base, rerun, slow} {
+		if err := Save(ctx, db, rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Selected back from the store by filters; "latest" is the slow run.
+	sel, _ := ParseSelector("model=llama3-tiny-offgraph,engine=cpu,latest")
+	latest, err := Select(ctx, db, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(latest) != 2 || latest[0].RunID != slow[0].RunID {
+		t.Fatalf("latest selected %d results of batch %s (run %d), want the slow run %d", len(latest), latest[0].Batch, latest[0].RunID, slow[0].RunID)
+	}
+	baseSel, err := Select(ctx, db, Selector{Batch: base[0].Batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	co := CompareOptions{}
+	for _, ch := range Compare(baseSel, latest, co) {
+		if !ch.Flagged || ch.DeltaPct > -30 || ch.Note != "slower" || !(ch.P < 0.01) {
+			t.Errorf("%s: slowdown not flagged: Δ %.1f%% p %v %q", ch.Test.Name(), ch.DeltaPct, ch.P, ch.Note)
+		}
+	}
+	for _, ch := range Compare(base, rerun, co) {
+		if ch.Flagged {
+			t.Errorf("%s: rerun flagged: Δ %.1f%% p %v", ch.Test.Name(), ch.DeltaPct, ch.P)
+		}
+		if ch.Base == nil || ch.Cand == nil || math.IsNaN(ch.P) {
+			t.Errorf("%s: not matched: %+v", ch.Test.Name(), ch)
+		}
+	}
+
+	var b bytes.Buffer
+	n, err := WriteComparison(&b, base, slow, Compare(base, slow, co))
+	if err != nil || n != 2 || !strings.Contains(b.String(), "** slower") || !strings.Contains(b.String(), "2 of 2 tests changed") {
+		t.Errorf("comparison (%d flagged):\n%s", n, b.String())
+	}
+
+	// Unmatched tests are listed, not compared.
+	other := opts(t, fixtures.Llama3, []int{16}, []int{32}, 2)
+	orun := run(t, other)
+	chs := Compare(base, orun, co)
+	if len(chs) != 4 {
+		t.Fatalf("%d changes", len(chs))
+	}
+	for _, ch := range chs {
+		if ch.Flagged || (ch.Base != nil && ch.Cand != nil) {
+			t.Errorf("unmatched %s compared: %+v", ch.Test.Name(), ch)
+		}
+	}
+}
+
+func TestMannWhitney(t *testing.T) {
+	// Complete separation of 5 and 5: U = 0, exact p = 2/252.
+	if got := MannWhitneyP([]float64{1, 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10}); math.Abs(got-2.0/252) > 1e-12 {
+		t.Errorf("separated: %v", got)
+	}
+	// Interleaved samples: U = 12 of 25 is the middle; p = 1.
+	if got := MannWhitneyP([]float64{1, 3, 5, 7, 9}, []float64{2, 4, 6, 8, 10}); got < 0.6 {
+		t.Errorf("interleaved: %v", got)
+	}
+	// 3 vs 3, separated: 2/20.
+	if got := MannWhitneyP([]float64{1, 2, 3}, []float64{4, 5, 6}); math.Abs(got-0.1) > 1e-12 {
+		t.Errorf("3v3: %v", got)
+	}
+	// With ties: the normal approximation; identical samples give 1.
+	if got := MannWhitneyP([]float64{1, 1, 1}, []float64{1, 1, 1}); got != 1 {
+		t.Errorf("all tied: %v", got)
+	}
+	// Normal approximation for 25 vs 25 separated samples: tiny p.
+	var a, b []float64
+	for i := range 25 {
+		a, b = append(a, float64(i)), append(b, float64(i+100))
+	}
+	if got := MannWhitneyP(a, b); got > 1e-8 {
+		t.Errorf("25v25: %v", got)
+	}
+}
+
+func TestCompareFewReps(t *testing.T) {
+	mk := func(ns ...int64) *Result {
+		r := &Result{Test: Test{NGen: 10}}
+		for _, n := range ns {
+			r.Reps = append(r.Reps, Rep{Ns: n})
+		}
+		return r
+	}
+	ch := Compare([]*Result{mk(1e8)}, []*Result{mk(2e8)}, CompareOptions{})[0]
+	if !ch.Flagged || !math.IsNaN(ch.P) || !strings.Contains(ch.Note, "no noise estimate") || ch.DeltaPct != -50 {
+		t.Errorf("%+v", ch)
+	}
+	ch = Compare([]*Result{mk(1e8)}, []*Result{mk(1.05e8)}, CompareOptions{})[0]
+	if ch.Flagged {
+		t.Errorf("small change without noise flagged: %+v", ch)
+	}
+	// Identical samples on both sides: no change.
+	ch = Compare([]*Result{mk(1e8, 1e8)}, []*Result{mk(1e8, 1e8)}, CompareOptions{})[0]
+	if ch.Flagged || ch.P != 1 {
+		t.Errorf("%+v", ch)
+	}
+}

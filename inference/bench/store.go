@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"etchat/store"
+)
+
+// runConfig is what a bench run keeps in the store's config column: the
+// test identity and everything needed to rebuild the Result, including
+// the precise per-repetition timings (the store's stats are milliseconds).
+type runConfig struct {
+	Batch    string `json:"batch"`
+	Test     Test   `json:"test"`
+	Model    Model  `json:"model"`
+	Backends string `json:"backends"`
+	Warmup   bool   `json:"warmup"`
+	Seed     uint64 `json:"seed"`
+	LoadNs   int64  `json:"load_ns"`
+	Reps     []Rep  `json:"reps"`
+}
+
+func storeStats(p Rep) store.Stats {
+	return store.Stats{
+		ModelLoadStartMs: p.ModelLoadStartMs, ModelLoadEndMs: p.ModelLoadEndMs,
+		InferenceStartMs: p.InferenceStartMs, PromptEvalEndMs: p.PromptEvalEndMs,
+		FirstTokenMs: p.FirstTokenMs, InferenceEndMs: p.InferenceEndMs,
+		AggregateSamplingTimeMs: p.AggregateSamplingTimeMs,
+		NumPromptTokens:         p.NumPromptTokens, NumGeneratedTokens: p.NumGeneratedTokens,
+	}
+}
+
+// ToRun is a result as the store's run (one per test) and samples (one
+// per repetition). The run's stats are the last repetition's.
+func ToRun(r *Result) (store.Run, []store.Sample, error) {
+	if len(r.Reps) == 0 {
+		return store.Run{}, nil, errors.New("result has no repetitions")
+	}
+	cfg, err := json.Marshal(runConfig{Batch: r.Batch, Test: r.Test, Model: r.Model, Backends: r.Backends,
+		Warmup: r.Warmup, Seed: r.Seed, LoadNs: r.LoadNs, Reps: r.Reps})
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	mach, err := json.Marshal(r.Machine)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	run := store.Run{
+		Kind: "bench", Engine: r.Engine, ModelSHA256: r.Model.SHA256, ModelPath: r.Model.Path, ModelName: r.Model.Name,
+		Config: cfg, Machine: mach, AppVersion: r.AppVersion, Started: r.TestTime, Ended: r.Ended,
+		Stats:  storeStats(r.Reps[len(r.Reps)-1]),
+		Memory: store.Memory{Peak: r.PeakMem()},
+		Bench: store.BenchTest{NPrompt: r.Test.NPrompt, NGen: r.Test.NGen, NDepth: r.Test.NDepth,
+			Repetitions: len(r.Reps), AvgTokS: r.AvgTS(), StddevTokS: r.StddevTS()},
+	}
+	samples := make([]store.Sample, len(r.Reps))
+	for i, p := range r.Reps {
+		samples[i] = store.Sample{Rep: i + 1, Stats: storeStats(p), TokS: p.TokS(r.Test), MemPeak: p.PeakMem}
+	}
+	return run, samples, nil
+}
+
+// Save stores each result as a bench run and sets its RunID.
+func Save(ctx context.Context, db *store.DB, results []*Result) error {
+	for _, r := range results {
+		run, samples, err := ToRun(r)
+		if err != nil {
+			return err
+		}
+		got, err := db.InsertRun(ctx, run, samples)
+		if err != nil {
+			return fmt.Errorf("save %s: %w", r.Test.Name(), err)
+		}
+		r.RunID = got.ID
+	}
+	return nil
+}
+
+// FromRun rebuilds a result from a stored bench run and its samples. A run
+// saved by another writer (no etchat bench config) is rebuilt from the
+// store's columns, its timings from the samples' rates.
+func FromRun(run store.Run, samples []store.Sample) (*Result, error) {
+	if run.Kind != "bench" {
+		return nil, fmt.Errorf("run %d is a %s run, not a benchmark", run.ID, run.Kind)
+	}
+	var cfg runConfig
+	if len(run.Config) > 0 {
+		if err := json.Unmarshal(run.Config, &cfg); err != nil {
+			return nil, fmt.Errorf("run %d: config: %w", run.ID, err)
+		}
+	}
+	r := &Result{
+		RunID: run.ID, Batch: cfg.Batch, Test: cfg.Test, Model: cfg.Model, Engine: run.Engine, Backends: cfg.Backends,
+		AppVersion: run.AppVersion, Warmup: cfg.Warmup, Seed: cfg.Seed, TestTime: run.Started, Ended: run.Ended,
+		LoadNs: cfg.LoadNs, Reps: cfg.Reps,
+	}
+	if len(run.Machine) > 0 {
+		_ = json.Unmarshal(run.Machine, &r.Machine) // an odd machine column is not worth losing the run
+	}
+	if r.Test.NPrompt == 0 && r.Test.NGen == 0 {
+		r.Test.NPrompt, r.Test.NGen, r.Test.NDepth = run.Bench.NPrompt, run.Bench.NGen, run.Bench.NDepth
+	}
+	if r.Model.SHA256 == "" {
+		r.Model.SHA256, r.Model.Path, r.Model.Name = run.ModelSHA256, run.ModelPath, run.ModelName
+	}
+	if r.Batch == "" {
+		r.Batch = fmt.Sprintf("run-%d", run.ID)
+	}
+	if len(r.Reps) == 0 {
+		n := float64(r.Test.NPrompt + r.Test.NGen)
+		for _, s := range samples {
+			p := Rep{
+				ModelLoadStartMs: s.Stats.ModelLoadStartMs, ModelLoadEndMs: s.Stats.ModelLoadEndMs,
+				InferenceStartMs: s.Stats.InferenceStartMs, PromptEvalEndMs: s.Stats.PromptEvalEndMs,
+				FirstTokenMs: s.Stats.FirstTokenMs, InferenceEndMs: s.Stats.InferenceEndMs,
+				AggregateSamplingTimeMs: s.Stats.AggregateSamplingTimeMs,
+				NumPromptTokens:         s.Stats.NumPromptTokens, NumGeneratedTokens: s.Stats.NumGeneratedTokens,
+				TTFTNs: int64(s.TTFTMs * 1e6), PeakMem: s.MemPeak,
+			}
+			if s.TokS > 0 && !math.IsInf(s.TokS, 0) {
+				p.Ns = int64(math.Round(n * 1e9 / s.TokS))
+			}
+			r.Reps = append(r.Reps, p)
+		}
+	}
+	return r, nil
+}
+
+// Load reads stored bench runs back as results (with their repetitions).
+func Load(ctx context.Context, db *store.DB, runs []store.Run) ([]*Result, error) {
+	out := make([]*Result, 0, len(runs))
+	for _, run := range runs {
+		if run.Kind != "bench" {
+			continue
+		}
+		full, samples, err := db.GetRun(ctx, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		r, err := FromRun(full, samples)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
