@@ -315,12 +315,12 @@ type LayerMemory struct {
 
 // Memory estimates every layer's KV bytes. Flat layers hold capacity rows
 // when full and min(initial, capacity) at the start; ring layers hold
-// window+max_write-1 rows, at most that many at the start too.
+// window+max_write-1 rows from the start (see PoolRows).
 func (c *Config) Memory() (layers []LayerMemory, initial, full int64) {
 	layers = make([]LayerMemory, len(c.Layers))
 	for i, l := range c.Layers {
 		rows := c.Rows(l)
-		init := min(c.InitialCapacity, rows)
+		init := c.PoolRows(l, 0)
 		layers[i] = LayerMemory{Rows: rows, InitialRows: init, Initial: c.LayerBytes(l, init), Full: c.LayerBytes(l, rows)}
 		initial += layers[i].Initial
 		full += layers[i].Full

@@ -192,10 +192,14 @@ func (s *Sequence) Commit(p Plan) {
 }
 
 // PoolRows is how many physical rows layer l's pool has once it holds need
-// rows: pools start at the initial capacity and double, never beyond the
-// layer's maximum.
+// rows: a flat pool starts at the initial capacity and doubles, never beyond
+// the capacity; a ring pool holds all its window+max_write-1 rows from the
+// start (ExecuTorch's MLXSequenceCache allocates rings whole).
 func (c *Config) PoolRows(l Layer, need int) int {
 	limit := c.Rows(l)
+	if l.Kind == Ring {
+		return limit
+	}
 	rows := min(c.InitialCapacity, limit)
 	if rows <= 0 && need > 0 {
 		rows = 1

@@ -71,6 +71,19 @@ func TestCacheConfig(t *testing.T) {
 			initial: 2*16384 + 2*23*128, full: 2*16384 + 2*23*128,
 		},
 		{
+			// A ring pool is allocated whole (ExecuTorch's MLXSequenceCache:
+			// initial = window + max_write - 1 for rings); only flat pools
+			// start at --kv-initial-capacity.
+			name: "gemma3 initial 0: rings still whole", model: fixtures.Gemma3, policy: policy(func(p *kvcache.Policy) { p.InitialCapacity = 0 }),
+			summary: "[cache] off-graph seq | capacity=128 initial=0 kv_dtype=BFloat16 max_write=8\n        4 layers: 1 flat + 3 ring(window 8)",
+			initial: 3 * 1920, full: 16384 + 3*1920,
+		},
+		{
+			name: "gemma3 initial 4: flat starts at 4 rows", model: fixtures.Gemma3, policy: policy(func(p *kvcache.Policy) { p.InitialCapacity = 4 }),
+			summary: "[cache] off-graph seq | capacity=128 initial=4 kv_dtype=BFloat16 max_write=8\n        4 layers: 1 flat + 3 ring(window 8)",
+			initial: 4*128 + 3*1920, full: 16384 + 3*1920,
+		},
+		{
 			name: "llama3 fp32, capacity 64, initial 16", model: fixtures.Llama3,
 			policy:  policy(func(p *kvcache.Policy) { p.StorageDType, p.Capacity, p.InitialCapacity = "fp32", 64, 16 }),
 			summary: "[cache] off-graph seq | capacity=64 initial=16 kv_dtype=Float(fp32) max_write=32\n        2 layers: 2 flat",
@@ -116,6 +129,16 @@ func TestCacheConfig(t *testing.T) {
 			}
 			if err := cfg.Validate(); err != nil {
 				t.Errorf("built config does not validate: %v", err)
+			}
+			// The estimate is what the pools hold: PoolRows at the start and
+			// when full.
+			for i, l := range cfg.Layers {
+				if got := cfg.LayerBytes(l, cfg.PoolRows(l, 0)); got != layers[i].Initial {
+					t.Errorf("layer %d: pool starts at %d bytes, estimate %d", i, got, layers[i].Initial)
+				}
+				if got := cfg.LayerBytes(l, cfg.PoolRows(l, cfg.Capacity)); got != layers[i].Full {
+					t.Errorf("layer %d: full pool %d bytes, estimate %d", i, got, layers[i].Full)
+				}
 			}
 		})
 	}
