@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -219,6 +220,9 @@ func Inspect(path string, p kvcache.Policy, hash bool) *InspectDoc {
 	info, err := modelinfo.Load(path, modelinfo.Options{Hash: hash})
 	if err != nil {
 		doc.Error = err.Error()
+		if st, serr := os.Stat(path); serr == nil && st.Mode().IsRegular() {
+			doc.SizeBytes = st.Size()
+		}
 		return doc
 	}
 	doc.SizeBytes, doc.SHA256 = info.SizeBytes, info.SHA256

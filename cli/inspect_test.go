@@ -204,7 +204,7 @@ func TestInspectFlags(t *testing.T) {
 		t.Fatalf("%v: %s", err, stdout)
 	}
 	c := docs[0].Cache
-	if c.MaxWrite != 4 || c.Capacity != 64 || c.InitialCapacity != 0 || c.KVDType != kvcache.Float32.String() || c.BytesInitial != 0 ||
+	if c.MaxWrite != 4 || c.Capacity != 64 || c.InitialCapacity != 0 || c.KVDType != kvcache.Float32.String() || c.BytesInitial != c.BytesAtCapacity ||
 		c.BytesAtCapacity != 4*7*2*16*2*4 || c.LayersSummary != "4 layers: 0 flat + 4 ring(window 4)" || docs[0].SHA256 != "" {
 		t.Errorf("cache with flags %+v", c)
 	}
@@ -262,7 +262,8 @@ func TestInspectFailures(t *testing.T) {
 
 	code, stdout, _ = inspectRun(t, "--json", "--no-sha256", good, notPTE)
 	var docs []InspectDoc
-	if err := json.Unmarshal([]byte(stdout), &docs); err != nil || code != 1 || len(docs) != 2 || docs[0].Error != "" || !strings.Contains(docs[1].Error, notPTE) {
+	if err := json.Unmarshal([]byte(stdout), &docs); err != nil || code != 1 || len(docs) != 2 || docs[0].Error != "" || !strings.Contains(docs[1].Error, notPTE) ||
+		docs[1].SizeBytes != 29 || docs[1].Kind != "" || docs[1].Cache != nil {
 		t.Errorf("json with a failure: exit %d, %v, %+v", code, err, docs)
 	}
 }
