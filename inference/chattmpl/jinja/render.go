@@ -1026,6 +1026,12 @@ func (r *renderer) binop(op string, l, rv any) (any, error) {
 				return append(append(out, a...), b...), nil
 			}
 		}
+		switch l.(type) {
+		case string:
+			return nil, r.errf("can only concatenate str (not \"%s\") to str", typeName(rv))
+		case []any:
+			return nil, r.errf("can only concatenate list (not \"%s\") to list", typeName(rv))
+		}
 	case "*":
 		if n, ok := asInt(rv); ok {
 			return r.repeat(l, n)
