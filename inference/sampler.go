@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -54,10 +55,11 @@ type Sampler struct {
 	seed uint64
 	rng  *rand.Rand
 
-	idx  []int32   // candidate token ids, ascending
-	w    []float32 // candidate weights exp((l - max)/T)
-	vals []float32 // scratch for selection
-	hist []float64 // scratch for the nucleus threshold
+	idx   []int32   // candidate token ids, ascending
+	w     []float32 // candidate weights exp((l - max)/T)
+	vals  []float32 // scratch for selection
+	hist  []float64 // the nucleus histogram (see histKey)
+	hist2 []float64 // the second goroutine's
 }
 
 // NewSampler validates cfg and makes a sampler.
@@ -94,22 +96,21 @@ func (s *Sampler) Sample(logits []float32) (int, error) {
 	invT := float32(1 / s.cfg.Temperature)
 	coin := s.rng.Float64()
 
-	k := s.cfg.TopK
-	if k > 0 && k < len(logits) {
+	p := s.cfg.TopP
+	nucleus := p > 0 && p < 1
+	var total float64
+	if k := s.cfg.TopK; k > 0 && k < len(logits) {
 		s.topKCandidates(logits, k)
 		for i, id := range s.idx {
 			s.w[i] = expNeg((logits[id] - maxv) * invT)
 		}
+		total = s.weigh(0, len(s.w), s.hist0(nucleus))
 	} else {
-		s.allCandidates(logits, maxv, invT)
+		total = s.allCandidates(logits, maxv, invT, nucleus)
 	}
-	theta, ties, total := float32(-1), 0, 0.0
-	if p := s.cfg.TopP; p > 0 && p < 1 {
-		theta, ties, total = s.nucleus(p)
-	} else {
-		for _, w := range s.w {
-			total += float64(w)
-		}
+	theta, ties := float32(-1), 0
+	if nucleus {
+		theta, ties, total = s.nucleus(p, total)
 	}
 	return s.pick(coin*total, theta, ties), nil
 }
@@ -180,18 +181,113 @@ func (s *Sampler) grow(n int) {
 	s.idx, s.w = s.idx[:0], s.w[:0]
 }
 
-// allCandidates keeps every token whose weight is not negligible.
-func (s *Sampler) allCandidates(logits []float32, maxv, invT float32) {
-	s.grow(len(logits))
+// allCandidates keeps every token whose weight is not negligible and
+// returns the weights' total; with hist it also fills the nucleus
+// histogram. A large vocabulary is split between two goroutines.
+func (s *Sampler) allCandidates(logits []float32, maxv, invT float32, hist bool) float64 {
+	n := len(logits)
+	if cap(s.idx) < n {
+		s.idx, s.w = make([]int32, n), make([]float32, n)
+	}
+	s.idx, s.w = s.idx[:n], s.w[:n]
 	floor := maxv - negligible/invT
-	idx, w := s.idx, s.w
-	for i, l := range logits {
-		if l >= floor { // false for NaN
-			idx = append(idx, int32(i))
-			w = append(w, expNeg((l-maxv)*invT))
+	fill := func(lo, hi int) int {
+		idx, w, out := s.idx[lo:hi], s.w[lo:hi], 0
+		for i, l := range logits[lo:hi] {
+			if l >= floor { // false for NaN
+				idx[out], w[out] = int32(lo+i), expNeg((l-maxv)*invT)
+				out++
+			}
+		}
+		return out
+	}
+	if n < parallelMin || runtime.GOMAXPROCS(0) < 2 {
+		m := fill(0, n)
+		s.idx, s.w = s.idx[:m], s.w[:m]
+		return s.weigh(0, m, s.hist0(hist))
+	}
+	mid := n / 2
+	var m2 int
+	var total2 float64
+	done := make(chan struct{})
+	go func() {
+		m2 = fill(mid, n)
+		total2 = s.weigh(mid, mid+m2, s.hist1(hist))
+		close(done)
+	}()
+	m1 := fill(0, mid)
+	total := s.weigh(0, m1, s.hist0(hist))
+	<-done
+	copy(s.idx[m1:], s.idx[mid:mid+m2])
+	copy(s.w[m1:], s.w[mid:mid+m2])
+	s.idx, s.w = s.idx[:m1+m2], s.w[:m1+m2]
+	if hist {
+		for i, v := range s.hist2 {
+			s.hist[i] += v
 		}
 	}
-	s.idx, s.w = idx, w
+	return total + total2
+}
+
+// parallelMin is the vocabulary size from which candidates are weighed by
+// two goroutines.
+const parallelMin = 1 << 16
+
+// The nucleus histogram: 8 mantissa bits per power of two, weights below
+// 2^-64 sharing the lowest bucket. Float bits are monotone for positive
+// floats, so buckets are ordered by weight.
+const (
+	histMantBits = 8
+	histLowExp   = 127 - 64
+	histBuckets  = (128 - histLowExp + 1) << histMantBits
+)
+
+func histKey(w float32) int {
+	b := math.Float32bits(w)
+	e := int(b>>23) - histLowExp
+	if e < 0 {
+		return 0
+	}
+	return e<<histMantBits | int(b>>(23-histMantBits))&(1<<histMantBits-1)
+}
+
+func (s *Sampler) hist0(want bool) []float64 {
+	if !want {
+		return nil
+	}
+	if s.hist == nil {
+		s.hist = make([]float64, histBuckets)
+	}
+	clear(s.hist)
+	return s.hist
+}
+
+func (s *Sampler) hist1(want bool) []float64 {
+	if !want {
+		return nil
+	}
+	if s.hist2 == nil {
+		s.hist2 = make([]float64, histBuckets)
+	}
+	clear(s.hist2)
+	return s.hist2
+}
+
+// weigh sums s.w[lo:hi], adding each weight to its bucket when hist is
+// not nil.
+func (s *Sampler) weigh(lo, hi int, hist []float64) float64 {
+	var total float64
+	if hist == nil {
+		for _, w := range s.w[lo:hi] {
+			total += float64(w)
+		}
+		return total
+	}
+	for _, w := range s.w[lo:hi] {
+		hist[histKey(w)] += float64(w)
+		total += float64(w)
+	}
+	return total
 }
 
 // topKCandidates keeps the k largest logits (lowest ids first on ties), in
@@ -249,34 +345,12 @@ func (s *Sampler) topKCandidates(logits []float32, k int) {
 // it (lowest ids first), and their sum. The threshold is found by a histogram over the
 // weights' float bits (monotone for positive floats), then an exact
 // selection inside the one bucket that holds it.
-func (s *Sampler) nucleus(p float64) (theta float32, ties int, sum float64) {
+func (s *Sampler) nucleus(p, total float64) (theta float32, ties int, sum float64) {
 	if len(s.w) == 0 {
 		return -1, 0, 0
 	}
-	const (
-		mantBits = 8
-		lowExp   = 127 - 64 // weights below 2^-64 share the lowest bucket
-		nBuckets = (128 - lowExp + 1) << mantBits
-	)
-	if s.hist == nil {
-		s.hist = make([]float64, nBuckets)
-	}
 	hist := s.hist
-	clear(hist)
-	key := func(w float32) int {
-		b := math.Float32bits(w)
-		e := int(b>>23) - lowExp
-		if e < 0 {
-			return 0
-		}
-		return e<<mantBits | int(b>>(23-mantBits))&(1<<mantBits-1)
-	}
-	var total float64
-	for _, w := range s.w {
-		k := key(w)
-		hist[k] += float64(w)
-		total += float64(w)
-	}
+	key := histKey
 	target := p * total
 	var acc float64
 	kb := -1

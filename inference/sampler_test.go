@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"testing"
 
@@ -299,5 +300,24 @@ func BenchmarkTopK262k(b *testing.B) {
 	s, _ := NewSampler(Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1})
 	for b.Loop() {
 		s.Sample(row)
+	}
+}
+
+func TestSamplerParallelMatchesSerial(t *testing.T) {
+	row := fixtures.Logits(t, fixtures.Gemma3, "chat1_prefill_last_logits.bin")
+	cfgs := []Sampling{{Temperature: 0.9, TopP: 0.8, Seed: 3}, {Temperature: 1.3, Seed: 4}, {Temperature: 0.5, TopP: 0.3, Seed: 5}}
+	run := func(procs int) [][]int {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		var out [][]int
+		for _, c := range cfgs {
+			out = append(out, distributionSeq(t, c, row, 12))
+		}
+		return out
+	}
+	serial, parallel := run(1), run(2)
+	for i := range cfgs {
+		if !equalInts(serial[i], parallel[i]) {
+			t.Errorf("%+v: serial %v, parallel %v", cfgs[i], serial[i], parallel[i])
+		}
 	}
 }
