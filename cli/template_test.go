@@ -44,8 +44,9 @@ type tmplGolden struct {
 	Messages            json.RawMessage `json:"messages"`
 	AddGenerationPrompt bool            `json:"add_generation_prompt"`
 	Kwargs              map[string]json.RawMessage
-	Rendered            *string `json:"rendered"`
-	Error               *string `json:"error"`
+	Tools               json.RawMessage `json:"tools"`
+	Rendered            *string         `json:"rendered"`
+	Error               *string         `json:"error"`
 }
 
 // TestTemplateGoldens runs every golden chat_template record through the
@@ -64,6 +65,9 @@ func TestTemplateGoldens(t *testing.T) {
 				args := []string{"template", "--tokenizer-config", cfg, "--messages", msgs}
 				if rec.AddGenerationPrompt {
 					args = append(args, "--add-generation-prompt")
+				}
+				if len(rec.Tools) > 0 && string(rec.Tools) != "null" {
+					args = append(args, "--tools", tmplWriteFile(t, "tools.json", string(rec.Tools)))
 				}
 				for k, v := range rec.Kwargs {
 					args = append(args, "--var", k+"="+string(v))

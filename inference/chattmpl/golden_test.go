@@ -15,8 +15,27 @@ type goldenRecord struct {
 	Messages            []Message       `json:"messages"`
 	AddGenerationPrompt bool            `json:"add_generation_prompt"`
 	Kwargs              json.RawMessage `json:"kwargs"`
+	Tools               json.RawMessage `json:"tools"`
 	Rendered            *string         `json:"rendered"`
 	Error               *string         `json:"error"`
+}
+
+// tools are the record's tool definitions, if it has any (kwargs may
+// carry them too, as apply_chat_template's keyword arguments).
+func (g goldenRecord) tools(t *testing.T) []any {
+	t.Helper()
+	if len(g.Tools) == 0 || string(g.Tools) == "null" {
+		return nil
+	}
+	v, err := jinja.DecodeJSON(g.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, ok := v.([]any)
+	if !ok {
+		t.Fatalf("tools is a %T", v)
+	}
+	return list
 }
 
 func (g goldenRecord) vars(t *testing.T) map[string]any {
@@ -62,7 +81,7 @@ func TestGoldens(t *testing.T) {
 			}
 			var nRendered, nErr int
 			for i, rec := range g.ChatTemplate {
-				got, err := tmpl.Render(rec.Messages, RenderOptions{AddGenerationPrompt: rec.AddGenerationPrompt, Vars: rec.vars(t)})
+				got, err := tmpl.Render(rec.Messages, RenderOptions{AddGenerationPrompt: rec.AddGenerationPrompt, Tools: rec.tools(t), Vars: rec.vars(t)})
 				switch {
 				case rec.Error != nil:
 					want := strings.TrimPrefix(*rec.Error, "TemplateError: ")

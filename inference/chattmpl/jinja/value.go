@@ -125,7 +125,8 @@ type boundMethod struct {
 
 // FromGo converts a Go value (as decoded by encoding/json, or built by a
 // caller) into the engine's value kinds. Maps get their keys sorted, since
-// a Go map has no order; use DecodeJSON to keep a JSON document's order.
+// a Go map has no order; a json.RawMessage is decoded keeping its order
+// (as DecodeJSON does), which is what tojson must reproduce.
 // Values that have no template meaning (functions, channels, structs) are
 // an error: templates see data, never Go internals.
 func FromGo(v any) (any, error) {
@@ -144,6 +145,8 @@ func FromGo(v any) (any, error) {
 		return float64(x), nil
 	case json.Number:
 		return numberFromJSON(string(x))
+	case json.RawMessage:
+		return DecodeJSON(x)
 	case *Dict:
 		return x, nil
 	case []any:
