@@ -12,7 +12,14 @@ import (
 type reader struct {
 	b   []byte
 	err error
+	// budget is how many more vector elements may be decoded. Vectors may
+	// overlap in a hostile buffer, so without it a small input could
+	// claim a quadratic number of elements; a real graph decodes each
+	// element about once.
+	budget int
 }
+
+func newReader(b []byte) *reader { return &reader{b: b, budget: 4*len(b) + 1024} }
 
 func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
@@ -251,6 +258,10 @@ func (t table) vec(id, elem int) (start, n int) {
 	}
 	if uint64(cnt)*uint64(elem) > uint64(len(t.r.b)-p-4) {
 		t.r.fail("%s: vector field %d claims %d elements, more than the buffer holds", t.name, id, cnt)
+		return 0, 0
+	}
+	if t.r.budget -= int(cnt); t.r.budget < 0 {
+		t.r.fail("%s: the flatbuffer's vectors claim more elements in total than it can hold (overlapping vectors?)", t.name)
 		return 0, 0
 	}
 	return p + 4, int(cnt)

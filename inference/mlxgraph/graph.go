@@ -183,7 +183,7 @@ func Parse(blob []byte) (*Graph, error) {
 
 // ParseFlatbuffer reads a bare MLXGraph flatbuffer (no blob header).
 func ParseFlatbuffer(fb []byte) (*Graph, error) {
-	r := &reader{b: fb}
+	r := newReader(fb)
 	root := int(r.u32(0))
 	t := r.table(root, "MLXGraph")
 	if r.err != nil {
