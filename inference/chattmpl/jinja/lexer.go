@@ -232,10 +232,11 @@ func (lx *lexer) tryRaw() (bool, error) {
 		p++
 	}
 	var sign byte
-	if p < len(lx.src) && (lx.src[p] == '-' || lx.src[p] == '+') {
+	if p < len(lx.src) && lx.src[p] == '-' {
 		sign = lx.src[p]
 		p++
 	}
+	// Jinja takes no '+' before the closing %} of raw and endraw.
 	if !strings.HasPrefix(lx.src[p:], "%}") {
 		return false, nil
 	}
@@ -268,7 +269,7 @@ func (lx *lexer) tryRaw() (bool, error) {
 			r++
 		}
 		var esign byte
-		if r < len(lx.src) && (lx.src[r] == '-' || lx.src[r] == '+') {
+		if r < len(lx.src) && lx.src[r] == '-' {
 			esign = lx.src[r]
 			r++
 		}

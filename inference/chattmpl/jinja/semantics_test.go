@@ -1,7 +1,9 @@
 package jinja
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -209,5 +211,38 @@ func TestRaiseExceptionMessageIsExact(t *testing.T) {
 	var re *RaisedError
 	if !errors.As(err, &re) || err.Error() != "Conversation roles must alternate" {
 		t.Fatalf("got %v (%T)", err, err)
+	}
+}
+
+// TestWhitespaceControl replays random mixes of text, tags, '-' and '+'
+// markers, comments and raw blocks against Jinja2's own renderings.
+func TestWhitespaceControl(t *testing.T) {
+	b, err := os.ReadFile("testdata/whitespace.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Cases []struct {
+			Template string  `json:"template"`
+			Rendered *string `json:"rendered"`
+			Error    bool    `json:"error"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Cases) < 100 {
+		t.Fatalf("only %d cases", len(g.Cases))
+	}
+	for i, c := range g.Cases {
+		got, err := render(c.Template, nil)
+		switch {
+		case c.Error && err == nil:
+			t.Errorf("case %d %q: rendered %q, want an error", i, c.Template, got)
+		case !c.Error && err != nil:
+			t.Errorf("case %d %q: %v", i, c.Template, err)
+		case !c.Error && got != *c.Rendered:
+			t.Errorf("case %d %q:\n got %q\nwant %q", i, c.Template, got, *c.Rendered)
+		}
 	}
 }
