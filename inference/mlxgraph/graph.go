@@ -339,3 +339,11 @@ func (g *Graph) check() error {
 	}
 	return nil
 }
+
+// String is the node type and its operands, for logs and dumps.
+func (in Instruction) String() string {
+	if in.Op == nil {
+		return in.Kind
+	}
+	return fmt.Sprintf("%s%+v", in.Kind, in.Op)
+}

@@ -150,6 +150,9 @@ func TestDetails(t *testing.T) {
 	if named != g.NumConstantTensors {
 		t.Errorf("%d named constant slots of %d", named, g.NumConstantTensors)
 	}
+	if got := g.Instructions[0].String(); got != "SymSizeNode&{A:86 Dim:1 Out:0}" {
+		t.Errorf("instruction 0 prints as %q", got)
+	}
 	if s, ok := g.Slot(g.NamedSlots[0].Name); !ok || s != g.NamedSlots[0].Slot {
 		t.Errorf("Slot lookup failed")
 	}
