@@ -266,6 +266,7 @@ type symbol struct {
 
 type mergeItem struct {
 	rank, pos, id int32
+	left, right   int32 // the pair when pushed
 }
 
 // wordState holds scratch buffers reused across words.
@@ -427,7 +428,7 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 		st.heap = st.heap[:0]
 		for i := 0; i+1 < len(syms); i++ {
 			if mg, ok := m.merges.get(pairKey(syms[i].id, syms[i+1].id)); ok {
-				st.push(mergeItem{mg.rank, int32(i), mg.id})
+				st.push(mergeItem{mg.rank, int32(i), mg.id, syms[i].id, syms[i+1].id})
 			}
 		}
 		for len(st.heap) > 0 {
@@ -438,8 +439,12 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 			}
 			nextPos := cur.next
 			right := syms[nextPos]
-			if mg, ok := m.merges.get(pairKey(cur.id, right.id)); !ok || mg.id != top.id {
-				continue
+			// An entry whose pair is unchanged is current; otherwise check
+			// as HF does (by the merged id).
+			if cur.id != top.left || right.id != top.right {
+				if mg, ok := m.merges.get(pairKey(cur.id, right.id)); !ok || mg.id != top.id {
+					continue
+				}
 			}
 			cur.id = top.id
 			cur.next = right.next
@@ -450,12 +455,12 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 			if cur.prev >= 0 {
 				prev := syms[cur.prev]
 				if mg, ok := m.merges.get(pairKey(prev.id, cur.id)); ok {
-					st.push(mergeItem{mg.rank, cur.prev, mg.id})
+					st.push(mergeItem{mg.rank, cur.prev, mg.id, prev.id, cur.id})
 				}
 			}
 			if cur.next >= 0 {
 				if mg, ok := m.merges.get(pairKey(cur.id, syms[cur.next].id)); ok {
-					st.push(mergeItem{mg.rank, top.pos, mg.id})
+					st.push(mergeItem{mg.rank, top.pos, mg.id, cur.id, syms[cur.next].id})
 				}
 			}
 		}

@@ -272,17 +272,31 @@ func parseVocab(d []byte) (map[string]int, int, error) {
 	if i < len(d) && d[i] == '}' {
 		return vocab, maxID, nil
 	}
+	// Keys without escapes share one copy of the text instead of one
+	// allocation each.
+	arena := string(d)
 	for {
-		k, n, err := parseString(d, i)
-		if err != nil {
-			return nil, 0, err
+		var k string
+		var n int
+		i = skipWS(d, i)
+		j := i + 1
+		for j < len(d) && d[j] != '"' && d[j] != '\\' {
+			j++
+		}
+		if i < len(d) && d[i] == '"' && j < len(d) && d[j] == '"' {
+			k, n = arena[i+1:j], j+1
+		} else {
+			var err error
+			if k, n, err = parseString(d, i); err != nil {
+				return nil, 0, err
+			}
 		}
 		i = skipWS(d, n)
 		if i >= len(d) || d[i] != ':' {
 			return nil, 0, jsonErr(i, "expected ':'")
 		}
 		i = skipWS(d, i+1)
-		j := i
+		j = i
 		id := 0
 		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
 			id = id*10 + int(d[j]-'0')

@@ -17,6 +17,8 @@ type piece struct {
 	// mapped: s is still plain text that the ByteLevel pre-tokenizer has
 	// claimed; the model maps its bytes to the byte-level alphabet.
 	mapped bool
+	// added is an added token's id plus one; 0 for text.
+	added int
 }
 
 // preTokenizer appends the pieces p splits into to dst.
@@ -342,17 +344,25 @@ func parsePreTokenizer(raw []byte) (preTokenizer, error) {
 				seq = append(seq, p)
 			}
 		}
+		if len(seq) == 0 {
+			return nil, nil
+		}
 		return func(dst []piece, p piece) []piece {
+			// Stage by stage; the last one writes to dst directly.
 			cur := []piece{p}
 			var next []piece
-			for _, st := range seq {
+			for _, st := range seq[:len(seq)-1] {
 				next = next[:0]
 				for _, q := range cur {
 					next = st(next, q)
 				}
 				cur, next = next, cur
 			}
-			return append(dst, cur...)
+			last := seq[len(seq)-1]
+			for _, q := range cur {
+				dst = last(dst, q)
+			}
+			return dst
 		}, nil
 	case "Split":
 		b, err := parseBehavior(c.Behavior)

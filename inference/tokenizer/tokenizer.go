@@ -253,6 +253,17 @@ func (t *Tokenizer) specialNamed(names []string) (int, bool) {
 type encodeState struct {
 	ws    wordState
 	cache map[string][]int
+	arena []int // backing store of the cache's values, in fixed chunks
+}
+
+// keep copies ids into the arena.
+func (st *encodeState) keep(ids []int) []int {
+	if len(st.arena)+len(ids) > cap(st.arena) {
+		st.arena = make([]int, 0, max(4096, len(ids)))
+	}
+	n := len(st.arena)
+	st.arena = append(st.arena, ids...)
+	return st.arena[n:len(st.arena):len(st.arena)]
 }
 
 // parallelMin is the input size above which the model runs on all cores.
@@ -299,53 +310,44 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 		segs = out
 	}
 	// 4. pre-tokenization; token segments become pieces with an id.
-	type item struct {
-		p  piece
-		id int
-	}
-	var items []item
-	var buf []piece
+	items := make([]piece, 0, len(text)/4+8)
 	total := 0
 	for _, sg := range segs {
 		if sg.id >= 0 {
-			items = append(items, item{id: sg.id})
+			items = append(items, piece{added: sg.id + 1})
 			continue
 		}
 		if sg.s == "" {
 			continue
 		}
 		p := piece{s: sg.s, first: sg.first}
+		total += len(p.s)
 		if t.pre == nil {
-			items = append(items, item{p: p, id: -1})
-			total += len(p.s)
+			items = append(items, p)
 			continue
 		}
-		buf = t.pre(buf[:0], p)
-		for _, q := range buf {
-			items = append(items, item{p: q, id: -1})
-			total += len(q.s)
-		}
+		items = t.pre(items, p)
 	}
 	// 5. the model, on all cores for long inputs.
-	run := func(items []item) []int {
-		st := &encodeState{cache: map[string][]int{}}
-		out := make([]int, 0, len(items))
+	run := func(items []piece) []int {
+		st := &encodeState{cache: make(map[string][]int, 1024)}
+		out := make([]int, 0, len(items)+len(items)/2)
 		for _, it := range items {
-			if it.id >= 0 {
-				out = append(out, it.id)
+			if it.added > 0 {
+				out = append(out, it.added-1)
 				continue
 			}
-			if len(it.p.s) <= 64 {
-				if c, ok := st.cache[it.p.s]; ok {
+			if len(it.s) <= 64 {
+				if c, ok := st.cache[it.s]; ok {
 					out = append(out, c...)
 					continue
 				}
 				n := len(out)
-				out = t.model.tokenize(out, it.p, &st.ws)
-				st.cache[it.p.s] = out[n:len(out):len(out)]
+				out = t.model.tokenize(out, it, &st.ws)
+				st.cache[it.s] = st.keep(out[n:])
 				continue
 			}
-			out = t.model.tokenize(out, it.p, &st.ws)
+			out = t.model.tokenize(out, it, &st.ws)
 		}
 		return out
 	}
@@ -370,12 +372,12 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 				hi = len(items)
 			} else {
 				for hi < len(items) && acc < per {
-					acc += len(items[hi].p.s)
+					acc += len(items[hi].s)
 					hi++
 				}
 			}
 			wg.Add(1)
-			go func(w int, part []item) {
+			go func(w int, part []piece) {
 				defer wg.Done()
 				parts[w] = run(part)
 			}(w, items[lo:hi])
