@@ -402,7 +402,7 @@ func prepare(o *Options) (*plan, error) {
 			if cfg, err = info.CacheConfig(spec.Policy()); err != nil {
 				return nil, fmt.Errorf("cache %+v: %w", spec, err)
 			}
-		} else if spec != (CacheSpec{}) {
+		} else if spec.Capacity != 0 || spec.Windows != "" || (spec.DType != "" && spec.DType != "bf16") {
 			return nil, fmt.Errorf("%s keeps its cache in the graph: the kv flags do not apply", filepath.Base(o.PTE))
 		}
 		pc := planCache{spec: spec, cfg: cfg, cache: resolveCache(cfg, info)}
