@@ -205,34 +205,64 @@ func (c *Conversation) Send(ctx context.Context, text string, onToken func(Token
 	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == RoleUser {
 		return nil, errors.New("the last message has no reply yet: regenerate or edit it")
 	}
-	c.msgs = append(c.msgs, Message{Role: RoleUser, Text: text, Start: len(c.cache)})
-	r, err := c.respond(ctx, onToken)
-	if r == nil && err != nil && len(c.msgs) > 0 && c.msgs[len(c.msgs)-1].Role == RoleUser && len(c.msgs[len(c.msgs)-1].IDs) == 0 {
-		c.msgs = c.msgs[:len(c.msgs)-1] // nothing happened: forget the message
-	}
-	return r, err
+	return c.attempt(ctx, onToken, func() error {
+		c.msgs = append(c.msgs, Message{Role: RoleUser, Text: text, Start: len(c.cache)})
+		return nil
+	})
 }
 
 // Regenerate drops the last reply and generates it again.
 func (c *Conversation) Regenerate(ctx context.Context, onToken func(Token) error) (*Reply, error) {
-	u := c.lastUser()
-	if u < 0 {
-		return nil, errors.New("nothing to regenerate")
-	}
-	c.msgs = c.msgs[:u+1]
-	return c.respond(ctx, onToken)
+	return c.attempt(ctx, onToken, func() error {
+		u := c.lastUser()
+		if u < 0 {
+			return errors.New("nothing to regenerate")
+		}
+		c.msgs = c.msgs[:u+1]
+		return nil
+	})
 }
 
 // EditLast replaces the last user message's text, drops its reply, and
 // generates a new one.
 func (c *Conversation) EditLast(ctx context.Context, text string, onToken func(Token) error) (*Reply, error) {
-	u := c.lastUser()
-	if u < 0 {
-		return nil, errors.New("no user message to edit")
+	return c.attempt(ctx, onToken, func() error {
+		u := c.lastUser()
+		if u < 0 {
+			return errors.New("no user message to edit")
+		}
+		c.msgs = c.msgs[:u+1]
+		c.msgs[u].Text = text
+		return nil
+	})
+}
+
+// attempt changes the messages and answers them; when that fails before
+// the cache changed (a template error, a conversation too long), the
+// messages are as they were.
+func (c *Conversation) attempt(ctx context.Context, onToken func(Token) error, change func() error) (*Reply, error) {
+	saved, cached := cloneMessages(c.msgs), append([]int(nil), c.cache...)
+	if err := change(); err != nil {
+		return nil, err
 	}
-	c.msgs = c.msgs[:u+1]
-	c.msgs[u].Text = text
-	return c.respond(ctx, onToken)
+	r, err := c.respond(ctx, onToken)
+	if r == nil && err != nil && equalIDs(c.cache, cached) {
+		c.msgs = saved
+		c.fixStarts()
+	}
+	return r, err
+}
+
+func equalIDs(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // UndoResult says what an undo did.

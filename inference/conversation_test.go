@@ -3,6 +3,9 @@ package inference
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"etchat/inference/kvcache"
@@ -352,4 +355,123 @@ func TestConversationGuardsAgainstLenientEngines(t *testing.T) {
 		t.Errorf("undo past a 5-token window on a lenient engine: %+v %v; want a re-prefill", u, err)
 	}
 	checkInvariants(t, c, s)
+}
+
+// Random operations on conversations over flat and ring caches: the
+// messages always describe exactly what the cache holds, and every reply
+// equals the reply to the same messages prefilled from scratch.
+func TestConversationRandomOperations(t *testing.T) {
+	tok := newByteTok()
+	r := rand.New(rand.NewPCG(7, 7))
+	words := []string{"alpha", "beta gamma", "delta", "a much longer question here", "x"}
+	var stats [2]int // re-prefills, turns refused as too long
+	for trial := 0; trial < 40; trial++ {
+		var cfg *kvcache.Config
+		if trial%2 == 0 {
+			cfg = flatConfig(40+r.IntN(120), 1+r.IntN(8))
+		} else {
+			cfg = ringConfig(40+r.IntN(120), 1+r.IntN(6), 6+r.IntN(10))
+		}
+		e := &zeroEngine{vocab: tok.vocab()}
+		opts := chatOpts(tok, cfg, 1+r.IntN(12))
+		s := openZero(e, cfg)
+		c, err := NewConversation(s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []string
+		defer func() {
+			if t.Failed() {
+				t.Logf("trial %d cap %d max_write %d layers %+v ops %v", trial, cfg.Capacity, cfg.MaxWrite, cfg.Layers, ops)
+			}
+		}()
+		for op := 0; op < 40; op++ {
+			reprefills := 0
+			var rep *Reply
+			var err error
+			switch k := r.IntN(10); {
+			case k < 4:
+				ops = append(ops, "send")
+				rep, err = c.Send(bg, words[r.IntN(len(words))], nil)
+			case k < 5:
+				ops = append(ops, "regen")
+				rep, err = c.Regenerate(bg, nil)
+			case k < 6:
+				ops = append(ops, "edit")
+				rep, err = c.EditLast(bg, words[r.IntN(len(words))], nil)
+			case k < 7:
+				ops = append(ops, "undo")
+				var u UndoResult
+				u, err = c.UndoTurn(bg)
+				reprefills += b2i(u.Reprefilled)
+			case k < 9:
+				n := r.IntN(20)
+				ops = append(ops, fmt.Sprintf("undo%d", n))
+				_, err = c.UndoTokens(bg, n)
+			case k < 10 && r.IntN(3) == 0:
+				// A turn canceled after a few tokens, or an engine that fails
+				// part way: the records still match the cache.
+				ctx, cancel := context.WithCancel(bg)
+				stopAfter := r.IntN(4)
+				if r.IntN(2) == 0 {
+					s.failAt = s.Len() + 1 + r.IntN(12)
+					ops = append(ops, fmt.Sprintf("fail@%d", s.failAt))
+				} else {
+					ops = append(ops, fmt.Sprintf("cancel%d", stopAfter))
+				}
+				n := 0
+				_, err = c.Send(ctx, words[r.IntN(len(words))], func(Token) error {
+					if n++; n > stopAfter {
+						cancel()
+					}
+					return nil
+				})
+				cancel()
+				s.failAt = 0
+				err = nil
+				if msgs := c.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == RoleUser {
+					if _, err = c.UndoTurn(bg); err != nil {
+						t.Fatalf("undo after a failed turn: %v", err)
+					}
+				}
+			default:
+				ops = append(ops, "reset")
+				err = c.Reset()
+			}
+			if err != nil && !errors.Is(err, ErrPromptTooLong) && !strings.HasPrefix(err.Error(), "nothing to") && !strings.HasPrefix(err.Error(), "no user message") {
+				t.Fatalf("trial %d ops %v: %v", trial, ops, err)
+			}
+			checkInvariants(t, c, s)
+			msgs := c.Messages()
+			for i := 1; i < len(msgs); i++ {
+				if msgs[i].Role == msgs[i-1].Role {
+					t.Fatalf("trial %d ops %v: two %s messages in a row", trial, ops, msgs[i].Role)
+				}
+			}
+			if rep != nil {
+				reprefills += b2i(rep.Reprefilled)
+			}
+			stats[0] += reprefills
+			if errors.Is(err, ErrPromptTooLong) {
+				stats[1]++
+			}
+			if rep != nil {
+				want := fresh(t, e, opts, textMsgs(msgs[:len(msgs)-1]))
+				if !equalInts(rep.GeneratedIDs, want.GeneratedIDs) {
+					t.Fatalf("trial %d ops %v: reply %v, fresh %v", trial, ops, rep.GeneratedIDs, want.GeneratedIDs)
+				}
+			}
+		}
+	}
+	if stats[0] == 0 || stats[1] == 0 {
+		t.Errorf("weak coverage: %d re-prefills, %d refused turns", stats[0], stats[1])
+	}
+	t.Logf("%d re-prefills, %d refused turns", stats[0], stats[1])
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
