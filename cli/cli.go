@@ -129,8 +129,10 @@ func usage(w io.Writer) {
 func newFlags(env *Env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
+	// Usage writes through fs.Output so that parseFlags can silence the
+	// flag package's own call and print it exactly once, for -h.
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: etchat %s %s\n\nFlags:\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: etchat %s %s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -139,9 +141,10 @@ func newFlags(env *Env, name, synopsis string) *flag.FlagSet {
 // parseFlags parses args, turning a malformed value into a UsageError that
 // names the flag. -h returns flag.ErrHelp.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
-	fs.SetOutput(nil)
+	fs.SetOutput(out)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.Usage()
