@@ -31,7 +31,7 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		N := b.shape[1]
 		rows := a.numel() / max(K, 1)
 		shape := append(append([]int(nil), a.shape[:len(a.shape)-1]...), N)
-		x := a.floats(nil)
+		x := s.fl(a)
 		if s.lastOnly && s.ip == s.m.headInst && rows > 1 && len(shape) >= 2 {
 			// only the last position's logits are wanted
 			x = x[(rows-1)*K:]
@@ -54,7 +54,7 @@ func (s *session) addmm(n *g.AddmmNode) error {
 			w.f, w.h, w.fp16, w.ld, w.off = b.f, b.h, b.dt == stF16, K, b.off
 		} else {
 			// anything else: materialise Wᵀ in fp32
-			bf := b.floats(nil)
+			bf := s.fl(b)
 			wt := make([]float32, N*K)
 			for k := 0; k < K; k++ {
 				for j := 0; j < N; j++ {
@@ -91,7 +91,7 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		if err != nil {
 			return fmt.Errorf("Addmm bias: %w", err)
 		}
-		bf := bv.floats(nil)
+		bf := s.fl(bv)
 		for i := range out.f {
 			out.f[i] += n.Beta * bf[i]
 		}
@@ -128,7 +128,7 @@ func (s *session) batchedMatmul(a, b *tensor) (*tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, y := av.floats(nil), bv.floats(nil)
+	x, y := s.fl(av), s.fl(bv)
 	o, err := s.allocF(cnt)
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func (s *session) sdpa(n *g.SdpaNode) error {
 	} else {
 		qBase = 1 << 30 // sees every key
 	}
-	attend(o, q.floats(nil), k.floats(nil), v.floats(nil), hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads)
+	attend(o, s.fl(q), s.fl(k), s.fl(v), hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads)
 	return s.set(n.Out, newF(q.dt, []int{1, hq, T, D}, o))
 }
 
@@ -380,7 +380,7 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 	pool.grow(rows)
 
 	H := pool.heads
-	kf, vf := k.floats(nil), v.floats(nil)
+	kf, vf := s.fl(k), s.fl(v)
 	off := 0
 	for _, r := range plan.Writes() {
 		for h := 0; h < H; h++ {
@@ -394,7 +394,8 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 	S := plan.End() - plan.ReadBase
 	need = H * S * D
 	if cap(s.kbuf) < need {
-		s.kbuf, s.vbuf = make([]float32, need), make([]float32, need)
+		c := max(need, 2*cap(s.kbuf)) // grows with the context, doubling
+		s.kbuf, s.vbuf = make([]float32, c), make([]float32, c)
 	}
 	kb, vb := s.kbuf[:need], s.vbuf[:need]
 	j := 0
@@ -415,7 +416,7 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 	if l := s.cfg.Layers[layer]; l.Kind == kvcache.Ring {
 		window = l.Window
 	}
-	attend(o, q.floats(nil), kb, vb, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads)
+	attend(o, s.fl(q), kb, vb, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads)
 	dt := q.dt
 	if n.OutDType != nil && isFloatST(int(*n.OutDType)) {
 		dt = int(*n.OutDType)

@@ -87,6 +87,19 @@ func (s *session) resolveInts(xs []g.IntOrVid) ([]int, error) {
 	return out, nil
 }
 
+// fl returns t's elements as contiguous fp32 for reading during this
+// step: t's own storage when it already is, else a copy in the arena.
+func (s *session) fl(t *tensor) []float32 {
+	if t.f != nil && t.contiguous() {
+		return t.f[t.off : t.off+t.numel()]
+	}
+	n := t.numel()
+	if n > maxElems {
+		return t.floats(nil)
+	}
+	return t.floats(s.arena.alloc(n)[:0])
+}
+
 // allocF returns a float buffer of n elements from the session arena.
 func (s *session) allocF(n int) ([]float32, error) {
 	if n < 0 || n > maxElems {
@@ -137,7 +150,7 @@ func (s *session) exec(in g.Instruction) error {
 		if x.isInt() {
 			v = x.ints()[0]
 		} else {
-			v = int64(x.floats(nil)[0])
+			v = int64(s.fl(x)[0])
 		}
 		return s.setVal(n.Out, value{i: int64(int32(v))})
 	case *g.ExpandDimsNode:
@@ -413,7 +426,7 @@ func (s *session) unary(xt, out g.Tid, fn func(float32) float32) error {
 	if err != nil {
 		return err
 	}
-	src := x.floats(nil)
+	src := s.fl(x)
 	o, err := s.allocF(len(src))
 	if err != nil {
 		return err
@@ -488,8 +501,8 @@ func (s *session) binary(n g.BinaryNode, ff func(a, b float32) float32, fi func(
 		}
 		return s.set(n.Out, newF(dt, shape, o))
 	}
-	x := av.floats(nil)
-	y := bv.floats(nil)
+	x := s.fl(av)
+	y := s.fl(bv)
 	for i := range o {
 		o[i] = ff(x[i], y[i])
 	}
@@ -533,7 +546,7 @@ func (s *session) compare(n g.BinaryNode, pred func(c int) bool) error {
 			}
 		}
 	} else {
-		x, y := av.floats(nil), bv.floats(nil)
+		x, y := s.fl(av), s.fl(bv)
 		for i := range o {
 			if pred(cmp(float64(x[i]), float64(y[i]))) {
 				o[i] = 1
@@ -639,7 +652,7 @@ func (s *session) take(n *g.TakeNode) error {
 	contig := x.contiguous()
 	var xs []float32
 	if !contig {
-		xs = x.floats(nil)
+		xs = s.fl(x)
 	}
 	p := 0
 	for oi := 0; oi < outer; oi++ {
@@ -682,9 +695,9 @@ func (s *session) rmsNorm(n *g.RMSNormNode) error {
 		if wt.numel() != H {
 			return fmt.Errorf("RMSNorm: weight of shape %v for rows of %d", wt.shape, H)
 		}
-		w = wt.floats(nil)
+		w = s.fl(wt)
 	}
-	src := x.floats(nil)
+	src := s.fl(x)
 	o, err := s.allocF(len(src))
 	if err != nil {
 		return err
@@ -819,7 +832,7 @@ func (s *session) asType(xt, out g.Tid, st int) error {
 		copy(o, x.floats(o[:0]))
 		return s.set(out, newF(st, shape, o))
 	case st == stBool:
-		v := x.floats(nil)
+		v := s.fl(x)
 		o := make([]int64, len(v))
 		for i := range v {
 			if v[i] != 0 {
@@ -897,7 +910,7 @@ func (s *session) concat(n *g.ConcatenateNode) error {
 	p := 0
 	dt := ts[0].dt
 	for _, t := range ts {
-		v := t.floats(nil)
+		v := s.fl(t)
 		c := t.shape[ax] * inner
 		for oi := 0; oi < outer; oi++ {
 			copy(o[oi*shape[ax]*inner+p:], v[oi*c:oi*c+c])
@@ -960,7 +973,7 @@ func (s *session) sum(n *g.SumNode) error {
 		iterate(x.shape, ostr, 0, func(p int) { o[p] += v[j]; j++ })
 		return s.set(n.Out, newI(stI64, shape, o))
 	}
-	v := x.floats(nil)
+	v := s.fl(x)
 	acc := make([]float64, cnt)
 	j := 0
 	iterate(x.shape, ostr, 0, func(p int) { acc[p] += float64(v[j]); j++ })
@@ -1019,7 +1032,7 @@ func (s *session) sliceUpdate(n *g.SliceUpdateNode) error {
 	cnt := dst.numel()
 	o := make([]float32, cnt) // owned: may become a mutable buffer
 	copy(o, dst.floats(o[:0]))
-	u := uv.floats(nil)
+	u := s.fl(uv)
 	ostr := contiguousStrides(dst.shape)
 	j := 0
 	iterate(region, ostr, start*ostr[ax], func(p int) { o[p] = u[j]; j++ })
