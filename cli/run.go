@@ -303,7 +303,7 @@ func (o *runOpts) loadChat(info *modelinfo.Info, haveIDs bool) (*inference.Chat,
 		}
 		return nil, fmt.Errorf("tokenizer %s: %w (give --tokenizer)", path, err)
 	}
-	chat, err := inference.LoadChat(path, filepath.Dir(o.pte), o.chat, info.EOSIDs)
+	chat, err := inference.LoadChat(path, inference.ChatDir(o.pte, o.tokenizer), o.chat, info.EOSIDs)
 	if err != nil {
 		if strings.Contains(err.Error(), "chat template") {
 			return nil, Usagef("invalid value %q for flag -chat: %v", o.chat, err)

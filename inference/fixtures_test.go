@@ -241,3 +241,38 @@ func TestOpenModelConversation(t *testing.T) {
 		t.Error("qwen3's tokenizer accepted for llama3")
 	}
 }
+
+// The in-graph export of the same weights: generation through the loop,
+// and a conversation whose rewinds the program cannot do (it re-prefills).
+func TestInGraphModel(t *testing.T) {
+	var ref reference
+	fixtures.Reference(t, fixtures.Llama3, &ref)
+	m, err := OpenModel(bg, fixtures.PTE(fixtures.InGraph), LoadOptions{Engine: "cpu", Tokenizer: fixtures.Tokenizer(t, fixtures.Llama3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Cache != nil || m.PrefillChunk() != 32 || m.Chat.TemplateName == "llama3" {
+		t.Fatalf("in-graph: cache %v, chunk %d", m.Cache, m.PrefillChunk())
+	}
+	c := ref.Cases[0]
+	gen := m.Generation(len(c.GreedyIDs), Sampling{})
+	gen.IgnoreEOS = true
+	res, err := Generate(bg, m.Session, c.InputIDs, gen)
+	if err != nil || !equalInts(res.GeneratedIDs, c.GreedyIDs) {
+		t.Fatalf("in-graph greedy %v (%v), want %v", res.GeneratedIDs, err, c.GreedyIDs)
+	}
+	gen.MaxNewTokens = 8
+	conv, err := m.NewConversation("", gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt := ref.Multiturn
+	if r, err := conv.Send(bg, mt.Turn1.Messages[0].Content, nil); err != nil || !equalInts(r.GeneratedIDs, mt.Turn1.GeneratedIDs) {
+		t.Fatalf("turn 1: %v", err)
+	}
+	r, err := conv.Send(bg, mt.Turn2.Messages[2].Content, nil)
+	if err != nil || !r.Reprefilled || !equalInts(r.GeneratedIDs, mt.Turn2.GeneratedIDs) {
+		t.Fatalf("turn 2 on in-graph: %v reprefilled %v (%v), want %v", r.GeneratedIDs, r.Reprefilled, err, mt.Turn2.GeneratedIDs)
+	}
+}

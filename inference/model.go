@@ -68,7 +68,7 @@ func OpenModel(ctx context.Context, path string, o LoadOptions) (*Model, error) 
 		if chat == "" {
 			chat = "auto"
 		}
-		if m.Chat, err = LoadChat(tokPath, filepath.Dir(path), chat, info.EOSIDs); err != nil {
+		if m.Chat, err = LoadChat(tokPath, ChatDir(path, o.Tokenizer), chat, info.EOSIDs); err != nil {
 			return nil, err
 		}
 		if info.VocabSize > 0 && m.Chat.HF.VocabSize() > info.VocabSize {
@@ -89,6 +89,20 @@ func OpenModel(ctx context.Context, path string, o LoadOptions) (*Model, error) 
 		return nil, fmt.Errorf("the tokenizer has %d tokens but the model's logits cover %d", m.Chat.HF.VocabSize(), m.Session.Vocab())
 	}
 	return m, nil
+}
+
+// ChatDir is the folder whose tokenizer_config.json (chat template, EOS)
+// and generation_config.json go with a model: the explicitly given
+// tokenizer's folder when it has a tokenizer_config.json (the tokenizer's
+// own settings), else the .pte's.
+func ChatDir(ptePath, tokenizerPath string) string {
+	if tokenizerPath != "" {
+		d := filepath.Dir(tokenizerPath)
+		if _, err := os.Stat(filepath.Join(d, modelinfo.TokenizerConfigFile)); err == nil {
+			return d
+		}
+	}
+	return filepath.Dir(ptePath)
 }
 
 // PrefillChunk is the largest forward step: the cache's max_write for
