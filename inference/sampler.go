@@ -123,6 +123,35 @@ func Argmax(x []float32) (int, error) {
 	if n == 0 {
 		return 0, fmt.Errorf("%w: empty row", ErrBadLogits)
 	}
+	if n >= parallelMin && runtime.GOMAXPROCS(0) > 1 {
+		// Two halves on two goroutines; the first half wins ties.
+		mid := n / 2
+		var hi int
+		done := make(chan struct{})
+		go func() { hi = argmax4(x[mid:]); close(done) }()
+		lo := argmax4(x[:mid])
+		<-done
+		switch {
+		case hi >= 0 && (lo < 0 || x[mid+hi] > x[lo]):
+			return mid + hi, nil
+		case lo >= 0:
+			return lo, nil
+		}
+	} else if i := argmax4(x); i >= 0 {
+		return i, nil
+	}
+	// Nothing above -Inf: the first -Inf if any, else the row is all NaN.
+	for j, v := range x {
+		if !math.IsNaN(float64(v)) {
+			return j, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: all %d values are NaN", ErrBadLogits, n)
+}
+
+// argmax4 is the first index of the largest value above -Inf, or -1.
+func argmax4(x []float32) int {
+	n := len(x)
 	// Four independent lanes keep the comparisons off one dependency chain;
 	// the first index among equal maxima is recovered below.
 	b0, b1, b2, b3 := float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1))
@@ -157,16 +186,7 @@ func Argmax(x []float32) (int, error) {
 			best, bi = c.v, c.i
 		}
 	}
-	if bi >= 0 {
-		return bi, nil
-	}
-	// Nothing above -Inf: the first -Inf if any, else the row is all NaN.
-	for j, v := range x {
-		if !math.IsNaN(float64(v)) {
-			return j, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: all %d values are NaN", ErrBadLogits, n)
+	return bi
 }
 
 // negligible is how far below the maximum (after the temperature) a logit

@@ -321,3 +321,25 @@ func TestSamplerParallelMatchesSerial(t *testing.T) {
 		}
 	}
 }
+
+func TestArgmaxParallelHalves(t *testing.T) {
+	row := make([]float32, parallelMin*2+3)
+	for i := range row {
+		row[i] = float32(i % 1000)
+	}
+	// The maximum 999 appears in both halves: the first wins.
+	if got, _ := Argmax(row); got != 999 {
+		t.Errorf("Argmax = %d, want 999", got)
+	}
+	row[len(row)-1] = 5000 // only in the second half
+	if got, _ := Argmax(row); got != len(row)-1 {
+		t.Errorf("Argmax = %d, want %d", got, len(row)-1)
+	}
+	for i := range row {
+		row[i] = float32(math.NaN())
+	}
+	row[parallelMin+7] = float32(math.Inf(-1))
+	if got, err := Argmax(row); got != parallelMin+7 || err != nil {
+		t.Errorf("Argmax of NaNs and one -Inf = %d, %v", got, err)
+	}
+}
