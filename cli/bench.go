@@ -3,9 +3,216 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"etchat/inference"
+	"etchat/inference/bench"
+	"etchat/inference/bench/plot"
+	"etchat/inference/kvcache"
+	"etchat/store"
 )
 
-// runBench is a placeholder until its owner lands the command.
+const benchSynopsis = `--pte FILE [--tokenizer FILE] [-p 512,1024] [-n 128] [-d 0,4096] [-r 5] [--no-warmup]
+       [--kv-storage-dtype bf16,fp16] [--kv-max-capacity N,...] [--kv-windows 'SPEC;SPEC'] [--engine auto|cpu|metal]
+       [-o md|csv|json|jsonl|sql] [--db PATH] [--no-save] [--plot FILE.png] [-q]
+
+Every listed value combines with every other (llama-bench style): each -p size is a
+prefill test "ppN", each -n size a decode test "tgN", each at every -d depth ("@ dD",
+D tokens prefilled untimed first) and every cache configuration. Prompt ids are
+synthetic (seeded, ordinary vocabulary ids, no special tokens). t/s is mean ± sample
+standard deviation over the -r repetitions, each from a cleared cache after one untimed
+warmup. Results are stored (see 'etchat history --runs', 'etchat compare') unless
+--no-save.`
+
+// runBench measures prefill and decode speed and stores the results.
 func runBench(ctx context.Context, env *Env, args []string) error {
-	return errors.New("bench: not implemented yet")
+	fs := newFlags(env, "bench", benchSynopsis)
+	pte := fs.String("pte", "", "the .pte model to measure (required)")
+	tok := fs.String("tokenizer", "", "tokenizer.json whose special/added ids the prompts avoid (default: next to the .pte, if any)")
+	prompts := fs.String("p", "512", "prompt sizes, comma list; each is a prefill test ppN (0: none)")
+	gens := fs.String("n", "128", "generation sizes, comma list; each is a decode test tgN (0: none)")
+	depths := fs.String("d", "0", "depths, comma list: tokens already in the cache before each test")
+	reps := fs.Int("r", 5, "repetitions of each test")
+	noWarm := fs.Bool("no-warmup", false, "skip the untimed warmup before each test")
+	dtypes := fs.String("kv-storage-dtype", "bf16", "off-graph: KV storage dtypes, comma list of bf16|fp16|fp32")
+	caps := fs.String("kv-max-capacity", "0", "off-graph: cache capacities in tokens, comma list (0 = the model's get_max_ctx_len)")
+	windows := fs.String("kv-windows", "", "off-graph: attention patterns, ';'-separated list of window specs (each a comma list repeated over the layers, 0 = flat; empty = the model's own)")
+	eng := fs.String("engine", "auto", "engine: auto, cpu or metal")
+	out := fs.String("o", "md", "output format: md, csv, json, jsonl or sql")
+	dbPath := fs.String("db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
+	noSave := fs.Bool("no-save", false, "do not store the results")
+	plotFile := fs.String("plot", "", "also draw the results as a bar chart (t/s ± sd per test) to this PNG file")
+	seed := fs.Uint64("seed", bench.DefaultSeed, "seed of the synthetic prompt ids")
+	quiet := fs.Bool("q", false, "no progress lines on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return Usagef("unexpected argument %q (the model is given with --pte)", fs.Arg(0))
+	}
+	if *pte == "" {
+		return Usagef("flag -pte is required: the .pte model to measure")
+	}
+	o := bench.Options{PTE: *pte, Tokenizer: *tok, Reps: *reps, NoWarmup: *noWarm, Seed: *seed, AppVersion: Version}
+	var err error
+	if o.Prompts, err = intList("p", *prompts, 0); err != nil {
+		return err
+	}
+	if o.Gens, err = intList("n", *gens, 0); err != nil {
+		return err
+	}
+	if o.Depths, err = intList("d", *depths, 0); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(append(slices.Clone(o.Prompts), o.Gens...), func(n int) bool { return n > 0 }) {
+		return Usagef("invalid values for flags -p and -n: no test left (every size is 0)")
+	}
+	if *reps < 1 {
+		return Usagef("invalid value %d for flag -r: at least 1 repetition", *reps)
+	}
+	if !slices.Contains(bench.Formats, *out) {
+		return Usagef("invalid value %q for flag -o: want %s", *out, strings.Join(bench.Formats, ", "))
+	}
+	switch strings.ToLower(*eng) {
+	case inference.EngineAuto, inference.EngineCPU, inference.EngineMetal:
+	default:
+		return Usagef("invalid value %q for flag -engine: auto, cpu or metal", *eng)
+	}
+	if *plotFile != "" && !strings.HasSuffix(strings.ToLower(*plotFile), ".png") {
+		return Usagef("invalid value %q for flag -plot: want a .png file name", *plotFile)
+	}
+	if o.Caches, err = cacheSpecs(*dtypes, *caps, *windows); err != nil {
+		return err
+	}
+
+	// Check every test fits before loading anything heavy.
+	if _, err := bench.Prepare(bench.Options{PTE: o.PTE, Tokenizer: o.Tokenizer, Prompts: o.Prompts, Gens: o.Gens,
+		Depths: o.Depths, Caches: o.Caches, Reps: o.Reps, Engine: noEngine{}}); err != nil {
+		return err
+	}
+
+	var db *store.DB
+	if !*noSave {
+		path, err := store.ResolvePath(*dbPath, env.Getenv)
+		if err != nil {
+			return err
+		}
+		if db, err = store.Open(ctx, path, store.Options{}); err != nil {
+			return errors.New(store.Explain(err))
+		}
+		defer db.Close()
+	}
+	sel, err := inference.OpenEngine(*eng)
+	if err != nil {
+		return err
+	}
+	o.Engine = sel.Engine
+	if !*quiet {
+		fmt.Fprintln(env.Stderr, "bench:", sel)
+		o.Progress = func(p bench.Progress) { fmt.Fprintln(env.Stderr, "bench:", p) }
+	}
+	var saveErr error
+	o.Result = func(r *bench.Result) {
+		if db != nil && saveErr == nil {
+			saveErr = bench.Save(ctx, db, []*bench.Result{r})
+		}
+	}
+	results, runErr := bench.Run(ctx, o)
+	if len(results) > 0 {
+		if err := bench.Write(env.Stdout, *out, results); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		if len(results) > 0 {
+			return fmt.Errorf("stopped after %d tests: %w", len(results), runErr)
+		}
+		return runErr
+	}
+	if saveErr != nil {
+		return fmt.Errorf("results not saved: %w", saveErr)
+	}
+	if db != nil && !*quiet {
+		ids := make([]string, len(results))
+		for i, r := range results {
+			ids[i] = strconv.FormatInt(r.RunID, 10)
+		}
+		fmt.Fprintf(env.Stderr, "bench: saved as runs %s (batch %s) in %s\n", strings.Join(ids, ","), results[0].Batch, db.File())
+	}
+	if *plotFile != "" {
+		png, err := plot.BarsPNG(results, nil, plot.Size{})
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		if err := os.WriteFile(*plotFile, png, 0o644); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+	}
+	return nil
+}
+
+// noEngine lets Prepare check the tests before an engine is chosen.
+type noEngine struct{ inference.Engine }
+
+// intList reads a comma list of sizes for flag name; each must be >= lo.
+func intList(name, s string, lo int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, Usagef("invalid value %q for flag -%s: want a comma list of whole numbers, e.g. 512,1024", s, name)
+		}
+		if n < lo {
+			return nil, Usagef("invalid value %q for flag -%s: %d is below %d", s, name, n, lo)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// cacheSpecs is the cartesian product of the kv flags' lists.
+func cacheSpecs(dtypes, caps, windows string) ([]bench.CacheSpec, error) {
+	var ds []string
+	for _, d := range strings.Split(dtypes, ",") {
+		d = strings.TrimSpace(d)
+		dt, err := kvcache.ParseDType(d)
+		if err != nil {
+			return nil, Usagef("invalid value %q for flag -kv-storage-dtype: %v", dtypes, err)
+		}
+		if !slices.Contains(ds, dt.Flag()) {
+			ds = append(ds, dt.Flag())
+		}
+	}
+	cs, err := intList("kv-max-capacity", caps, 0)
+	if err != nil {
+		return nil, err
+	}
+	var ws []string
+	for _, w := range strings.Split(windows, ";") {
+		w = strings.TrimSpace(w)
+		for _, f := range strings.Split(w, ",") {
+			if f = strings.TrimSpace(f); f == "" && w != "" {
+				return nil, Usagef("invalid value %q for flag -kv-windows: empty window in %q", windows, w)
+			} else if n, err := strconv.Atoi(f); f != "" && (err != nil || n < 0) {
+				return nil, Usagef("invalid value %q for flag -kv-windows: %q is not a window size (0 = flat)", windows, f)
+			}
+		}
+		ws = append(ws, w)
+	}
+	var out []bench.CacheSpec
+	for _, d := range ds {
+		for _, c := range cs {
+			for _, w := range ws {
+				out = append(out, bench.CacheSpec{DType: d, Capacity: c, Windows: w})
+			}
+		}
+	}
+	return out, nil
 }
