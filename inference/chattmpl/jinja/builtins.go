@@ -807,8 +807,11 @@ func (r *renderer) percentFormat(s string, arg any) (any, error) {
 			return nil, err
 		}
 	}
-	if k < len(args) && isList {
-		return nil, r.errf("not all arguments converted during string formatting")
+	if k < len(args) {
+		_, isDict := arg.(*Dict)
+		if isList || !isDict {
+			return nil, r.errf("not all arguments converted during string formatting")
+		}
 	}
 	return b.String(), nil
 }

@@ -22,7 +22,7 @@ func init() {
 		"count":       fLength,
 		"lower":       strFilter(strings.ToLower),
 		"upper":       strFilter(strings.ToUpper),
-		"title":       strFilter(pyTitle),
+		"title":       strFilter(jinjaTitle),
 		"capitalize":  strFilter(pyCapitalize),
 		"first":       fFirst,
 		"last":        fLast,
@@ -92,7 +92,7 @@ func (r *renderer) callFilter(name string, v any, args []any, kw *Dict) (any, er
 	switch name {
 	case "default", "d", "string", "length", "count", "list", "safe", "e", "escape", "trim", "lower", "upper",
 		"title", "capitalize", "join", "first", "last", "wordcount", "unique", "items", "select", "reject",
-		"selectattr", "rejectattr", "map", "sort", "reverse", "batch", "dictsort", "indent", "replace", "int", "float":
+		"selectattr", "rejectattr", "map", "sort", "reverse", "batch", "dictsort", "replace", "min", "max", "sum":
 	default:
 		if u, ok := v.(Undefined); ok {
 			return nil, r.errf("%s", u.message())
@@ -439,6 +439,10 @@ func fDictsort(r *renderer, v any, ap *argParser) (any, error) {
 }
 
 func (r *renderer) selectReject(v any, ap *argParser, byAttr, keep bool) (any, error) {
+	if !truthy(v) {
+		// Jinja only iterates a true value.
+		return []any{}, nil
+	}
 	items, err := r.iterate(v)
 	if err != nil {
 		return nil, err
@@ -484,6 +488,9 @@ func (r *renderer) selectReject(v any, ap *argParser, byAttr, keep bool) (any, e
 }
 
 func fMap(r *renderer, v any, ap *argParser) (any, error) {
+	if !truthy(v) {
+		return []any{}, nil
+	}
 	items, err := r.iterate(v)
 	if err != nil {
 		return nil, err
@@ -597,7 +604,13 @@ func fIndent(r *renderer, v any, ap *argParser) (any, error) {
 	if err := ap.done(3); err != nil {
 		return nil, err
 	}
-	s := toStr(v)
+	s, isStr := v.(string)
+	if !isStr {
+		if u, ok := v.(Undefined); ok {
+			return nil, r.errf("%s", u.message())
+		}
+		return nil, r.errf("unsupported operand type(s) for +=: '%s' and 'str'", typeName(v))
+	}
 	lines := strings.Split(s, "\n")
 	for i := range lines {
 		if i == 0 && !truthy(first) {
@@ -1096,27 +1109,25 @@ func (r *renderer) applyTest(name string, v any, args []any) (bool, error) {
 		return false, nil
 	case "callable":
 		switch v.(type) {
-		case *function, *macro, *boundMethod:
+		case *function, *macro, *boundMethod, Undefined:
 			return true, nil
 		}
 		return false, nil
 	case "lower":
-		s := toStr(v)
-		return s == strings.ToLower(s), nil
+		return strPredicate(toStr(v), "islower"), nil
 	case "upper":
-		s := toStr(v)
-		return s == strings.ToUpper(s), nil
+		return strPredicate(toStr(v), "isupper"), nil
 	case "escaped":
 		return false, nil
 	case "even", "odd":
-		n, ok := asInt(v)
-		if !ok {
-			if u, isU := v.(Undefined); isU {
-				return false, r.errf("%s", u.message())
-			}
-			return false, r.errf("test '%s' needs an integer, got %s", name, typeName(v))
+		m, err := r.binop("%", v, int64(2))
+		if err != nil {
+			return false, err
 		}
-		return (n%2 == 0) == (name == "even"), nil
+		if name == "even" {
+			return equal(m, int64(0)), nil
+		}
+		return equal(m, int64(1)), nil
 	case "divisibleby":
 		a, err := arg()
 		if err != nil {
@@ -1283,6 +1294,27 @@ func strftime(t time.Time, f string) string {
 			}
 			b.WriteByte(f[i])
 		}
+	}
+	return b.String()
+}
+
+// jinjaTitle is Jinja's title filter: a word starts after whitespace or
+// one of - ( { [ <, its first character upper-cased and the rest lowered.
+func jinjaTitle(s string) string {
+	var b strings.Builder
+	start := true
+	for _, c := range s {
+		if pyIsSpace(c) || strings.ContainsRune("-({[<", c) {
+			b.WriteRune(c)
+			start = true
+			continue
+		}
+		if start {
+			b.WriteString(strings.ToUpper(string(c)))
+		} else {
+			b.WriteString(strings.ToLower(string(c)))
+		}
+		start = false
 	}
 	return b.String()
 }

@@ -155,6 +155,14 @@ b'|indent(2, true) }}|{{ 'hello big world'|wordcount }}|{{ [1,2,3,4,5]|batch(2)|
 END`, `user: hi
 assistant: yo
 END`, ""},
+	{"title filter starts words after brackets and dashes", `{{ "[{'role': 'user'}] x-ray (bOB)"|title }}|{{ 'ab cd'.title() }}`, `[{'role': 'user'}] X-Ray (Bob)|Ab Cd`, ""},
+	{"even and odd on floats", `{{ 4.0 is even }}{{ 3.0 is odd }}{{ 0.5 is odd }}{{ 0.5 is even }}`, `TrueTrueFalseFalse`, ""},
+	{"lower and upper tests need cased characters", `{{ '7' is lower }}{{ '7' is upper }}{{ 'a1' is lower }}{{ 'A1' is upper }}`, `FalseFalseTrueTrue`, ""},
+	{"select and map of a false value are empty", `{{ none|map('string')|list }}{{ false|select|list }}{{ 0|selectattr('a')|list }}`, `[][][]`, ""},
+	{"aggregates of undefined", `{{ nothing|sum }}{{ nothing|max is defined }}{{ nothing|list }}`, `0False[]`, ""},
+	{"error: leftover % argument", `{{ 'ab' % 'x' }}`, "", `not all arguments converted`},
+	{"error: indent of a number", `{{ 1|indent }}`, "", `unsupported operand type(s) for +=: 'int' and 'str'`},
+	{"error: int of undefined", `{{ nothing|int }}`, "", `'nothing' is undefined`},
 	{"error: raise_exception", `{{ raise_exception('boom: ' ~ n) }}`, "", `boom: 3`},
 	{"error: attribute of undefined", `{{ x.y }}`, "", `'x' is undefined`},
 	{"error: attribute of missing attribute", `{{ messages[0].missing.x }}`, "", `'dict object' has no attribute 'missing'`},
