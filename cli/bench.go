@@ -12,7 +12,6 @@ import (
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
-	"etchat/inference/kvcache"
 	"etchat/store"
 )
 
@@ -59,13 +58,13 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 	o := bench.Options{PTE: *pte, Tokenizer: *tok, Reps: *reps, NoWarmup: *noWarm, Seed: *seed, AppVersion: Version}
 	var err error
-	if o.Prompts, err = intList("p", *prompts, 0); err != nil {
+	if o.Prompts, err = intList("p", *prompts); err != nil {
 		return err
 	}
-	if o.Gens, err = intList("n", *gens, 0); err != nil {
+	if o.Gens, err = intList("n", *gens); err != nil {
 		return err
 	}
-	if o.Depths, err = intList("d", *depths, 0); err != nil {
+	if o.Depths, err = intList("d", *depths); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(append(slices.Clone(o.Prompts), o.Gens...), func(n int) bool { return n > 0 }) {
@@ -158,61 +157,23 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 // noEngine lets Prepare check the tests before an engine is chosen.
 type noEngine struct{ inference.Engine }
 
-// intList reads a comma list of sizes for flag name; each must be >= lo.
-func intList(name, s string, lo int) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, Usagef("invalid value %q for flag -%s: want a comma list of whole numbers, e.g. 512,1024", s, name)
-		}
-		if n < lo {
-			return nil, Usagef("invalid value %q for flag -%s: %d is below %d", s, name, n, lo)
-		}
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
+// intList reads a comma list of sizes for flag name.
+func intList(name, s string) ([]int, error) {
+	v, err := bench.ParseSizes(s)
+	if err != nil {
+		return nil, Usagef("invalid value %q for flag -%s: %v", s, name, err)
 	}
-	return out, nil
+	return v, nil
 }
 
-// cacheSpecs is the cartesian product of the kv flags' lists.
+// cacheSpecs is the product of the kv flags' lists.
 func cacheSpecs(dtypes, caps, windows string) ([]bench.CacheSpec, error) {
-	var ds []string
-	for _, d := range strings.Split(dtypes, ",") {
-		d = strings.TrimSpace(d)
-		dt, err := kvcache.ParseDType(d)
-		if err != nil {
-			return nil, Usagef("invalid value %q for flag -kv-storage-dtype: %v", dtypes, err)
-		}
-		if !slices.Contains(ds, dt.Flag()) {
-			ds = append(ds, dt.Flag())
-		}
+	specs, err := bench.ParseCacheSpecs(dtypes, caps, windows)
+	var le *bench.CacheListError
+	if errors.As(err, &le) {
+		flag, val := map[string]string{"dtype": "kv-storage-dtype", "capacity": "kv-max-capacity", "windows": "kv-windows"}[le.List],
+			map[string]string{"dtype": dtypes, "capacity": caps, "windows": windows}[le.List]
+		return nil, Usagef("invalid value %q for flag -%s: %v", val, flag, le.Err)
 	}
-	cs, err := intList("kv-max-capacity", caps, 0)
-	if err != nil {
-		return nil, err
-	}
-	var ws []string
-	for _, w := range strings.Split(windows, ";") {
-		w = strings.TrimSpace(w)
-		for _, f := range strings.Split(w, ",") {
-			if f = strings.TrimSpace(f); f == "" && w != "" {
-				return nil, Usagef("invalid value %q for flag -kv-windows: empty window in %q", windows, w)
-			} else if n, err := strconv.Atoi(f); f != "" && (err != nil || n < 0) {
-				return nil, Usagef("invalid value %q for flag -kv-windows: %q is not a window size (0 = flat)", windows, f)
-			}
-		}
-		ws = append(ws, w)
-	}
-	var out []bench.CacheSpec
-	for _, d := range ds {
-		for _, c := range cs {
-			for _, w := range ws {
-				out = append(out, bench.CacheSpec{DType: d, Capacity: c, Windows: w})
-			}
-		}
-	}
-	return out, nil
+	return specs, err
 }

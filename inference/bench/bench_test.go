@@ -293,3 +293,28 @@ func TestTestNames(t *testing.T) {
 		}
 	}
 }
+
+func TestParseLists(t *testing.T) {
+	if got, err := ParseSizes(" 512, 1024,512,0"); err != nil || !slices.Equal(got, []int{512, 1024, 0}) {
+		t.Errorf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", "abc", "1,,2", "-4", "1.5"} {
+		if _, err := ParseSizes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	specs, err := ParseCacheSpecs("bf16,fp16", "0,1024", "8,8,0;")
+	if err != nil || len(specs) != 8 || specs[0] != (CacheSpec{DType: "bf16", Windows: "8,8,0"}) ||
+		specs[7] != (CacheSpec{DType: "fp16", Capacity: 1024}) {
+		t.Fatalf("%v %v", specs, err)
+	}
+	for _, c := range []struct{ d, c, w, list string }{
+		{"int4", "0", "", "dtype"}, {"bf16", "x", "", "capacity"}, {"bf16", "0", "8;a", "windows"}, {"bf16", "0", "8,,0", "windows"},
+	} {
+		_, err := ParseCacheSpecs(c.d, c.c, c.w)
+		var le *CacheListError
+		if !errors.As(err, &le) || le.List != c.list {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}
