@@ -141,3 +141,10 @@ func TestTemplateUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestTemplateHelp(t *testing.T) {
+	code, out, stderr := tmplRun(t, "", "template", "-h")
+	if code != 0 || out != "" || !strings.Contains(stderr, "--messages") && !strings.Contains(stderr, "-messages") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}

@@ -409,3 +409,44 @@ func TestStrftimeNowClock(t *testing.T) {
 		t.Fatalf("%q, %v", got, err)
 	}
 }
+
+// TestConcurrentRender: one Template serves many goroutines (run with -race).
+func TestConcurrentRender(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join(modelDir(t, fixtures.Qwen3), "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := cfg.Template("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{{Role: "user", Content: "hi"}}
+	want, err := tmpl.Render(msgs, RenderOptions{AddGenerationPrompt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			for j := 0; j < 20; j++ {
+				got, err := tmpl.Render(msgs, RenderOptions{AddGenerationPrompt: true})
+				if err == nil && got != want {
+					err = errors.New("different rendering: " + got)
+				}
+				if err == nil && tmpl.TurnEnd() != "<|im_end|>" {
+					err = errors.New("turn end " + tmpl.TurnEnd())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
