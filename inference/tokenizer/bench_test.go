@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"os"
 	"testing"
+	"time"
 
 	"etchat/internal/fixtures"
 )
@@ -15,10 +16,36 @@ func BenchmarkLoadGemma3(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
+	cpu := startCPU()
 	for b.Loop() {
 		if _, err := Parse(data); err != nil {
 			b.Fatal(err)
 		}
+	}
+	cpu.report(b, 0)
+}
+
+// cpuMeter reports CPU time per operation next to the wall time: on a
+// shared machine the wall time says more about the neighbours.
+type cpuMeter struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPU() cpuMeter {
+	t, ok := cpuTime()
+	return cpuMeter{t, ok}
+}
+
+func (m cpuMeter) report(b *testing.B, bytes int) {
+	end, ok := cpuTime()
+	if !ok || !m.ok || b.N == 0 {
+		return
+	}
+	per := (end - m.start).Seconds() / float64(b.N)
+	b.ReportMetric(per*1000, "cpu-ms/op")
+	if bytes > 0 && per > 0 {
+		b.ReportMetric(float64(bytes)/1e6/per, "MB/cpu-s")
 	}
 }
 
@@ -40,11 +67,13 @@ func benchEncode(b *testing.B, fixture string, workers int) {
 	text := benchText(b)
 	b.SetBytes(int64(len(text)))
 	b.ResetTimer()
+	cpu := startCPU()
 	for b.Loop() {
 		if ids := tk.encode(text, false, workers); len(ids) == 0 {
 			b.Fatal("no ids")
 		}
 	}
+	cpu.report(b, len(text))
 }
 
 // Encode throughput on ~1 MB of mixed text, on all cores (as Encode does

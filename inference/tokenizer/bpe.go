@@ -38,6 +38,27 @@ type mergeTable struct {
 	slots []mergeSlot
 	shift uint
 	n     int
+	// filter is a one-hash Bloom filter of the keys: most pairs looked up
+	// are not merges, and the filter (a few MB) answers those from cache
+	// instead of a miss into the table.
+	filter      []uint64
+	filterShift uint
+}
+
+// buildFilter sizes and fills the filter once all merges are in.
+func (t *mergeTable) buildFilter() {
+	bits, shift := uint64(1<<16), uint(64-16)
+	for bits < uint64(t.n)*32 && shift > 40 {
+		bits <<= 1
+		shift--
+	}
+	t.filter, t.filterShift = make([]uint64, bits/64), shift
+	for _, s := range t.slots {
+		if s.id >= 0 {
+			h := (s.key * 0xC2B2AE3D27D4EB4F) >> shift
+			t.filter[h>>6] |= 1 << (h & 63)
+		}
+	}
 }
 
 type mergeSlot struct {
@@ -82,6 +103,12 @@ func (t *mergeTable) put(key uint64, m merge) {
 }
 
 func (t *mergeTable) get(key uint64) (merge, bool) {
+	if t.filter != nil {
+		h := (key * 0xC2B2AE3D27D4EB4F) >> t.filterShift
+		if t.filter[h>>6]&(1<<(h&63)) == 0 {
+			return merge{}, false
+		}
+	}
 	mask := uint64(len(t.slots) - 1)
 	for i := (key * 0x9E3779B97F4A7C15) >> t.shift; ; i = (i + 1) & mask {
 		s := &t.slots[i]
@@ -254,6 +281,7 @@ func parseModel(raw []byte) (*bpe, error) {
 	for _, sl := range slots {
 		m.merges.put(sl.key, sl.merge)
 	}
+	m.merges.buildFilter()
 	return m, nil
 }
 
