@@ -1,10 +1,25 @@
-// Package chattmpl renders chat conversations into prompt text the way
-// Hugging Face transformers' apply_chat_template does: a model's own Jinja
-// chat template from tokenizer_config.json (rendered by the sandboxed
-// engine in the jinja subpackage), or one of the built-in wrappings of
-// ExecuTorch's MLX runner (run_llm_hf.cpp's --chat llama3 / gemma /
-// gemma4 / 0, plus chatml). It also picks a template for a model folder
-// (--chat auto) and gathers the model's stop tokens.
+// Package chattmpl renders chat conversations into prompt text the way Hugging
+// Face transformers' apply_chat_template does: a model's own Jinja chat
+// template from tokenizer_config.json (rendered by the sandboxed engine in the
+// jinja subpackage), or one of the built-in wrappings of ExecuTorch's MLX
+// runner (run_llm_hf.cpp's --chat llama3 / gemma / gemma4 / 0, plus chatml).
+// It also picks a template for a model folder (--chat auto) and gathers the
+// model's stop tokens.
+//
+// Typical use:
+//
+//	tmpl, why, err := chattmpl.Choose(modelDir, "auto")
+//	prompt, err := tmpl.Render(msgs, chattmpl.RenderOptions{AddGenerationPrompt: true})
+//	stops, err := chattmpl.StopTokens(modelDir, tmpl, tokenizer)
+//
+// The rendered text carries its own BOS where the template puts one (model
+// templates, and the first turn of the llama3/gemma/gemma4 built-ins), so it
+// is encoded without adding special tokens, as transformers does; only the
+// "none" built-in leaves BOS to the tokenizer (Template.TokenizerAddsBOS).
+// Rendering a whole conversation again after each turn gives a text whose
+// earlier part is the previous rendering for the built-ins and for most
+// model templates, so a caller keeping a KV cache can feed just the new
+// suffix when the old text is a prefix of the new one.
 package chattmpl
 
 import (
