@@ -42,6 +42,10 @@ func (e LibraryEntry) Runnable() bool {
 	return e.Info != nil && (e.Info.Kind == KindOffGraph || e.Info.Kind == KindInGraph)
 }
 
+// Chattable reports whether the chat can open the model now: runnable and
+// with a tokenizer next to it.
+func (e LibraryEntry) Chattable() bool { return e.Runnable() && e.Info.Tokenizer != "" }
+
 // Badge is the kind label, "unreadable" or "missing" for files that failed.
 func (e LibraryEntry) Badge() string {
 	if e.Info == nil {

@@ -28,17 +28,16 @@ type chatView struct {
 
 	title      *widget.Label
 	meter      *widget.ProgressBar
-	meterText  *widget.Label
+	meterText  string // shown inside the meter bar
 	activity   *widget.Label
 	progress   *widget.ProgressBar
 	progressIn *widget.ProgressBarInfinite
 	errLabel   *widget.Label
 
-	transcript *fyne.Container
+	transcript *widget.RichText
 	scroll     *container.Scroll
-	shown      int // messages drawn in transcript (plus the live pair)
-	live       *widget.Label
-	liveUser   *widget.Label
+	shown      int                 // messages drawn in transcript (plus the live pair)
+	live       *widget.TextSegment // the streaming reply's text
 
 	input    *composer
 	sendBtn  *widget.Button
@@ -105,7 +104,7 @@ func newChatView(u *UI) *chatView {
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			if i < len(v.convs) {
 				c := v.convs[i]
-				o.(*widget.Label).SetText(c.Title + "  ·  " + c.Updated.Local().Format("Jan 2 15:04"))
+				o.(*widget.Label).SetText(c.Title)
 			}
 		})
 	v.convList.OnSelected = func(i widget.ListItemID) {
@@ -123,8 +122,7 @@ func newChatView(u *UI) *chatView {
 
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.meter = widget.NewProgressBar()
-	v.meter.TextFormatter = func() string { return "" }
-	v.meterText = widget.NewLabel("")
+	v.meter.TextFormatter = func() string { return v.meterText }
 	v.settings = widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), func() { v.showSettings() })
 	v.activity = widget.NewLabel("")
 	v.progress = widget.NewProgressBar()
@@ -135,16 +133,13 @@ func newChatView(u *UI) *chatView {
 	v.errLabel.Importance = widget.DangerImportance
 	header := container.NewVBox(
 		container.NewBorder(nil, nil, nil, v.settings, v.title),
-		container.NewBorder(nil, nil, widget.NewLabel("Context"), v.meterText, v.meter),
+		container.NewBorder(nil, nil, widget.NewLabel("Context"), nil, v.meter),
 		container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn)),
 		v.errLabel,
 	)
 
-	v.transcript = container.NewVBox()
-	v.live = widget.NewLabel("")
-	v.live.Wrapping = fyne.TextWrapWord
-	v.liveUser = widget.NewLabel("")
-	v.liveUser.Wrapping = fyne.TextWrapWord
+	v.transcript = widget.NewRichText()
+	v.transcript.Wrapping = fyne.TextWrapWord
 	v.scroll = container.NewVScroll(v.transcript)
 
 	v.input = newComposer()
@@ -196,7 +191,7 @@ func (v *chatView) refreshModels() {
 	v.models = nil
 	var names []string
 	for _, e := range v.u.Library.Entries() {
-		if e.Runnable() {
+		if e.Chattable() {
 			v.models = append(v.models, e)
 			names = append(names, e.Label())
 		}
@@ -271,8 +266,8 @@ func (v *chatView) refresh() {
 		}
 		v.title.SetText(fmt.Sprintf("%s — %s (engine: %s)", t, st.Model.Name(), st.Engine))
 	}
+	v.meterText = st.Meter()
 	v.meter.SetValue(st.MeterFraction())
-	v.meterText.SetText(st.Meter())
 
 	if st.Busy {
 		v.activity.SetText(st.Activity)
@@ -321,63 +316,63 @@ func roleTitle(role string) string {
 	return role
 }
 
-func messageBox(role, text, stats string) (fyne.CanvasObject, *widget.Label) {
-	head := widget.NewLabelWithStyle(roleTitle(role), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	body := widget.NewLabel(text)
-	body.Wrapping = fyne.TextWrapWord
-	objs := []fyne.CanvasObject{head, body}
-	if stats != "" {
-		s := widget.NewLabelWithStyle(stats, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
-		s.Importance = widget.LowImportance
-		s.Wrapping = fyne.TextWrapWord
-		objs = append(objs, s)
+// messageSegments are one message as rich-text paragraphs: the role, the
+// text, and the stats line of a reply. body is the text's segment.
+func messageSegments(role, text, stats string) (segs []widget.RichTextSegment, body *widget.TextSegment) {
+	body = &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: text}
+	segs = []widget.RichTextSegment{
+		&widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, ColorName: theme.ColorNamePrimary}, Text: roleTitle(role)},
+		body,
 	}
-	return container.NewVBox(objs...), body
+	if stats != "" {
+		segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Italic: true},
+			ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText}, Text: stats})
+	}
+	return segs, body
 }
 
-// drawTranscript rebuilds the message list when it changed and updates the
-// live reply text while streaming.
+// drawTranscript redraws the transcript (one rich text, which wraps and
+// sizes itself as a document) and the live reply while streaming.
 func (v *chatView) drawTranscript(st ChatState) {
 	liveOn := st.Busy && (st.PendingUser != "" || st.Streaming != "")
 	want := len(st.Messages)
 	if liveOn {
 		want++
 	}
-	// Rebuild on any structural change: cheap at chat sizes, and edits or
-	// undo can change earlier messages.
 	if want != v.shown || !liveOn {
-		v.transcript.RemoveAll()
+		var segs []widget.RichTextSegment
 		if len(st.Messages) == 0 && !liveOn {
 			hint := "No messages yet."
 			if st.Loaded {
 				hint = "Type a message below and press Send (Ctrl+Enter)."
 			}
-			v.transcript.Add(widget.NewLabel(hint))
+			segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
 		}
 		for _, m := range st.Messages {
 			if m.Role == "system" && m.Text == "" {
 				continue
 			}
-			box, _ := messageBox(m.Role, m.Text, StatsLine(m.Stats))
-			v.transcript.Add(box)
-			v.transcript.Add(widget.NewSeparator())
+			ms, _ := messageSegments(m.Role, m.Text, StatsLine(m.Stats))
+			segs = append(segs, ms...)
+			segs = append(segs, &widget.SeparatorSegment{})
 		}
 		if liveOn {
 			if st.PendingUser != "" {
-				box, body := messageBox("user", st.PendingUser, "")
-				v.liveUser = body
-				v.transcript.Add(box)
+				ms, _ := messageSegments("user", st.PendingUser, "")
+				segs = append(segs, ms...)
+				segs = append(segs, &widget.SeparatorSegment{})
 			}
-			box, body := messageBox("assistant", st.Streaming, "")
+			ms, body := messageSegments("assistant", "", "")
 			v.live = body
-			v.transcript.Add(box)
+			segs = append(segs, ms...)
 		}
 		v.shown = want
-		v.transcript.Refresh()
+		v.transcript.Segments = segs
 	}
 	if liveOn {
-		v.live.SetText(st.Streaming + " ▍")
+		v.live.Text = st.Streaming + " ▍"
 	}
+	v.transcript.Refresh()
 	v.scroll.ScrollToBottom()
 }
 

@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -23,7 +24,7 @@ type libraryView struct {
 	empty   *widget.Label
 
 	title    *widget.Label
-	facts    *widget.Form
+	facts    *fyne.Container // label/value pairs in a form layout
 	capacity *widget.Entry
 	dtype    *widget.Select
 	memory   *widget.Label
@@ -61,6 +62,7 @@ func newLibraryView(u *UI) *libraryView {
 			badge.Importance = badgeImportance(e)
 			badge.Refresh()
 			box.Objects[1].(*widget.Label).SetText(e.Row())
+			head.Refresh() // lay the name and badge out for their new widths
 		},
 	)
 	v.list.OnSelected = func(i widget.ListItemID) {
@@ -83,7 +85,7 @@ func newLibraryView(u *UI) *libraryView {
 
 	// Details pane.
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	v.facts = widget.NewForm()
+	v.facts = container.New(layout.NewFormLayout())
 	v.capacity = widget.NewEntry()
 	v.capacity.SetPlaceHolder("model maximum")
 	v.dtype = widget.NewSelect(DTypes, nil)
@@ -93,6 +95,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.memory = widget.NewLabel("")
 	v.memory.Wrapping = fyne.TextWrapWord
 	v.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	v.summary.Wrapping = fyne.TextWrapWord
 	v.layers = widget.NewTableWithHeaders(
 		func() (int, int) { return len(v.layerRow), len(LayerHeader) },
 		func() fyne.CanvasObject { return widget.NewLabel("KV at capacity") },
@@ -107,15 +110,15 @@ func newLibraryView(u *UI) *libraryView {
 			o.(*widget.Label).SetText(LayerHeader[id.Col])
 		}
 	}
-	for i, w := range []float32{60, 60, 80, 90, 90, 70, 120, 130} {
+	for i, w := range []float32{50, 50, 64, 74, 74, 56, 96, 110} {
 		v.layers.SetColumnWidth(i, w)
 	}
 	estimate := widget.NewForm(widget.NewFormItem("Capacity", v.capacity), widget.NewFormItem("KV dtype", v.dtype))
-	layerBox := container.NewGridWrap(fyne.NewSize(720, 180), v.layers)
+	layerBox := container.New(minHeight(180), v.layers)
 	v.details = container.NewVScroll(container.NewVBox(
-		v.title, v.facts, widget.NewSeparator(),
+		v.title,
 		widget.NewLabelWithStyle("KV cache estimate", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		estimate, v.memory, v.summary, layerBox,
+		estimate, v.memory, v.summary, layerBox, widget.NewSeparator(), v.facts,
 	))
 	v.noSel = widget.NewLabel("Select a model to see its details.")
 	right := container.NewStack(v.details, v.noSel)
@@ -167,7 +170,7 @@ func (v *libraryView) refresh() {
 			b.Disable()
 		}
 	}
-	if ok && sel.Runnable() {
+	if ok && sel.Chattable() {
 		v.chatBtn.Enable()
 	} else {
 		v.chatBtn.Disable()
@@ -185,11 +188,15 @@ func (v *libraryView) refreshDetails() {
 	v.noSel.Hide()
 	v.details.Show()
 	v.title.SetText(d.Title)
-	v.facts.Items = nil
+	v.facts.RemoveAll()
 	for _, f := range d.Facts {
 		l := widget.NewLabel(f[1])
 		l.Wrapping = fyne.TextWrapWord
-		v.facts.Append(f[0], l)
+		if !strings.Contains(f[1], " ") {
+			l.Wrapping = fyne.TextWrapBreak // paths and hashes
+		}
+		v.facts.Add(widget.NewLabelWithStyle(f[0], fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}))
+		v.facts.Add(l)
 	}
 	v.facts.Refresh()
 	v.memory.SetText(d.Memory)
@@ -284,10 +291,27 @@ func (v *libraryView) openChat() {
 	if !ok {
 		return
 	}
-	if !sel.Runnable() {
-		v.u.ShowError(errors.New(sel.Name() + " cannot be chatted with: " + strings.TrimSpace(sel.Reason())))
+	if !sel.Chattable() {
+		why := strings.TrimSpace(sel.Reason())
+		if why == "" {
+			why = "it has no tokenizer.json next to it"
+		}
+		v.u.ShowError(errors.New(sel.Name() + " cannot be chatted with: " + why))
 		return
 	}
 	v.u.chat.setModel(sel.Info)
 	v.u.SelectTab(TabChat)
+}
+
+// minHeight lays its objects over its whole area and asks for a height
+// only, so a table inside a scroll neither collapses nor widens the pane.
+type minHeight float32
+
+func (h minHeight) MinSize([]fyne.CanvasObject) fyne.Size { return fyne.NewSize(1, float32(h)) }
+
+func (h minHeight) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
 }

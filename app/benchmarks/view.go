@@ -1,0 +1,261 @@
+package benchmarks
+
+import (
+	"context"
+	"image"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"etchat/inference/bench/plot"
+	"gonum.org/v1/plot/vg"
+)
+
+// allModels is the filter choice that shows every model.
+const allModels = "All models"
+
+// View is the Benchmarks view's widgets over a ViewModel.
+type View struct {
+	vm  *ViewModel
+	win fyne.Window
+	ctx context.Context
+
+	root fyne.CanvasObject
+
+	pte, tok, prompts, gens, depths, reps, dtypes, caps, windows *widget.Entry
+	engine                                                       *widget.Select
+	noWarmup                                                     *widget.Check
+	start, cancel                                                *widget.Button
+	progress                                                     *widget.ProgressBar
+	status                                                       *widget.Label
+
+	filter *widget.Select
+	table  *widget.Table
+	rows   []Row
+	empty  *widget.Label
+	trend  *canvas.Image
+
+	base, cand *widget.Entry
+	cmpText    *widget.Label
+	cmpChart   *canvas.Image
+}
+
+// NewView builds the Benchmarks view: run form, history table, chart and
+// comparison, in tabs. w parents the file dialog. It sets vm.OnChange to
+// redraw through fyne.Do and loads the history in the background.
+func NewView(vm *ViewModel, w fyne.Window) fyne.CanvasObject {
+	return newView(context.Background(), vm, w).root
+}
+
+func newView(ctx context.Context, vm *ViewModel, w fyne.Window) *View {
+	v := &View{vm: vm, win: w, ctx: ctx}
+	f := vm.Form()
+	entry := func(text, hint string) *widget.Entry {
+		e := widget.NewEntry()
+		e.SetText(text)
+		e.SetPlaceHolder(hint)
+		return e
+	}
+	v.pte = entry(f.PTE, "/path/to/model.pte")
+	v.tok = entry(f.Tokenizer, "optional tokenizer.json (default: next to the .pte)")
+	v.prompts = entry(f.Prompts, "512,1024")
+	v.gens = entry(f.Gens, "128")
+	v.depths = entry(f.Depths, "0,4096")
+	v.reps = entry(f.Reps, "5")
+	v.dtypes = entry(f.KVDTypes, "bf16,fp16")
+	v.caps = entry(f.KVCapacities, "0 = the model's")
+	v.windows = entry(f.KVWindows, "e.g. 512;0 (empty = the model's)")
+	v.engine = widget.NewSelect([]string{"auto", "cpu", "metal"}, nil)
+	v.engine.SetSelected(f.Engine)
+	v.noWarmup = widget.NewCheck("skip the warmup", nil)
+	v.noWarmup.SetChecked(f.NoWarmup)
+	browse := widget.NewButtonWithIcon("", theme.FolderOpenIcon(), func() {
+		d := dialog.NewFileOpen(func(rc fyne.URIReadCloser, err error) {
+			if err == nil && rc != nil {
+				v.pte.SetText(rc.URI().Path())
+				rc.Close()
+			}
+		}, w)
+		d.Show()
+	})
+	form := widget.NewForm(
+		widget.NewFormItem("Model", container.NewBorder(nil, nil, nil, browse, v.pte)),
+		widget.NewFormItem("Tokenizer", v.tok),
+		widget.NewFormItem("Prompt sizes (pp)", v.prompts),
+		widget.NewFormItem("Generation sizes (tg)", v.gens),
+		widget.NewFormItem("Depths", v.depths),
+		widget.NewFormItem("Repetitions", v.reps),
+		widget.NewFormItem("KV storage dtypes", v.dtypes),
+		widget.NewFormItem("KV capacities", v.caps),
+		widget.NewFormItem("KV windows", v.windows),
+		widget.NewFormItem("Engine", v.engine),
+		widget.NewFormItem("", v.noWarmup),
+	)
+	v.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), v.onStart)
+	v.start.Importance = widget.HighImportance
+	v.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), vm.Cancel)
+	v.progress = widget.NewProgressBar()
+	v.status = widget.NewLabel("")
+	v.status.Wrapping = fyne.TextWrapWord
+	runTab := container.NewVScroll(container.NewVBox(form, container.NewHBox(v.start, v.cancel), v.progress, v.status))
+
+	v.filter = widget.NewSelect([]string{allModels}, func(s string) {
+		if s == allModels {
+			s = ""
+		}
+		vm.SetFilter(s)
+	})
+	v.filter.SetSelected(allModels)
+	v.table = widget.NewTableWithHeaders(
+		func() (int, int) { return len(v.rows), len(Columns) },
+		func() fyne.CanvasObject { return widget.NewLabel("2006-01-02 15:04:05") },
+		func(id widget.TableCellID, o fyne.CanvasObject) {
+			if id.Row < len(v.rows) {
+				o.(*widget.Label).SetText(v.rows[id.Row].Cells()[id.Col])
+			}
+		})
+	v.table.ShowHeaderColumn = false
+	v.table.CreateHeader = func() fyne.CanvasObject { return widget.NewButton("", nil) }
+	v.table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		b := o.(*widget.Button)
+		if id.Col < 0 || id.Col >= len(Columns) {
+			return
+		}
+		col, desc := vm.Sort()
+		text := Columns[id.Col]
+		if col == id.Col {
+			text += map[bool]string{true: " ▼", false: " ▲"}[desc]
+		}
+		b.SetText(text)
+		c := id.Col
+		b.OnTapped = func() {
+			cur, d := vm.Sort()
+			vm.SortBy(c, !(cur == c && d)) // a new column sorts descending first
+		}
+	}
+	for i, wd := range []float32{60, 170, 190, 70, 130, 130, 90, 80, 80, 50} {
+		v.table.SetColumnWidth(i, wd)
+	}
+	v.table.OnSelected = func(id widget.TableCellID) {
+		if id.Row >= 0 && id.Row < len(v.rows) {
+			r := v.rows[id.Row]
+			// Selecting a row offers it to the comparison: first the
+			// baseline, then the candidate.
+			if v.base.Text == "" || v.cand.Text != "" {
+				v.base.SetText(r.Selector())
+				v.cand.SetText("")
+			} else {
+				v.cand.SetText(r.Selector())
+			}
+		}
+	}
+	v.empty = widget.NewLabel("")
+	v.empty.Wrapping = fyne.TextWrapWord
+	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), func() { go vm.Refresh(v.ctx) })
+	histTab := container.NewBorder(container.NewVBox(container.NewHBox(widget.NewLabel("Model"), v.filter, refresh), v.empty), nil, nil, nil, v.table)
+
+	v.trend = canvas.NewImageFromImage(nil)
+	v.trend.FillMode = canvas.ImageFillContain
+	v.trend.SetMinSize(fyne.NewSize(640, 360))
+	chartTab := container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies)"), nil, nil, nil, v.trend)
+
+	v.base = entry("", "run ids or filters, e.g. 3,4 or model=NAME,engine=cpu,latest")
+	v.cand = entry("", "run ids or filters, e.g. batch=… or latest")
+	v.cmpText = widget.NewLabel("Pick two runs (select history rows, or type run ids or filters) and press Compare.")
+	v.cmpText.TextStyle = fyne.TextStyle{Monospace: true}
+	v.cmpChart = canvas.NewImageFromImage(nil)
+	v.cmpChart.FillMode = canvas.ImageFillContain
+	v.cmpChart.SetMinSize(fyne.NewSize(560, 300))
+	compareBtn := widget.NewButtonWithIcon("Compare", theme.SearchIcon(), func() {
+		b, c := v.base.Text, v.cand.Text
+		go vm.Compare(v.ctx, b, c)
+	})
+	cmpForm := widget.NewForm(widget.NewFormItem("Baseline", v.base), widget.NewFormItem("Candidate", v.cand))
+	cmpTab := container.NewBorder(container.NewVBox(cmpForm, container.NewHBox(compareBtn)), nil, nil, nil,
+		container.NewVSplit(container.NewScroll(v.cmpText), v.cmpChart))
+
+	tabs := container.NewAppTabs(
+		container.NewTabItem("Run", runTab),
+		container.NewTabItem("History", histTab),
+		container.NewTabItem("Chart", chartTab),
+		container.NewTabItem("Compare", cmpTab),
+	)
+	v.root = tabs
+	vm.OnChange = func() { fyne.Do(v.redraw) }
+	v.redraw()
+	go vm.Refresh(ctx)
+	return v
+}
+
+// Selector picks the row's whole invocation (all its tests) for a comparison.
+func (r Row) Selector() string { return "batch=" + r.Batch }
+
+func (v *View) formValue() Form {
+	return Form{
+		PTE: v.pte.Text, Tokenizer: v.tok.Text, Prompts: v.prompts.Text, Gens: v.gens.Text, Depths: v.depths.Text,
+		Reps: v.reps.Text, NoWarmup: v.noWarmup.Checked, KVDTypes: v.dtypes.Text, KVCapacities: v.caps.Text,
+		KVWindows: v.windows.Text, Engine: v.engine.Selected,
+	}
+}
+
+func (v *View) onStart() {
+	v.vm.SetForm(v.formValue())
+	v.start.Disable()
+	go func() {
+		// Start checks the model file (hashing it) before returning.
+		if err := v.vm.Start(v.ctx); err != nil {
+			fyne.Do(v.redraw)
+		}
+	}()
+}
+
+// redraw copies the view-model's state into the widgets (UI goroutine).
+func (v *View) redraw() {
+	rs := v.vm.Run()
+	if rs.Running {
+		v.start.Disable()
+		v.cancel.Enable()
+	} else {
+		v.start.Enable()
+		v.cancel.Disable()
+	}
+	v.progress.SetValue(rs.Fraction)
+	v.status.SetText(rs.Status)
+
+	models := append([]string{allModels}, v.vm.Models()...)
+	v.filter.Options = models
+	v.filter.Refresh()
+	var empty string
+	v.rows, empty = v.vm.History()
+	v.empty.SetText(empty)
+	if empty == "" {
+		v.empty.Hide()
+	} else {
+		v.empty.Show()
+	}
+	v.table.Refresh()
+
+	v.trend.Image = chartOrNil(v.vm.TrendChart(plot.Size{W: 8 * vg.Inch, H: 4.5 * vg.Inch}))
+	v.trend.Refresh()
+
+	text, _, err := v.vm.CompareResult()
+	switch {
+	case err != nil:
+		v.cmpText.SetText(err.Error())
+	case text != "":
+		v.cmpText.SetText(text)
+	}
+	v.cmpChart.Image = chartOrNil(v.vm.CompareChart(plot.Size{W: 7 * vg.Inch, H: 3.5 * vg.Inch}))
+	v.cmpChart.Refresh()
+}
+
+func chartOrNil(img image.Image, err error) image.Image {
+	if err != nil {
+		return nil
+	}
+	return img
+}

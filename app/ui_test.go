@@ -1,0 +1,450 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"etchat/internal/fixtures"
+)
+
+// uiModels is a fixed folder (so the markup masters do not depend on the
+// temp dir's name) holding the fixtures as a user would: llama3 and gemma3
+// with their tokenizers, the in-graph llama3 without.
+func uiModels(t *testing.T) string {
+	t.Helper()
+	// A path of fixed length: wrapped paths split at the same places on
+	// every run, so the masters hold.
+	root := filepath.Join(os.TempDir(), fmt.Sprintf("etchat-ui-%010d-%s", os.Getpid(), t.Name()[:min(len(t.Name()), 12)]), "models")
+	os.RemoveAll(filepath.Dir(root))
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(root)) })
+	for _, n := range []string{fixtures.Llama3, fixtures.Gemma3} {
+		p := modelCopy(t, n, true)
+		os.MkdirAll(root, 0o755)
+		if err := os.Rename(filepath.Dir(p), filepath.Join(root, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := modelCopy(t, fixtures.InGraph, false)
+	if err := os.Rename(filepath.Dir(p), filepath.Join(root, fixtures.InGraph)); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// newTestUI builds the window over the real backend with the fixture
+// models in its library.
+func newTestUI(t *testing.T) (*UI, string) {
+	t.Helper()
+	a := test.NewTempApp(t)
+	b, _ := testBackend(t)
+	u := NewUI(a, b)
+	t.Cleanup(u.Close)
+	u.Win.Resize(fyne.NewSize(1100, 720))
+	root := uiModels(t)
+	done := make(chan struct{})
+	u.Start([]string{root}, done)
+	<-done
+	return u, root
+}
+
+var (
+	reRate  = regexp.MustCompile(`[0-9.]+ tok/s`)
+	reTTFT  = regexp.MustCompile(`TTFT [0-9]+ ms`)
+	reDate  = regexp.MustCompile(`[A-Z][a-z]{2} [0-9]{1,2} [0-9]{2}:[0-9]{2}`)
+	reSize  = regexp.MustCompile(`size="[0-9]+x[0-9]+"`)
+	updMast = os.Getenv("ETCHAT_UPDATE_MASTERS") != ""
+)
+
+// assertMarkup compares the canvas's markup, with machine-dependent text
+// (the temp folder, measured rates, dates) normalised, against
+// testdata/NAME. A mismatch writes the candidate to testdata/failed/.
+func assertMarkup(t *testing.T, name string, c fyne.Canvas, root string) {
+	t.Helper()
+	if dir := os.Getenv("ETCHAT_UI_PNG"); dir != "" { // look at what the test sees
+		if f, err := os.Create(filepath.Join(dir, strings.TrimSuffix(name, ".xml")+".png")); err == nil {
+			png.Encode(f, c.Capture())
+			f.Close()
+		}
+	}
+	if os.TempDir() != "/tmp" {
+		t.Logf("%s not compared: the masters are made with models under /tmp", name)
+		return
+	}
+	got := test.RenderToMarkup(c)
+	got = strings.ReplaceAll(got, root, "$MODELS")
+	got = reRate.ReplaceAllString(got, "N tok/s")
+	got = reTTFT.ReplaceAllString(got, "TTFT N ms")
+	got = reDate.ReplaceAllString(got, "DATE")
+	lines := strings.Split(got, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "N tok/s") || strings.Contains(l, "DATE") { // measured text: its width varies
+			lines[i] = reSize.ReplaceAllString(l, `size="WxH"`)
+		}
+	}
+	got = strings.Join(lines, "\n")
+	path := filepath.Join("testdata", name)
+	want, err := os.ReadFile(path)
+	if updMast {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(path, []byte(got), 0o644)
+		return
+	}
+	if err != nil || string(want) != got {
+		failed := filepath.Join("testdata", "failed", name)
+		os.MkdirAll(filepath.Dir(failed), 0o755)
+		os.WriteFile(failed, []byte(got), 0o644)
+		t.Errorf("%s does not match its master (%v); candidate written to %s", name, err, failed)
+	}
+}
+
+func TestModelsView(t *testing.T) {
+	u, root := newTestUI(t)
+	v := u.lib
+	if got := v.list.Length(); got != 3 {
+		t.Fatalf("list has %d rows", got)
+	}
+	u.Library.Select("")
+	if !v.noSel.Visible() || v.details.Visible() {
+		t.Error("details shown with nothing selected")
+	}
+	llama := filepath.Join(root, fixtures.Llama3, "model.pte")
+	v.list.Select(2) // sorted: gemma3, in-graph, llama3
+	if sel, ok := u.Library.Selected(); !ok || sel.Path != llama {
+		t.Fatalf("selected %v", sel.Path)
+	}
+	if v.title.Text != fixtures.Llama3 || !v.details.Visible() || !v.chatBtn.Visible() || v.chatBtn.Disabled() {
+		t.Errorf("details title %q, chat button disabled %v", v.title.Text, v.chatBtn.Disabled())
+	}
+	if !strings.Contains(v.memory.Text, "capacity 128, bf16") {
+		t.Errorf("memory %q", v.memory.Text)
+	}
+	assertMarkup(t, "models.xml", u.Win.Canvas(), root)
+
+	// The estimate follows the fields.
+	test.Type(v.capacity, "64")
+	v.dtype.SetSelected("fp32")
+	if !strings.Contains(v.memory.Text, "capacity 64, fp32") || v.layerRow[0][7] != "16.0 KiB" {
+		t.Errorf("after 64/fp32: %q, layer 0 %v", v.memory.Text, v.layerRow[0])
+	}
+	test.Type(v.capacity, "x")
+	if !strings.Contains(v.memory.Text, `"64x" is not a positive whole number`) || v.memory.Importance != widget.DangerImportance || len(v.layerRow) != 0 {
+		t.Errorf("bad capacity: %q", v.memory.Text)
+	}
+
+	// The in-graph model cannot chat and says why.
+	v.list.Select(1)
+	if !v.chatBtn.Disabled() || !strings.Contains(v.memory.Text, "inside the graph") {
+		t.Errorf("in-graph: chat enabled %v, memory %q", !v.chatBtn.Disabled(), v.memory.Text)
+	}
+
+	// Chat button: switches to the chat with the model.
+	v.list.Select(2)
+	test.Tap(v.chatBtn)
+	u.Chat.Wait()
+	waitFor(t, func() bool { st := u.Chat.State(); return st.Model != nil && st.Model.Path == llama })
+	if u.CurrentTab() != TabChat {
+		t.Errorf("tab %q", u.CurrentTab())
+	}
+}
+
+// waitFor polls cond (for work the view starts on its own goroutine).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if cond() {
+			return
+		}
+		sleepMs(10)
+	}
+	t.Fatal("condition not reached")
+}
+
+func TestDropAddsAndExplains(t *testing.T) {
+	u, _ := newTestUI(t)
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(notes, []byte("x"), 0o644)
+	broken := filepath.Join(t.TempDir(), "broken.pte")
+	os.WriteFile(broken, []byte("nope"), 0o644)
+	u.SelectTab(TabBenchmarks)
+	<-u.AddURIs([]fyne.URI{storage.NewFileURI(notes), storage.NewFileURI(broken)})
+	if u.CurrentTab() != TabModels {
+		t.Errorf("drop did not show the library")
+	}
+	e, ok := u.Library.Entry(broken)
+	if !ok || e.Badge() != "unreadable" {
+		t.Fatalf("broken file: %v %q", ok, e.Badge())
+	}
+	top := u.Win.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("no dialog for the refused file")
+	}
+	if m := test.RenderObjectToMarkup(top); !strings.Contains(m, "notes.txt is not a .pte file") {
+		t.Errorf("dialog:\n%s", m)
+	}
+	// the selected broken model explains itself in the details pane
+	u.Library.Select(broken)
+	found := false
+	objs := u.lib.facts.Objects
+	for i := 0; i+1 < len(objs); i += 2 {
+		if objs[i].(*widget.Label).Text == "Problem" && objs[i+1].(*widget.Label).Text != "" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no Problem line for the broken file")
+	}
+}
+
+func TestChatView(t *testing.T) {
+	u, root := newTestUI(t)
+	ref := llamaReference(t).Cases[0]
+	llama := filepath.Join(root, fixtures.Llama3, "model.pte")
+	e, _ := u.Library.Entry(llama)
+	v := u.chat
+	u.SelectTab(TabChat)
+	if len(v.model.Options) != 2 { // the in-graph model has no tokenizer: not offered
+		t.Errorf("model options %v", v.model.Options)
+	}
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if v.model.Selected != fixtures.Llama3 || !strings.Contains(v.title.Text, "press New Conversation") {
+		t.Errorf("selector %q title %q", v.model.Selected, v.title.Text)
+	}
+	if err := u.Chat.NewConversation(greedy(16)); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	if v.meterText != "0 / 128 tokens · undo re-prefills the history" {
+		t.Errorf("meter %q", v.meterText)
+	}
+
+	// Type and press Ctrl/Cmd+Enter.
+	test.Type(v.input, ref.Prompt)
+	v.input.TypedShortcut(ShortcutSend)
+	u.Chat.Wait()
+	if v.input.Text != "" {
+		t.Errorf("composer not cleared: %q", v.input.Text)
+	}
+	md := test.RenderObjectToMarkup(v.transcript)
+	if !strings.Contains(md, ref.Prompt) || !strings.Contains(md, "16 generated") {
+		t.Errorf("transcript:\n%s", md)
+	}
+	if got := u.Chat.State().Messages[1].Text; got != ref.GreedyText {
+		t.Errorf("reply %q", got)
+	}
+	if v.meterText != "33 / 128 tokens · undo is instant" || v.meter.Value <= 0.25 || v.meter.Value >= 0.26 {
+		t.Errorf("meter %q %v", v.meterText, v.meter.Value)
+	}
+	if v.stopBtn.Disabled() == false || v.sendBtn.Disabled() {
+		t.Error("buttons: stop should be disabled and send enabled when idle")
+	}
+	if len(v.convs) != 1 || v.convs[0].Title != ref.Prompt {
+		t.Errorf("conversation list %+v", v.convs)
+	}
+	assertMarkup(t, "chat.xml", u.Win.Canvas(), root)
+
+	// Esc in the composer stops.
+	stopped := false
+	v.input.onStop = func() { stopped = true }
+	v.input.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if !stopped {
+		t.Error("Esc did not stop")
+	}
+
+	// Undo tokens via the field; a bad number is explained.
+	v.undoN.SetText("2")
+	test.Tap(findButton(t, v.root, "Undo Tokens"))
+	u.Chat.Wait()
+	if v.meterText != "31 / 128 tokens · undo is instant" {
+		t.Errorf("after undo 2: %q", v.meterText)
+	}
+	v.undoN.SetText("two")
+	test.Tap(findButton(t, v.root, "Undo Tokens"))
+	if top := u.Win.Canvas().Overlays().Top(); top == nil || !strings.Contains(test.RenderObjectToMarkup(top), "not a whole number") {
+		t.Error("no dialog for a bad token count")
+	} else {
+		u.Win.Canvas().Overlays().Remove(top)
+	}
+	test.Tap(findButton(t, v.root, "Undo Turn"))
+	u.Chat.Wait()
+	if v.meterText != "0 / 128 tokens · undo re-prefills the history" || !strings.Contains(test.RenderObjectToMarkup(v.transcript), "Type a message below") {
+		t.Errorf("after undo turn: %q", v.meterText)
+	}
+}
+
+// findButton finds the button labelled text under o.
+func findButton(t *testing.T, o fyne.CanvasObject, text string) *widget.Button {
+	t.Helper()
+	for _, obj := range test.LaidOutObjects(o) {
+		if b, ok := obj.(*widget.Button); ok && b.Text == text {
+			return b
+		}
+	}
+	t.Fatalf("no %q button", text)
+	return nil
+}
+
+func TestSettingsSheet(t *testing.T) {
+	u, root := newTestUI(t)
+	gemma := filepath.Join(root, fixtures.Gemma3, "model.pte")
+	e, _ := u.Library.Entry(gemma)
+	u.SelectTab(TabChat)
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	s := u.chat.showSettings()
+	if s == nil {
+		t.Fatal("no sheet")
+	}
+	if !strings.HasPrefix(s.summary.Text, "4 layers: 1 flat + 3 ring(window 8)") {
+		t.Errorf("summary %q", s.summary.Text)
+	}
+	assertMarkup(t, "settings.xml", u.Win.Canvas(), root)
+	apply := findButton(t, u.Win.Canvas().Overlays().Top(), "Apply")
+	test.Type(s.entries["Windows"], "4,x")
+	if msg := s.errs["Windows"]; !msg.Visible() || !strings.Contains(msg.Text, "invalid --kv-windows") || !apply.Disabled() {
+		t.Errorf("windows message %q visible %v, apply disabled %v", msg.Text, msg.Visible(), apply.Disabled())
+	}
+	s.entries["Windows"].SetText("4,4,0,4")
+	if s.errs["Windows"].Visible() || apply.Disabled() || !strings.HasPrefix(s.summary.Text, "4 layers: 1 flat + 3 ring(window 4)") {
+		t.Errorf("after a valid window: %q", s.summary.Text)
+	}
+	// No conversation open: applying stores the settings for the next one.
+	test.Tap(apply)
+	u.Chat.Wait()
+	if got := u.Chat.State().Settings.Windows; got != "4,4,0,4" {
+		t.Errorf("applied windows %q", got)
+	}
+	// in-graph: the cache fields are fixed
+	ig, _ := u.Library.Entry(filepath.Join(root, fixtures.InGraph, "model.pte"))
+	sh := newSettingsSheet(NewSettingsForm(DefaultSettings("cpu"), ig.Info))
+	if !sh.entries["Capacity"].Disabled() || !sh.selects["StorageDType"].Disabled() || sh.entries["Temperature"].Disabled() {
+		t.Error("in-graph sheet: cache fields should be fixed, sampling editable")
+	}
+}
+
+func TestBenchmarksView(t *testing.T) {
+	u, root := newTestUI(t)
+	if err := u.Bench.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	u.SelectTab(TabBenchmarks)
+	u.Bench.Refresh(context.Background())
+	if u.runs.empty.Text != "No runs stored yet." || !u.runs.empty.Visible() {
+		t.Errorf("empty text %q", u.runs.empty.Text)
+	}
+	assertMarkup(t, "benchmarks.xml", u.Win.Canvas(), root)
+
+	// Without a database the tab says so.
+	bv := NewBenchmarks(nil)
+	if err := bv.Refresh(context.Background()); err == nil {
+		t.Error("no error without a store")
+	}
+	if _, empty := bv.Table(); !strings.Contains(empty, "database is not open") {
+		t.Errorf("empty %q", empty)
+	}
+}
+
+func TestStoreFailureBannerAndPrefs(t *testing.T) {
+	a := test.NewTempApp(t)
+	storeErr := explainStoreErr("/x/etchat.db", errors.New("permission denied"))
+	u := NewUI(a, Backend{Inspector: NewInspector(), Opener: NewOpener(nil), StoreErr: storeErr})
+	t.Cleanup(u.Close)
+	if !u.banner.Visible() || !strings.Contains(u.banner.Text, "saves nothing") || !strings.Contains(u.banner.Text, "Preferences") {
+		t.Errorf("banner %q", u.banner.Text)
+	}
+	// the library still works without a database
+	res := u.Library.Add(context.Background(), fixtures.PTE(fixtures.Llama3))
+	if len(res.Added) != 1 || len(res.Problems) != 0 {
+		t.Errorf("add without a store: %+v", res)
+	}
+
+	s := u.newPrefsSheet()
+	if s.engine.Selected != "auto" || s.theme.Selected != "system" {
+		t.Errorf("defaults %q %q", s.engine.Selected, s.theme.Selected)
+	}
+	s.lib.SetText("/nonexistent/libetchat_runner.dylib")
+	if err := u.savePrefs(s); err == nil || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("missing runner library: %v", err)
+	}
+	s.db.SetText(t.TempDir())
+	s.lib.SetText("")
+	if err := u.savePrefs(s); err == nil || !strings.Contains(err.Error(), "is a folder") {
+		t.Errorf("folder as database: %v", err)
+	}
+	db := filepath.Join(t.TempDir(), "other.db")
+	s.db.SetText(db)
+	s.engine.SetSelected("cpu")
+	s.theme.SetSelected("light")
+	if err := u.savePrefs(s); err != nil {
+		t.Fatal(err)
+	}
+	if u.Prefs.DBPath() != db || u.Prefs.Engine() != "cpu" || u.Prefs.Theme() != "light" {
+		t.Errorf("prefs %q %q %q", u.Prefs.DBPath(), u.Prefs.Engine(), u.Prefs.Theme())
+	}
+	if got := a.Settings().Theme().Color(theme.ColorNameBackground, theme.VariantDark); got != theme.DefaultTheme().Color(theme.ColorNameBackground, theme.VariantLight) {
+		t.Errorf("light theme not applied: %v", got)
+	}
+	// new conversations use the default engine
+	if got := u.Chat.defEng; got != "cpu" {
+		t.Errorf("chat default engine %q", got)
+	}
+	if p, _ := DBPath("", u.Prefs, func(string) string { return "" }); p != db {
+		t.Errorf("DBPath %q, want the preference %q", p, db)
+	}
+	if p, _ := DBPath("/flag.db", u.Prefs, func(string) string { return "" }); p != "/flag.db" {
+		t.Errorf("--db should win: %q", p)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	o, err := ParseArgs([]string{"--db", "/x.db", "--add", "a.pte", "--add", "dir"})
+	if err != nil || o.DB != "/x.db" || len(o.Models) != 2 {
+		t.Errorf("%+v %v", o, err)
+	}
+	if _, err := ParseArgs([]string{"--bogus"}); err == nil || !strings.Contains(err.Error(), "--db PATH") {
+		t.Errorf("bogus flag: %v", err)
+	}
+	if _, err := ParseArgs([]string{"--db", "/x.db", "extra"}); err == nil {
+		t.Error("extra argument accepted")
+	}
+}
+
+func TestMenuShortcuts(t *testing.T) {
+	u, _ := newTestUI(t)
+	menu := u.Win.MainMenu()
+	seen := map[string]bool{}
+	for _, m := range menu.Items {
+		for _, it := range m.Items {
+			if it.Shortcut != nil {
+				if seen[it.Shortcut.ShortcutName()] {
+					t.Errorf("shortcut %s used twice", it.Shortcut.ShortcutName())
+				}
+				seen[it.Shortcut.ShortcutName()] = true
+			}
+		}
+	}
+	if !seen[ShortcutSend.ShortcutName()] || len(menu.Items) != 4 {
+		t.Errorf("menus %d, send shortcut %v", len(menu.Items), seen[ShortcutSend.ShortcutName()])
+	}
+	if h := ShortcutHelp(); !strings.Contains(h, "+Enter") || !strings.Contains(h, "Esc") {
+		t.Errorf("help %q", h)
+	}
+}
+
+func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
