@@ -54,13 +54,15 @@ func (t *mergeTable) buildFilter() {
 	}
 	t.filter, t.filterShift = make([]uint64, bits/64), shift
 	for _, s := range t.slots {
-		if s.id >= 0 {
+		if s.id > 0 {
 			h := (s.key * 0xC2B2AE3D27D4EB4F) >> shift
 			t.filter[h>>6] |= 1 << (h & 63)
 		}
 	}
 }
 
+// mergeSlot holds a merge with its id stored plus one, so that the zero
+// slot is empty and a new table needs no initialisation.
 type mergeSlot struct {
 	key uint64
 	merge
@@ -72,11 +74,7 @@ func newMergeTable(n int) mergeTable {
 		size <<= 1
 		shift--
 	}
-	t := mergeTable{slots: make([]mergeSlot, size), shift: shift}
-	for i := range t.slots {
-		t.slots[i].id = -1
-	}
-	return t
+	return mergeTable{slots: make([]mergeSlot, size), shift: shift}
 }
 
 func (t *mergeTable) put(key uint64, m merge) {
@@ -84,19 +82,19 @@ func (t *mergeTable) put(key uint64, m merge) {
 		old := t.slots
 		*t = newMergeTable(len(old))
 		for _, s := range old {
-			if s.id >= 0 {
-				t.put(s.key, s.merge)
+			if s.id > 0 {
+				t.put(s.key, merge{s.rank, s.id - 1})
 			}
 		}
 	}
 	mask := uint64(len(t.slots) - 1)
 	for i := (key * 0x9E3779B97F4A7C15) >> t.shift; ; i = (i + 1) & mask {
 		s := &t.slots[i]
-		if s.id < 0 || s.key == key {
-			if s.id < 0 {
+		if s.id == 0 || s.key == key {
+			if s.id == 0 {
 				t.n++
 			}
-			s.key, s.merge = key, m // a later duplicate wins, as in HF
+			s.key, s.merge = key, merge{m.rank, m.id + 1} // a later duplicate wins, as in HF
 			return
 		}
 	}
@@ -112,11 +110,11 @@ func (t *mergeTable) get(key uint64) (merge, bool) {
 	mask := uint64(len(t.slots) - 1)
 	for i := (key * 0x9E3779B97F4A7C15) >> t.shift; ; i = (i + 1) & mask {
 		s := &t.slots[i]
-		if s.key == key && s.id >= 0 {
-			return s.merge, true
-		}
-		if s.id < 0 {
+		if s.id == 0 {
 			return merge{}, false
+		}
+		if s.key == key {
+			return merge{s.rank, s.id - 1}, true
 		}
 	}
 }
@@ -175,7 +173,7 @@ func parseModel(raw []byte) (*bpe, error) {
 		return nil, fmt.Errorf("model BPE: missing merges")
 	}
 	// Read the merges' strings while the vocabulary is built.
-	var pairs [][2]string
+	pairs := make([][2]string, 0, len(rawMerges)/16)
 	var mergesErr error
 	done := make(chan struct{})
 	go func() {
