@@ -276,3 +276,42 @@ func TestInGraphModel(t *testing.T) {
 		t.Fatalf("turn 2 on in-graph: %v reprefilled %v (%v), want %v", r.GeneratedIDs, r.Reprefilled, err, mt.Turn2.GeneratedIDs)
 	}
 }
+
+func TestChatStopSet(t *testing.T) {
+	cases := []struct {
+		name    string
+		stop    []int // must all be in the stop set
+		turnEnd int
+	}{
+		{fixtures.Llama3, []int{128001, 128009}, 128009},
+		{fixtures.Qwen3, []int{151645, 151643}, 151645},
+		{fixtures.Gemma3, []int{1, 106}, 106},
+	}
+	for _, c := range cases[:len(models(cases[0].name, cases[1].name, cases[2].name))] {
+		dir := fixtures.Unpacked(t, c.name)
+		chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := map[int]bool{}
+		for _, id := range chat.StopIDs {
+			set[id] = true
+		}
+		for _, id := range c.stop {
+			if !set[id] {
+				t.Errorf("%s: stop set %v lacks %d", c.name, chat.StopIDs, id)
+			}
+		}
+		if len(chat.TurnEndIDs) != 1 || chat.TurnEndIDs[0] != c.turnEnd || chat.Template == nil {
+			t.Errorf("%s: turn end %v, want %d", c.name, chat.TurnEndIDs, c.turnEnd)
+		}
+		// --chat 0: raw text, no template, no turn end.
+		raw, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "0", nil)
+		if err != nil || raw.Template != nil || len(raw.TurnEndIDs) != 0 {
+			t.Errorf("%s raw: %+v %v", c.name, raw, err)
+		}
+	}
+	if _, err := LoadChat(filepath.Join(t.TempDir(), "missing.json"), "", "auto", nil); err == nil {
+		t.Error("missing tokenizer accepted")
+	}
+}
