@@ -274,7 +274,7 @@ func (r *renderer) callMethod(m *boundMethod, args []any, kw *Dict) (any, error)
 			out := make([]any, 0, recv.Len())
 			for _, k := range recv.keys {
 				v, _ := recv.Get(k)
-				out = append(out, []any{k, v})
+				out = append(out, tuple{k, v})
 			}
 			return out, nil
 		case "keys":
@@ -414,7 +414,7 @@ func (r *renderer) stringMethod(s, name string, ap *argParser) (any, error) {
 		switch x := v.(type) {
 		case string:
 			cands = []any{x}
-		case []any:
+		case tuple:
 			cands = x
 		default:
 			return nil, r.errf("%s first arg must be str or a tuple of str, not %s", name, typeName(v))
@@ -744,7 +744,7 @@ func (r *renderer) strFormat(s string, args []any, kw *Dict) (any, error) {
 
 // percentFormat implements "fmt" % args for %s, %d, %i, %r, %f, %%.
 func (r *renderer) percentFormat(s string, arg any) (any, error) {
-	args, isList := arg.([]any)
+	args, isList := arg.(tuple)
 	if !isList {
 		args = []any{arg}
 	}
@@ -808,8 +808,10 @@ func (r *renderer) percentFormat(s string, arg any) (any, error) {
 		}
 	}
 	if k < len(args) {
+		// Python lets a lone mapping or list go unused.
 		_, isDict := arg.(*Dict)
-		if isList || !isDict {
+		_, isPlainList := arg.([]any)
+		if isList || !isDict && !isPlainList {
 			return nil, r.errf("not all arguments converted during string formatting")
 		}
 	}

@@ -122,6 +122,8 @@ func fLength(r *renderer, v any, ap *argParser) (any, error) {
 		return int64(utf8.RuneCountInString(x)), nil
 	case []any:
 		return int64(len(x)), nil
+	case tuple:
+		return int64(len(x)), nil
 	case *Dict:
 		return int64(x.Len()), nil
 	case Undefined:
@@ -430,7 +432,7 @@ func fDictsort(r *renderer, v any, ap *argParser) (any, error) {
 	}
 	pairs, _ := r.callMethod(&boundMethod{recv: d, name: "items"}, nil, nil)
 	return r.sortValues(pairs.([]any), func(p any) (any, error) {
-		k := p.([]any)[pos]
+		k := p.(tuple)[pos]
 		if s, ok := k.(string); ok && !truthy(cs) {
 			return strings.ToLower(s), nil
 		}
@@ -783,8 +785,7 @@ func fFormat(r *renderer, v any, ap *argParser) (any, error) {
 	if ap.kw != nil && ap.kw.Len() > 0 {
 		return nil, r.errf("format: keyword arguments are not supported")
 	}
-	var arg any = ap.args
-	return r.percentFormat(toStr(v), arg)
+	return r.percentFormat(toStr(v), tuple(ap.args))
 }
 
 func fTruncate(r *renderer, v any, ap *argParser) (any, error) {
@@ -874,7 +875,7 @@ func fToJSON(r *renderer, v any, ap *argParser) (any, error) {
 		o.itemSep = ","
 	}
 	if sv, ok := ap.get(2, "separators"); ok && sv != nil {
-		seps, isList := sv.([]any)
+		seps, isList := seq(sv)
 		if !isList || len(seps) != 2 {
 			return nil, r.errf("tojson: separators must be a pair of strings")
 		}
@@ -945,13 +946,14 @@ func (r *renderer) writeJSON(b *strings.Builder, v any, o *jsonOpts, level int) 
 		}
 	case string:
 		writeJSONString(b, x, o.ensureASCII)
-	case []any:
-		if len(x) == 0 {
+	case []any, tuple:
+		items, _ := seq(x)
+		if len(items) == 0 {
 			b.WriteString("[]")
 			return nil
 		}
 		b.WriteByte('[')
-		for i, e := range x {
+		for i, e := range items {
 			if i > 0 {
 				b.WriteString(o.itemSep)
 			}
@@ -1097,13 +1099,13 @@ func (r *renderer) applyTest(name string, v any, args []any) (bool, error) {
 		return ok, nil
 	case "iterable":
 		switch v.(type) {
-		case string, []any, *Dict, Undefined:
+		case string, []any, tuple, *Dict, Undefined:
 			return true, nil
 		}
 		return false, nil
 	case "sequence":
 		switch v.(type) {
-		case string, []any, *Dict:
+		case string, []any, tuple, *Dict:
 			return true, nil
 		}
 		return false, nil
@@ -1154,6 +1156,9 @@ func (r *renderer) applyTest(name string, v any, args []any) (bool, error) {
 			return v == a, nil
 		case []any:
 			y, ok := a.([]any)
+			return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]), nil
+		case tuple:
+			y, ok := a.(tuple)
 			return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]), nil
 		case *Dict, *namespace:
 			return v == a, nil

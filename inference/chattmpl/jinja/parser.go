@@ -128,7 +128,10 @@ type (
 	condExpr struct {
 		cond, then, els expr
 	}
-	listExpr struct{ items []expr }
+	listExpr struct {
+		items   []expr
+		isTuple bool
+	}
 	dictExpr struct {
 		keys, vals []expr
 	}
@@ -580,7 +583,7 @@ func (p *parser) parseTupleOrExpr(withCond bool) (expr, error) {
 		}
 		items = append(items, e)
 	}
-	return &listExpr{items}, nil
+	return &listExpr{items: items, isTuple: true}, nil
 }
 
 func (p *parser) enter() error {
@@ -824,7 +827,7 @@ func (p *parser) parsePrimary() (expr, error) {
 		case "(":
 			if p.isOp(")") {
 				p.next()
-				return &listExpr{}, nil
+				return &listExpr{isTuple: true}, nil
 			}
 			e, err := p.parseExpr(true)
 			if err != nil {
@@ -843,7 +846,7 @@ func (p *parser) parsePrimary() (expr, error) {
 					}
 					items = append(items, x)
 				}
-				e = &listExpr{items}
+				e = &listExpr{items: items, isTuple: true}
 			}
 			return e, p.expectOp(")")
 		case "[":

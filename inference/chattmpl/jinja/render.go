@@ -438,6 +438,8 @@ func (r *renderer) iterate(v any) ([]any, error) {
 	switch x := v.(type) {
 	case []any:
 		return x, nil
+	case tuple:
+		return x, nil
 	case *Dict:
 		return x.Keys(), nil
 	case string:
@@ -612,6 +614,9 @@ func (r *renderer) eval(e expr, f *frame) (any, error) {
 			}
 			out[i] = v
 		}
+		if e.isTuple {
+			return tuple(out), nil
+		}
 		return out, nil
 	case *dictExpr:
 		d := NewDict()
@@ -674,6 +679,10 @@ func (r *renderer) getAttr(obj any, name string) (any, error) {
 			return v, nil
 		}
 		return Undefined{Name: name, Hint: fmt.Sprintf("'dict object' has no attribute '%s'", name)}, nil
+	case tuple:
+		if name == "index" || name == "count" {
+			return &boundMethod{recv: []any(x), name: name}, nil
+		}
 	case []any:
 		if listMethods[name] {
 			return &boundMethod{recv: x, name: name}, nil
@@ -703,15 +712,16 @@ func (r *renderer) getItem(obj, key any) (any, error) {
 		if v, ok := x.Get(key); ok {
 			return v, nil
 		}
-	case []any:
+	case []any, tuple:
+		items, _ := seq(x)
 		if i, ok := asInt(key); ok {
 			if i < 0 {
-				i += int64(len(x))
+				i += int64(len(items))
 			}
-			if i >= 0 && i < int64(len(x)) {
-				return x[i], nil
+			if i >= 0 && i < int64(len(items)) {
+				return items[i], nil
 			}
-			return Undefined{Hint: fmt.Sprintf("list object has no element %d", i)}, nil
+			return Undefined{Hint: fmt.Sprintf("%s object has no element %d", typeName(obj), i)}, nil
 		}
 	case string:
 		if i, ok := asInt(key); ok {
@@ -771,8 +781,11 @@ func (r *renderer) evalSlice(e *sliceExpr, f *frame) (any, error) {
 	var items []any
 	var runes []rune
 	isStr := false
+	_, isTuple := obj.(tuple)
 	switch x := obj.(type) {
 	case []any:
+		items = x
+	case tuple:
 		items = x
 	case string:
 		runes = []rune(x)
@@ -800,6 +813,9 @@ func (r *renderer) evalSlice(e *sliceExpr, f *frame) (any, error) {
 	out := make([]any, len(idx))
 	for i, j := range idx {
 		out[i] = items[j]
+	}
+	if isTuple {
+		return tuple(out), nil
 	}
 	return out, nil
 }
@@ -1025,12 +1041,22 @@ func (r *renderer) binop(op string, l, rv any) (any, error) {
 				out := make([]any, 0, len(a)+len(b))
 				return append(append(out, a...), b...), nil
 			}
+		case tuple:
+			if b, ok := rv.(tuple); ok {
+				if err := r.checkItems(len(a) + len(b)); err != nil {
+					return nil, err
+				}
+				out := make([]any, 0, len(a)+len(b))
+				return tuple(append(append(out, a...), b...)), nil
+			}
 		}
 		switch l.(type) {
 		case string:
 			return nil, r.errf("can only concatenate str (not \"%s\") to str", typeName(rv))
 		case []any:
 			return nil, r.errf("can only concatenate list (not \"%s\") to list", typeName(rv))
+		case tuple:
+			return nil, r.errf("can only concatenate tuple (not \"%s\") to tuple", typeName(rv))
 		}
 	case "*":
 		if n, ok := asInt(rv); ok {
@@ -1057,6 +1083,12 @@ func (r *renderer) repeat(v any, n int64) (any, error) {
 			return nil, r.checkLen(r.maxOut + 1)
 		}
 		return strings.Repeat(x, int(n)), nil
+	case tuple:
+		out, err := r.repeat([]any(x), n)
+		if err != nil {
+			return nil, err
+		}
+		return tuple(out.([]any)), nil
 	case []any:
 		if len(x) == 0 || n == 0 {
 			return []any{}, nil
@@ -1150,7 +1182,11 @@ func (r *renderer) arith(op string, l, rv any) (any, error) {
 		}
 		return m, nil
 	case "**":
-		return math.Pow(a, b), nil
+		p := math.Pow(a, b)
+		if math.IsInf(p, 0) && !math.IsInf(a, 0) && !math.IsInf(b, 0) {
+			return nil, r.errf("(34, 'Numerical result out of range')")
+		}
+		return p, nil
 	}
 	return nil, r.errf("unknown operator %s", op)
 }
@@ -1175,15 +1211,10 @@ func equal(a, b any) bool {
 		return ok && x == y
 	case []any:
 		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && equalItems(x, y)
+	case tuple:
+		y, ok := b.(tuple)
+		return ok && equalItems(x, y)
 	case *Dict:
 		y, ok := b.(*Dict)
 		if !ok || x.Len() != y.Len() {
@@ -1204,6 +1235,18 @@ func equal(a, b any) bool {
 	return a == b
 }
 
+func equalItems(x, y []any) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if !equal(x[i], y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // less orders two values as Python's < does, or fails for mixed types.
 func (r *renderer) less(a, b any) (bool, error) {
 	an, aok := numeric(a)
@@ -1221,8 +1264,11 @@ func (r *renderer) less(a, b any) (bool, error) {
 		if y, ok := b.(string); ok {
 			return x < y, nil
 		}
-	case []any:
-		if y, ok := b.([]any); ok {
+	case []any, tuple:
+		xs, _ := seq(x)
+		ys, ok := seq(b)
+		if ok && typeName(a) == typeName(b) {
+			x, y := xs, ys
 			for i := 0; i < len(x) && i < len(y); i++ {
 				if !equal(x[i], y[i]) {
 					return r.less(x[i], y[i])
@@ -1247,14 +1293,18 @@ func (r *renderer) contains(container, item any) (bool, error) {
 			return false, r.errf("'in <string>' requires string as left operand, not %s", typeName(item))
 		}
 		return strings.Contains(c, s), nil
-	case []any:
-		for _, x := range c {
+	case []any, tuple:
+		items, _ := seq(c)
+		for _, x := range items {
 			if equal(x, item) {
 				return true, nil
 			}
 		}
 		return false, nil
 	case *Dict:
+		if _, isTuple := item.(tuple); isTuple {
+			return false, nil // tuples hash in Python, but no key here is one
+		}
 		if !hashable(item) {
 			return false, r.errf("unhashable type: '%s'", typeName(item))
 		}

@@ -116,6 +116,21 @@ type function struct {
 	call func(r *renderer, args []any, kw *Dict) (any, error)
 }
 
+// tuple is a Python tuple: it behaves as a list but prints as (a, b)
+// and never equals a list.
+type tuple []any
+
+// seq returns the items of a list or tuple.
+func seq(v any) ([]any, bool) {
+	switch x := v.(type) {
+	case []any:
+		return x, true
+	case tuple:
+		return x, true
+	}
+	return nil, false
+}
+
 // boundMethod is a method of a string, dict, list or loop object, looked
 // up but not yet called.
 type boundMethod struct {
@@ -322,6 +337,8 @@ func typeName(v any) string {
 		return "str"
 	case []any:
 		return "list"
+	case tuple:
+		return "tuple"
 	case *Dict:
 		return "dict"
 	case Undefined:
@@ -349,6 +366,8 @@ func truthy(v any) bool {
 	case string:
 		return x != ""
 	case []any:
+		return len(x) > 0
+	case tuple:
 		return len(x) > 0
 	case *Dict:
 		return x.Len() > 0
@@ -405,6 +424,18 @@ func writeRepr(b *strings.Builder, v any, depth int) {
 			writeRepr(b, e, depth+1)
 		}
 		b.WriteByte(']')
+	case tuple:
+		b.WriteByte('(')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeRepr(b, e, depth+1)
+		}
+		if len(x) == 1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(')')
 	case *Dict:
 		b.WriteByte('{')
 		for i, k := range x.keys {
