@@ -69,7 +69,7 @@ func benchEncode(b *testing.B, fixture string, workers int) {
 	b.ResetTimer()
 	cpu := startCPU()
 	for b.Loop() {
-		if ids := tk.encode(text, false, workers); len(ids) == 0 {
+		if ids, _ := tk.encode(text, false, workers, false); len(ids) == 0 {
 			b.Fatal("no ids")
 		}
 	}

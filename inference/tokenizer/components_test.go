@@ -216,6 +216,10 @@ func TestAddedTokenFlags(t *testing.T) {
 			t.Errorf("%q: %v, want %v", c.text, got, c.want)
 		}
 	}
+	// HF's Encoding.tokens show what an added token matched.
+	if _, toks := tk.EncodeTokens("x \t<mask> HEY", false); !slices.Equal(toks, []string{"x", " \t<mask>", "Ġ", "hey"}) {
+		t.Errorf("tokens %q", toks)
+	}
 	if s, _ := tk.Token(303); s != "hey" {
 		t.Errorf("Token(303) = %q, want the normalized content", s)
 	}

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -167,8 +168,11 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 	}
 	if id < len(t.model.idToTok) {
 		s := t.model.idToTok[id]
-		if s != "" || t.model.vocab[""] == id {
+		if s != "" {
 			return s, true
+		}
+		if v, ok := t.model.vocab[""]; ok && v == id {
+			return "", true
 		}
 	}
 	return "", false
@@ -273,22 +277,20 @@ const parallelMin = 64 << 10
 // matched as those tokens; addSpecial applies the post-processor (e.g. a
 // BOS). Ill-formed UTF-8 in text is first replaced by U+FFFD.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
-	return t.encode(text, addSpecial, 0)
+	ids, _ := t.encode(text, addSpecial, 0, false)
+	return ids
 }
 
-// EncodeTokens is Encode also returning the token strings.
+// EncodeTokens is Encode also returning the token strings, as HF's
+// Encoding.tokens: vocabulary entries, and for an added token the text it
+// matched (with the white space its lstrip/rstrip took).
 func (t *Tokenizer) EncodeTokens(text string, addSpecial bool) (ids []int, tokens []string) {
-	ids = t.encode(text, addSpecial, 0)
-	tokens = make([]string, len(ids))
-	for i, id := range ids {
-		tokens[i], _ = t.Token(id)
-	}
-	return ids, tokens
+	return t.encode(text, addSpecial, 0, true)
 }
 
 // encode is Encode; workers > 0 forces that many goroutines for the model
-// (tests), 0 picks by input size.
-func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
+// (tests), 0 picks by input size; withTokens also returns token strings.
+func (t *Tokenizer) encode(text string, addSpecial bool, workers int, withTokens bool) ([]int, []string) {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
@@ -314,7 +316,7 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 	total := 0
 	for _, sg := range segs {
 		if sg.id >= 0 {
-			items = append(items, piece{added: sg.id + 1})
+			items = append(items, piece{s: sg.s, added: sg.id + 1})
 			continue
 		}
 		if sg.s == "" {
@@ -329,11 +331,22 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 		items = t.pre(items, p)
 	}
 	// 5. the model, on all cores for long inputs.
-	run := func(items []piece) []int {
+	type result struct {
+		ids  []int
+		toks []string
+	}
+	run := func(items []piece) result {
 		st := &encodeState{cache: make(map[string][]int, 1024)}
 		out := make([]int, 0, len(items)+len(items)/2)
+		var toks []string
 		for _, it := range items {
 			if it.added > 0 {
+				if withTokens {
+					for len(toks) < len(out) {
+						toks = append(toks, t.idTok[out[len(toks)]])
+					}
+					toks = append(toks, it.s)
+				}
 				out = append(out, it.added-1)
 				continue
 			}
@@ -349,9 +362,13 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 			}
 			out = t.model.tokenize(out, it, &st.ws)
 		}
-		return out
+		if withTokens {
+			for len(toks) < len(out) {
+				toks = append(toks, t.idTok[out[len(toks)]])
+			}
+		}
+		return result{out, toks}
 	}
-	var ids []int
 	if workers <= 0 {
 		workers = 1
 		if total >= parallelMin {
@@ -359,10 +376,11 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 		}
 	}
 	workers = min(workers, len(items))
+	var res result
 	if workers < 2 {
-		ids = run(items)
+		res = run(items)
 	} else {
-		parts := make([][]int, workers)
+		parts := make([]result, workers)
 		var wg sync.WaitGroup
 		lo := 0
 		per := total / workers
@@ -372,7 +390,9 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 				hi = len(items)
 			} else {
 				for hi < len(items) && acc < per {
-					acc += len(items[hi].s)
+					if items[hi].added == 0 {
+						acc += len(items[hi].s)
+					}
 					hi++
 				}
 			}
@@ -386,21 +406,32 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int) []int {
 		wg.Wait()
 		n := 0
 		for _, p := range parts {
-			n += len(p)
+			n += len(p.ids)
 		}
-		ids = make([]int, 0, n)
+		res.ids = make([]int, 0, n)
 		for _, p := range parts {
-			ids = append(ids, p...)
+			res.ids = append(res.ids, p.ids...)
+			res.toks = append(res.toks, p.toks...)
 		}
 	}
+	ids, toks := res.ids, res.toks
 	if addSpecial && t.post != nil && (len(t.post.prefix) > 0 || len(t.post.suffix) > 0) {
-		out := make([]int, 0, len(ids)+len(t.post.prefix)+len(t.post.suffix))
-		out = append(out, t.post.prefix...)
-		out = append(out, ids...)
-		out = append(out, t.post.suffix...)
-		ids = out
+		ids = slices.Concat(t.post.prefix, ids, t.post.suffix)
+		if withTokens {
+			var pre, suf []string
+			for _, id := range t.post.prefix {
+				pre = append(pre, t.idTok[id])
+			}
+			for _, id := range t.post.suffix {
+				suf = append(suf, t.idTok[id])
+			}
+			toks = slices.Concat(pre, toks, suf)
+		}
 	}
-	return ids
+	if withTokens && toks == nil {
+		toks = []string{}
+	}
+	return ids, toks
 }
 
 // ---- decoding

@@ -178,10 +178,20 @@ func TestParallelEncodeIsExact(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			tk := load(t, f.fixture)
-			seq := tk.encode(text, true, 1)
-			par := tk.encode(text, true, 3)
+			seq := first(tk.encode(text, true, 1, false))
+			par := first(tk.encode(text, true, 3, false))
 			if !slices.Equal(seq, par) {
 				t.Fatalf("parallel encode differs (%d vs %d ids)", len(par), len(seq))
+			}
+			ids1, toks1 := tk.encode(text, true, 1, true)
+			ids3, toks3 := tk.encode(text, true, 3, true)
+			if !slices.Equal(ids1, seq) || !slices.Equal(ids3, seq) || !slices.Equal(toks1, toks3) || len(toks1) != len(seq) {
+				t.Fatalf("tokens differ between sequential and parallel encodes")
+			}
+			for i, id := range seq {
+				if tok, _ := tk.Token(id); tok != toks1[i] && !strings.Contains(text, toks1[i]) {
+					t.Fatalf("token %d: %q is neither Token(%d)=%q nor matched text", i, toks1[i], id, tok)
+				}
 			}
 			if got, want := tk.Decode(seq[len(tk.SpecialPrefix()):], false), roundTrip(f.name, text); got != want {
 				i := 0
@@ -314,3 +324,5 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+func first(ids []int, _ []string) []int { return ids }
