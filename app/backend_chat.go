@@ -204,7 +204,9 @@ func replyOf(r *inference.Reply) Reply {
 	st := r.Stats
 	return Reply{PromptTokens: int(st.NumPromptTokens), GeneratedTokens: int(st.NumGeneratedTokens),
 		PrefillTokPerS: st.PrefillTokPerSec, DecodeTokPerS: st.DecodeTokPerSec,
-		TTFT: time.Duration(st.TTFTSeconds * float64(time.Second)), StopReason: r.StopReason}
+		TTFT: time.Duration(st.TTFTSeconds * float64(time.Second)), StopReason: r.StopReason,
+		InferenceStartMs: st.InferenceStartMs, PromptEvalEndMs: st.PromptEvalEndMs, FirstTokenMs: st.FirstTokenMs,
+		InferenceEndMs: st.InferenceEndMs, SamplingMs: st.AggregateSamplingTimeMs}
 }
 
 func (c *convSession) Send(ctx context.Context, text string, f func(string)) (Reply, error) {

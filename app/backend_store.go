@@ -219,6 +219,24 @@ func (s *storeAdapter) SaveSettings(ctx context.Context, id int64, set Settings)
 	return s.db.SetConversationSettings(ctx, id, js)
 }
 
+func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, engine string, set Settings, r Reply) error {
+	cfg, err := json.Marshal(set)
+	if err != nil {
+		return err
+	}
+	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: m.SHA256, ModelPath: m.Path, ModelName: m.Name(),
+		ConversationID: id, Config: cfg, AppVersion: Version,
+		Started: time.UnixMilli(r.InferenceStartMs), Ended: time.UnixMilli(r.InferenceEndMs),
+		Stats: store.Stats{InferenceStartMs: r.InferenceStartMs, PromptEvalEndMs: r.PromptEvalEndMs, FirstTokenMs: r.FirstTokenMs,
+			InferenceEndMs: r.InferenceEndMs, AggregateSamplingTimeMs: r.SamplingMs,
+			NumPromptTokens: int64(r.PromptTokens), NumGeneratedTokens: int64(r.GeneratedTokens)}}
+	if r.InferenceStartMs == 0 {
+		run.Started, run.Ended = time.Now(), time.Now()
+	}
+	_, err = s.db.InsertRun(ctx, run, nil)
+	return err
+}
+
 func (s *storeAdapter) LoadConversation(ctx context.Context, id int64) (ConversationSummary, Settings, []Message, error) {
 	c, path, err := s.db.CurrentPath(ctx, id)
 	if err != nil {

@@ -440,9 +440,18 @@ func (c *Chat) generate(pendingUser string, do func(ctx context.Context, sess Se
 			c.mu.Unlock()
 			c.changed()
 		}
-		_, err := do(ctx, sess, stream)
-		if serr := c.save(context.WithoutCancel(ctx), sess); serr != nil && err == nil {
+		reply, err := do(ctx, sess, stream)
+		bg := context.WithoutCancel(ctx)
+		if serr := c.save(bg, sess); serr != nil && err == nil {
 			err = serr
+		}
+		if reply.GeneratedTokens > 0 && c.store != nil {
+			c.mu.Lock()
+			id, model, set := c.st.ConvID, c.st.Model, c.st.Settings
+			c.mu.Unlock()
+			if rerr := c.store.RecordRun(bg, id, model, sess.Engine(), set, reply); rerr != nil && err == nil {
+				err = fmt.Errorf("the reply's measurements could not be saved: %w", rerr)
+			}
 		}
 		return err
 	})

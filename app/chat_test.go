@@ -175,6 +175,11 @@ func TestChatReopenRebuildsCacheFromStore(t *testing.T) {
 		t.Fatalf("turn 1 %q, want %q", got, ref.Turn1.GeneratedText)
 	}
 	id := st.ConvID
+	runs, err := b.Runs.ListRuns(context.Background(), 10)
+	if err != nil || len(runs) != 1 || runs[0].Kind != "chat" || runs[0].GenTokens != 8 || runs[0].Engine != "cpu" ||
+		runs[0].PromptTokens != len(ref.Turn1.InputIDs) || runs[0].Model != fixtures.Llama3 {
+		t.Errorf("stored runs %+v, %v", runs, err)
+	}
 	c.Close()
 
 	c2, errs2 := newTestChat(t, b, model)

@@ -129,6 +129,9 @@ type Reply struct {
 	DecodeTokPerS   float64
 	TTFT            time.Duration
 	StopReason      string
+	// ExecuTorch's runner timestamps (Unix milliseconds) and sampling
+	// time, for the stored run; zero when unknown (a restored message).
+	InferenceStartMs, PromptEvalEndMs, FirstTokenMs, InferenceEndMs, SamplingMs int64
 }
 
 // Progress reports long work: loading a model or prefilling a prompt.
@@ -189,6 +192,9 @@ type ChatStore interface {
 	// branches stay in the store).
 	SaveTranscript(ctx context.Context, id int64, msgs []Message) error
 	SaveSettings(ctx context.Context, id int64, s Settings) error
+	// RecordRun stores a reply's measurements as a chat run (the
+	// Benchmarks tab lists them).
+	RecordRun(ctx context.Context, id int64, model *ModelInfo, engine string, s Settings, r Reply) error
 	LoadConversation(ctx context.Context, id int64) (ConversationSummary, Settings, []Message, error)
 	DeleteConversation(ctx context.Context, id int64) error
 }

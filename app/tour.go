@@ -15,7 +15,7 @@ const TourPrompt = "Hello! Tell me about the sea."
 
 // Tour walks through the views for scripts/screenshots: before each
 // picture it writes DIR/NAME.ready and waits for the script to create
-// DIR/NAME.done. Views: models, chat, settings, benchmarks, chat-dark.
+// DIR/NAME.done. Views: models, chat, settings, benchmarks, chat-light.
 func (u *UI) Tour(dir string) error {
 	shot := func(name string) error {
 		time.Sleep(700 * time.Millisecond) // let the frame settle
@@ -32,12 +32,12 @@ func (u *UI) Tour(dir string) error {
 		return fmt.Errorf("no screenshot of %s within a minute", name)
 	}
 
-	// Models: select the first runnable model and show its details.
+	fyne.DoAndWait(func() { u.Win.Resize(fyne.NewSize(1280, 800)) })
+	// Models: select the smallest model the chat can open.
 	var model *ModelInfo
 	for _, e := range u.Library.Entries() {
-		if e.Runnable() && e.Info.Tokenizer != "" {
+		if e.Chattable() && (model == nil || e.Info.SizeBytes < model.SizeBytes) {
 			model = e.Info
-			break
 		}
 	}
 	if model == nil {
@@ -92,8 +92,8 @@ func (u *UI) Tour(dir string) error {
 	}
 
 	fyne.DoAndWait(func() {
-		u.ApplyTheme("dark")
+		u.ApplyTheme("light")
 		u.SelectTab(TabChat)
 	})
-	return shot("chat-dark")
+	return shot("chat-light")
 }

@@ -39,6 +39,9 @@ type UI struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// do runs a UI update from any goroutine: fyne.Do in the app; tests
+	// queue the updates and run them on the test goroutine.
+	do func(func())
 }
 
 // Tab names.
@@ -52,7 +55,7 @@ const (
 // library.
 func NewUI(a fyne.App, b Backend) *UI {
 	ctx, cancel := context.WithCancel(context.Background())
-	u := &UI{App: a, Backend: b, Prefs: NewPrefs(a.Preferences()), ctx: ctx, cancel: cancel}
+	u := &UI{App: a, Backend: b, Prefs: NewPrefs(a.Preferences()), ctx: ctx, cancel: cancel, do: fyne.Do}
 	u.Library = NewLibrary(b.Inspector, b.Library)
 	u.Chat = NewChat(b.Opener, b.Chats, u.Prefs.Engine())
 	u.Bench = NewBenchmarks(b.Runs)
@@ -109,7 +112,7 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 		if len(models) > 0 {
 			res = u.Library.Add(u.ctx, models...)
 		}
-		fyne.Do(func() {
+		u.do(func() {
 			if err != nil {
 				u.ShowError(err)
 			}
@@ -180,7 +183,7 @@ func (u *UI) AddURIs(uris []fyne.URI) <-chan struct{} {
 	go func() {
 		defer close(done)
 		res := u.Library.Add(u.ctx, paths...)
-		fyne.Do(func() {
+		u.do(func() {
 			if msg := res.Message(); msg != "" {
 				u.ShowError(errors.New(msg))
 			}

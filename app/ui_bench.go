@@ -42,7 +42,7 @@ func newBenchView(u *UI) *benchView {
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), v.refresh)
 	top := container.NewVBox(intro, container.NewHBox(refresh), v.empty)
 	v.root = container.NewBorder(top, nil, nil, nil, v.table)
-	u.Bench.OnChange = func() { fyne.Do(v.redraw) }
+	u.Bench.OnChange = func() { u.do(v.redraw) }
 	return v
 }
 

@@ -166,14 +166,14 @@ func newChatView(u *UI) *chatView {
 	split := container.NewHSplit(side, main)
 	split.Offset = 0.24
 	v.root = split
-	u.Chat.OnChange = func() { fyne.Do(v.refresh) }
-	u.Chat.OnError = func(err error) { fyne.Do(func() { u.ShowError(err) }) }
+	u.Chat.OnChange = func() { u.do(v.refresh) }
+	u.Chat.OnError = func(err error) { u.do(func() { u.ShowError(err) }) }
 	prevLib := u.Library.OnChange
 	u.Library.OnChange = func() {
 		if prevLib != nil {
 			prevLib()
 		}
-		fyne.Do(v.refreshModels)
+		u.do(v.refreshModels)
 	}
 	v.refreshModels()
 	v.refresh()
@@ -221,7 +221,7 @@ func (v *chatView) selectModel(m *ModelInfo) {
 func (v *chatView) setModel(m *ModelInfo) {
 	go func() {
 		if err := v.u.Chat.SetModel(v.u.ctx, m); err != nil {
-			fyne.Do(func() { v.u.ShowError(err) })
+			v.u.do(func() { v.u.ShowError(err) })
 		}
 	}()
 }
@@ -456,7 +456,7 @@ func (v *chatView) deleteConversation() {
 		}
 		go func() {
 			if err := v.u.Chat.DeleteConversation(v.u.ctx, id); err != nil {
-				fyne.Do(func() { v.u.ShowError(err) })
+				v.u.do(func() { v.u.ShowError(err) })
 			}
 		}()
 	}, v.u.Win)

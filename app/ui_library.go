@@ -127,7 +127,7 @@ func newLibraryView(u *UI) *libraryView {
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.42
 	v.root = container.NewBorder(toolbar, nil, nil, nil, split)
-	u.Library.OnChange = func() { fyne.Do(v.refresh) }
+	u.Library.OnChange = func() { u.do(v.refresh) }
 	v.refresh()
 	return v
 }
@@ -262,7 +262,7 @@ func (v *libraryView) remove() {
 	}
 	go func() {
 		if err := v.u.Library.Remove(v.u.ctx, sel.Path); err != nil {
-			fyne.Do(func() { v.u.ShowError(err) })
+			v.u.do(func() { v.u.ShowError(err) })
 		}
 	}()
 }
@@ -279,7 +279,7 @@ func (v *libraryView) deleteFile() {
 		}
 		go func() {
 			if err := v.u.Library.DeleteFile(v.u.ctx, sel.Path); err != nil {
-				fyne.Do(func() { v.u.ShowError(err) })
+				v.u.do(func() { v.u.ShowError(err) })
 			}
 		}()
 	}, v.u.Win)

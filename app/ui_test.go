@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,13 +53,51 @@ func newTestUI(t *testing.T) (*UI, string) {
 	a := test.NewTempApp(t)
 	b, _ := testBackend(t)
 	u := NewUI(a, b)
+	q := &uiQueue{}
+	u.do = q.post
+	queues.Store(u, q)
 	t.Cleanup(u.Close)
 	u.Win.Resize(fyne.NewSize(1100, 720))
 	root := uiModels(t)
 	done := make(chan struct{})
 	u.Start([]string{root}, done)
 	<-done
+	settle(u)
 	return u, root
+}
+
+// uiQueue stands in for the driver's UI goroutine: updates posted from
+// the view-models' goroutines wait here until the test goroutine runs
+// them (settle), so widgets are only touched from one goroutine.
+type uiQueue struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (q *uiQueue) post(f func()) {
+	q.mu.Lock()
+	q.fns = append(q.fns, f)
+	q.mu.Unlock()
+}
+
+var queues sync.Map // *UI → *uiQueue
+
+// settle waits for the chat's running action and runs the queued updates.
+func settle(u *UI) {
+	u.Chat.Wait()
+	q, _ := queues.Load(u)
+	for {
+		q.(*uiQueue).mu.Lock()
+		fns := q.(*uiQueue).fns
+		q.(*uiQueue).fns = nil
+		q.(*uiQueue).mu.Unlock()
+		if len(fns) == 0 {
+			return
+		}
+		for _, f := range fns {
+			f()
+		}
+	}
 }
 
 var (
@@ -118,11 +157,13 @@ func TestModelsView(t *testing.T) {
 		t.Fatalf("list has %d rows", got)
 	}
 	u.Library.Select("")
+	settle(u)
 	if !v.noSel.Visible() || v.details.Visible() {
 		t.Error("details shown with nothing selected")
 	}
 	llama := filepath.Join(root, fixtures.Llama3, "model.pte")
 	v.list.Select(2) // sorted: gemma3, in-graph, llama3
+	settle(u)
 	if sel, ok := u.Library.Selected(); !ok || sel.Path != llama {
 		t.Fatalf("selected %v", sel.Path)
 	}
@@ -136,26 +177,32 @@ func TestModelsView(t *testing.T) {
 
 	// The estimate follows the fields.
 	test.Type(v.capacity, "64")
+	settle(u)
 	v.dtype.SetSelected("fp32")
+	settle(u)
 	if !strings.Contains(v.memory.Text, "capacity 64, fp32") || v.layerRow[0][7] != "16.0 KiB" {
 		t.Errorf("after 64/fp32: %q, layer 0 %v", v.memory.Text, v.layerRow[0])
 	}
 	test.Type(v.capacity, "x")
+	settle(u)
 	if !strings.Contains(v.memory.Text, `"64x" is not a positive whole number`) || v.memory.Importance != widget.DangerImportance || len(v.layerRow) != 0 {
 		t.Errorf("bad capacity: %q", v.memory.Text)
 	}
 
 	// The in-graph model cannot chat and says why.
 	v.list.Select(1)
+	settle(u)
 	if !v.chatBtn.Disabled() || !strings.Contains(v.memory.Text, "inside the graph") {
 		t.Errorf("in-graph: chat enabled %v, memory %q", !v.chatBtn.Disabled(), v.memory.Text)
 	}
 
 	// Chat button: switches to the chat with the model.
 	v.list.Select(2)
+	settle(u)
 	test.Tap(v.chatBtn)
-	u.Chat.Wait()
+	settle(u)
 	waitFor(t, func() bool { st := u.Chat.State(); return st.Model != nil && st.Model.Path == llama })
+	settle(u)
 	if u.CurrentTab() != TabChat {
 		t.Errorf("tab %q", u.CurrentTab())
 	}
@@ -181,6 +228,7 @@ func TestDropAddsAndExplains(t *testing.T) {
 	os.WriteFile(broken, []byte("nope"), 0o644)
 	u.SelectTab(TabBenchmarks)
 	<-u.AddURIs([]fyne.URI{storage.NewFileURI(notes), storage.NewFileURI(broken)})
+	settle(u)
 	if u.CurrentTab() != TabModels {
 		t.Errorf("drop did not show the library")
 	}
@@ -197,6 +245,7 @@ func TestDropAddsAndExplains(t *testing.T) {
 	}
 	// the selected broken model explains itself in the details pane
 	u.Library.Select(broken)
+	settle(u)
 	found := false
 	objs := u.lib.facts.Objects
 	for i := 0; i+1 < len(objs); i += 2 {
@@ -222,21 +271,23 @@ func TestChatView(t *testing.T) {
 	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
 		t.Fatal(err)
 	}
+	settle(u)
 	if v.model.Selected != fixtures.Llama3 || !strings.Contains(v.title.Text, "press New Conversation") {
 		t.Errorf("selector %q title %q", v.model.Selected, v.title.Text)
 	}
 	if err := u.Chat.NewConversation(greedy(16)); err != nil {
 		t.Fatal(err)
 	}
-	u.Chat.Wait()
+	settle(u)
 	if v.meterText != "0 / 128 tokens · undo re-prefills the history" {
 		t.Errorf("meter %q", v.meterText)
 	}
 
 	// Type and press Ctrl/Cmd+Enter.
 	test.Type(v.input, ref.Prompt)
+	settle(u)
 	v.input.TypedShortcut(ShortcutSend)
-	u.Chat.Wait()
+	settle(u)
 	if v.input.Text != "" {
 		t.Errorf("composer not cleared: %q", v.input.Text)
 	}
@@ -257,6 +308,14 @@ func TestChatView(t *testing.T) {
 		t.Errorf("conversation list %+v", v.convs)
 	}
 	assertMarkup(t, "chat.xml", u.Win.Canvas(), root)
+	// the reply is in the run history
+	if err := u.Bench.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if rows, empty := u.Bench.Table(); len(rows) != 1 || empty != "" || rows[0][2] != fixtures.Llama3 || rows[0][5] != "16" {
+		t.Errorf("run table %v %q", rows, empty)
+	}
 
 	// Esc in the composer stops.
 	stopped := false
@@ -269,7 +328,7 @@ func TestChatView(t *testing.T) {
 	// Undo tokens via the field; a bad number is explained.
 	v.undoN.SetText("2")
 	test.Tap(findButton(t, v.root, "Undo Tokens"))
-	u.Chat.Wait()
+	settle(u)
 	if v.meterText != "31 / 128 tokens · undo is instant" {
 		t.Errorf("after undo 2: %q", v.meterText)
 	}
@@ -281,7 +340,7 @@ func TestChatView(t *testing.T) {
 		u.Win.Canvas().Overlays().Remove(top)
 	}
 	test.Tap(findButton(t, v.root, "Undo Turn"))
-	u.Chat.Wait()
+	settle(u)
 	if v.meterText != "0 / 128 tokens · undo re-prefills the history" || !strings.Contains(test.RenderObjectToMarkup(v.transcript), "Type a message below") {
 		t.Errorf("after undo turn: %q", v.meterText)
 	}
@@ -307,6 +366,7 @@ func TestSettingsSheet(t *testing.T) {
 	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
 		t.Fatal(err)
 	}
+	settle(u)
 	s := u.chat.showSettings()
 	if s == nil {
 		t.Fatal("no sheet")
@@ -317,6 +377,7 @@ func TestSettingsSheet(t *testing.T) {
 	assertMarkup(t, "settings.xml", u.Win.Canvas(), root)
 	apply := findButton(t, u.Win.Canvas().Overlays().Top(), "Apply")
 	test.Type(s.entries["Windows"], "4,x")
+	settle(u)
 	if msg := s.errs["Windows"]; !msg.Visible() || !strings.Contains(msg.Text, "invalid --kv-windows") || !apply.Disabled() {
 		t.Errorf("windows message %q visible %v, apply disabled %v", msg.Text, msg.Visible(), apply.Disabled())
 	}
@@ -326,7 +387,7 @@ func TestSettingsSheet(t *testing.T) {
 	}
 	// No conversation open: applying stores the settings for the next one.
 	test.Tap(apply)
-	u.Chat.Wait()
+	settle(u)
 	if got := u.Chat.State().Settings.Windows; got != "4,4,0,4" {
 		t.Errorf("applied windows %q", got)
 	}
@@ -343,8 +404,10 @@ func TestBenchmarksView(t *testing.T) {
 	if err := u.Bench.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	settle(u)
 	u.SelectTab(TabBenchmarks)
 	u.Bench.Refresh(context.Background())
+	settle(u)
 	if u.runs.empty.Text != "No runs stored yet." || !u.runs.empty.Visible() {
 		t.Errorf("empty text %q", u.runs.empty.Text)
 	}

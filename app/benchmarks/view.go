@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"image"
+	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -23,6 +24,9 @@ type View struct {
 	vm  *ViewModel
 	win fyne.Window
 	ctx context.Context
+	// mu serializes redraws: the app's driver runs fyne.Do work on one
+	// goroutine, but Fyne's test driver runs it on the caller's.
+	mu sync.Mutex
 
 	root fyne.CanvasObject
 
@@ -40,6 +44,7 @@ type View struct {
 	trend  *canvas.Image
 
 	base, cand *widget.Entry
+	compare    *widget.Button
 	cmpText    *widget.Label
 	cmpChart   *canvas.Image
 }
@@ -170,12 +175,12 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window) *View {
 	v.cmpChart = canvas.NewImageFromImage(nil)
 	v.cmpChart.FillMode = canvas.ImageFillContain
 	v.cmpChart.SetMinSize(fyne.NewSize(560, 300))
-	compareBtn := widget.NewButtonWithIcon("Compare", theme.SearchIcon(), func() {
+	v.compare = widget.NewButtonWithIcon("Compare", theme.SearchIcon(), func() {
 		b, c := v.base.Text, v.cand.Text
 		go vm.Compare(v.ctx, b, c)
 	})
 	cmpForm := widget.NewForm(widget.NewFormItem("Baseline", v.base), widget.NewFormItem("Candidate", v.cand))
-	cmpTab := container.NewBorder(container.NewVBox(cmpForm, container.NewHBox(compareBtn)), nil, nil, nil,
+	cmpTab := container.NewBorder(container.NewVBox(cmpForm, container.NewHBox(v.compare)), nil, nil, nil,
 		container.NewVSplit(container.NewScroll(v.cmpText), v.cmpChart))
 
 	tabs := container.NewAppTabs(
@@ -215,6 +220,8 @@ func (v *View) onStart() {
 
 // redraw copies the view-model's state into the widgets (UI goroutine).
 func (v *View) redraw() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	rs := v.vm.Run()
 	if rs.Running {
 		v.start.Disable()

@@ -1,0 +1,246 @@
+package benchmarks
+
+import (
+	"context"
+	"errors"
+	"image"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"etchat/inference"
+	"etchat/inference/bench"
+	"etchat/inference/bench/plot"
+	"etchat/inference/cpu"
+	"etchat/internal/fixtures"
+	"etchat/store"
+)
+
+func testDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "etchat.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func testVM(t *testing.T, db *store.DB) *ViewModel {
+	t.Helper()
+	return New(Deps{
+		DB:         db,
+		OpenEngine: func(string) (inference.Engine, error) { return cpu.New(cpu.Options{}), nil },
+		Machine:    &bench.Machine{CPU: "Test CPU", Cores: 2, OS: "linux"},
+		AppVersion: "test",
+	})
+}
+
+func smallForm() Form {
+	f := DefaultForm()
+	f.PTE, f.Prompts, f.Gens, f.Reps, f.Engine = fixtures.PTE(fixtures.Llama3), "8", "4", "2", "cpu"
+	return f
+}
+
+func TestFormErrors(t *testing.T) {
+	for field, mod := range map[string]func(f *Form){
+		"Model":             func(f *Form) { f.PTE = " " },
+		"Prompt sizes":      func(f *Form) { f.Prompts = "abc" },
+		"Generation sizes":  func(f *Form) { f.Gens = "-1" },
+		"Depths":            func(f *Form) { f.Depths = "0,,1" },
+		"Repetitions":       func(f *Form) { f.Reps = "0" },
+		"KV storage dtypes": func(f *Form) { f.KVDTypes = "int4" },
+		"KV capacities":     func(f *Form) { f.KVCapacities = "lots" },
+		"KV windows":        func(f *Form) { f.KVWindows = "8;x" },
+		"Engine":            func(f *Form) { f.Engine = "gpu" },
+	} {
+		f := smallForm()
+		mod(&f)
+		_, err := f.Options()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+	o, err := smallForm().Options()
+	if err != nil || o.Reps != 2 || len(o.Prompts) != 1 || o.Prompts[0] != 8 || len(o.Caches) != 1 {
+		t.Fatalf("%+v %v", o, err)
+	}
+}
+
+func nonBlank(t *testing.T, img image.Image) {
+	t.Helper()
+	seen := map[[4]uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			seen[[4]uint32{r, g, bl, a}] = true
+		}
+	}
+	if len(seen) < 6 {
+		t.Errorf("chart has %d colors: blank", len(seen))
+	}
+}
+
+func TestRunHistoryChartCompare(t *testing.T) {
+	ctx := context.Background()
+	db := testDB(t)
+	vm := testVM(t, db)
+	var changes atomic.Int32
+	vm.OnChange = func() { changes.Add(1) }
+
+	if _, empty := vm.History(); empty == "" {
+		t.Error("an empty history should say so")
+	}
+	for i := range 2 {
+		f := smallForm()
+		if i == 1 {
+			f.Prompts = "16"
+		}
+		vm.SetForm(f)
+		if err := vm.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := vm.Start(ctx); i == 0 && err == nil && vm.Run().Running {
+			t.Error("a second Start while running was accepted")
+		}
+		vm.Wait()
+		st := vm.Run()
+		if st.Running || st.Err != nil || st.Fraction != 1 || !strings.Contains(st.Status, "Done: 2 tests, saved") || len(st.Results) != 2 {
+			t.Fatalf("run %d: %+v", i, st)
+		}
+	}
+	if changes.Load() < 10 {
+		t.Errorf("only %d change notifications", changes.Load())
+	}
+	rows, empty := vm.History()
+	if empty != "" || len(rows) != 4 {
+		t.Fatalf("%d rows, %q", len(rows), empty)
+	}
+	// Newest first by default: the second run's tests.
+	if rows[0].RunID < rows[3].RunID || (rows[0].Test != "pp16" && rows[0].Test != "tg4") {
+		t.Errorf("order: %+v", rows)
+	}
+	vm.SortBy(4, false) // test name, ascending
+	rows, _ = vm.History()
+	var tests []string
+	for _, r := range rows {
+		tests = append(tests, r.Test)
+	}
+	if strings.Join(tests, ",") != "pp16,pp8,tg4,tg4" {
+		t.Errorf("sorted by test: %v", tests)
+	}
+	vm.SortBy(6, true)
+	rows, _ = vm.History()
+	for i := 1; i < len(rows); i++ {
+		if rows[i].AvgTS > rows[i-1].AvgTS {
+			t.Errorf("t/s not descending: %v", rows)
+		}
+	}
+	if c := rows[0].Cells(); len(c) != len(Columns) || c[2] != "llama3-tiny-offgraph" {
+		t.Errorf("cells %v", c)
+	}
+
+	if m := vm.Models(); len(m) != 1 || m[0] != "llama3-tiny-offgraph" {
+		t.Errorf("models %v", m)
+	}
+	vm.SetFilter("other-model")
+	if rows, empty := vm.History(); len(rows) != 0 || !strings.Contains(empty, "other-model") {
+		t.Errorf("filter: %d rows %q", len(rows), empty)
+	}
+	vm.SetFilter("llama3-tiny-offgraph")
+	img, err := vm.TrendChart(plot.Size{W: 400, H: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonBlank(t, img)
+
+	first, second := rows[len(rows)-1], rows[0]
+	if first.Batch == second.Batch {
+		// pick rows of different runs
+		for _, r := range rows {
+			if r.Batch != second.Batch {
+				first = r
+			}
+		}
+	}
+	if err := vm.Compare(ctx, first.Selector(), second.Selector()); err != nil {
+		t.Fatal(err)
+	}
+	text, _, err := vm.CompareResult()
+	if err != nil || !strings.Contains(text, "baseline :") || !strings.Contains(text, "| tg4 ") || !strings.Contains(text, "not in") {
+		t.Errorf("comparison %v:\n%s", err, text)
+	}
+	img, err = vm.CompareChart(plot.Size{W: 400, H: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonBlank(t, img)
+
+	err = vm.Compare(ctx, "color=red", "latest")
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "Baseline" {
+		t.Errorf("bad selector: %v", err)
+	}
+	if _, _, err := vm.CompareResult(); err == nil {
+		t.Error("the failed comparison's error is not kept")
+	}
+}
+
+func TestStartRefusesMisfitAndCancels(t *testing.T) {
+	ctx := context.Background()
+	vm := testVM(t, testDB(t))
+	f := smallForm()
+	f.Depths = "0,125"
+	vm.SetForm(f)
+	if err := vm.Start(ctx); !errors.Is(err, bench.ErrDoesNotFit) {
+		t.Fatalf("misfit: %v", err)
+	}
+	if st := vm.Run(); st.Running || !strings.Contains(st.Status, "Not started") {
+		t.Errorf("%+v", st)
+	}
+
+	f = smallForm()
+	f.Prompts, f.Gens, f.Reps = "32", "32", "200"
+	vm.SetForm(f)
+	var canceled atomic.Bool
+	vm.OnChange = func() {
+		if st := vm.Run(); st.Running && st.Fraction > 0 && !canceled.Load() {
+			canceled.Store(true)
+			vm.Cancel()
+		}
+	}
+	if err := vm.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vm.Wait()
+	st := vm.Run()
+	if st.Running || !errors.Is(st.Err, context.Canceled) || !strings.Contains(st.Status, "Canceled after 0 of 2 tests") {
+		t.Errorf("%+v", st)
+	}
+}
+
+func TestNoDatabase(t *testing.T) {
+	vm := testVM(t, nil)
+	if err := vm.Refresh(context.Background()); err == nil {
+		t.Error("no error without a database")
+	}
+	if _, empty := vm.History(); !strings.Contains(empty, "database is not open") {
+		t.Errorf("empty %q", empty)
+	}
+	f := smallForm()
+	f.Gens, f.Reps = "0", "1"
+	vm.SetForm(f)
+	if err := vm.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	vm.Wait()
+	if st := vm.Run(); !strings.Contains(st.Status, "not saved") || len(st.Results) != 1 {
+		t.Errorf("%+v", st)
+	}
+	if err := vm.Compare(context.Background(), "1", "2"); err == nil {
+		t.Error("compare without a database")
+	}
+}
