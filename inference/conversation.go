@@ -356,6 +356,23 @@ func (c *Conversation) CanUndoInstantly() bool {
 	return c.canRewind(c.msgs[u].Start)
 }
 
+// CanRegenerateInstantly reports whether Regenerate would keep the cache
+// up to the last prompt token without prefilling again.
+func (c *Conversation) CanRegenerateInstantly() bool {
+	u := c.lastUser()
+	if u < 0 {
+		return false
+	}
+	return c.canRewind(max(0, c.msgs[u].End()-1))
+}
+
+// CanEditInstantly reports whether EditLast would keep the cache up to
+// where the last user message begins without prefilling again (the new
+// text may agree with a little more).
+func (c *Conversation) CanEditInstantly() bool {
+	return c.CanUndoInstantly()
+}
+
 func (c *Conversation) canRewind(n int) bool {
 	if n == len(c.cache) {
 		return true

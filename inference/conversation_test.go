@@ -176,7 +176,11 @@ func TestConversationUndoRegenerateEdit(t *testing.T) {
 			t.Errorf("after undo: %v, fresh %v", r.GeneratedIDs, want.GeneratedIDs)
 		}
 		// Greedy regeneration repeats the reply.
+		regenInstant := c.CanRegenerateInstantly()
 		r2, err := c.Regenerate(bg, nil)
+		if err == nil && r2.Reprefilled == regenInstant {
+			t.Errorf("ring %v: regenerate reprefilled %v, predicted instant %v", ring, r2.Reprefilled, regenInstant)
+		}
 		if err != nil || !equalInts(r2.GeneratedIDs, r.GeneratedIDs) {
 			t.Errorf("regenerate: %v (%v), first %v", r2.GeneratedIDs, err, r.GeneratedIDs)
 		}
