@@ -165,7 +165,7 @@ func loadAddedTokens(t *testing.T, dir string) addedTokens {
 
 // modelDir is a fixture's model folder without its tokenizer.json (which
 // these tests do not need and which is slow to unpack under -race).
-func modelDir(t *testing.T, model string) string {
+func modelDir(t testing.TB, model string) string {
 	t.Helper()
 	dir := t.TempDir()
 	src := fixtures.ModelDir(model)
