@@ -74,7 +74,10 @@ func TestTemplateGoldens(t *testing.T) {
 				}
 				code, out, stderr := tmplRun(t, "", args...)
 				if rec.Error != nil {
-					want := strings.TrimPrefix(*rec.Error, "TemplateError: ")
+					want := ""
+					if strings.HasPrefix(*rec.Error, "TemplateError: ") {
+						want = strings.TrimPrefix(*rec.Error, "TemplateError: ")
+					}
 					if code != 1 || out != "" || !strings.Contains(stderr, want) {
 						t.Errorf("record %d: exit %d, stdout %q, stderr %q; want exit 1 and %q", i, code, out, stderr, want)
 					}
