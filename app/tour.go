@@ -56,7 +56,9 @@ func (u *UI) Tour(dir string) error {
 	if err := u.Chat.SetModel(u.ctx, model); err != nil {
 		return err
 	}
-	if err := u.Chat.NewConversation(DefaultSettings(u.Prefs.Engine())); err != nil {
+	set := DefaultSettings(u.Prefs.Engine())
+	set.MaxNewTokens = 24 // two short replies fit the fixtures' 128-token context
+	if err := u.Chat.NewConversation(set); err != nil {
 		return err
 	}
 	u.Chat.Wait()
@@ -64,11 +66,15 @@ func (u *UI) Tour(dir string) error {
 		return err
 	}
 	u.Chat.Wait()
+	if err := u.Chat.Send("And what lives in it?"); err != nil {
+		return err
+	}
+	u.Chat.Wait()
 	if st := u.Chat.State(); st.Err != "" {
 		fmt.Fprintln(os.Stderr, "etchat: tour: chat:", st.Err)
 	}
 	fyne.DoAndWait(func() {
-		u.chat.input.SetText("And what lives in it?")
+		u.chat.input.SetText("Thank you!")
 	})
 	if err := shot("chat"); err != nil {
 		return err
@@ -78,7 +84,7 @@ func (u *UI) Tour(dir string) error {
 	var sheet *settingsSheet
 	fyne.DoAndWait(func() { sheet = u.chat.showSettings() })
 	if sheet != nil {
-		fyne.DoAndWait(func() { sheet.entries["InitialCapacity"].SetText("-4") })
+		fyne.DoAndWait(func() { sheet.entries["Windows"].SetText("8,x") })
 	}
 	if err := shot("settings"); err != nil {
 		return err

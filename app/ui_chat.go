@@ -494,7 +494,7 @@ func (v *chatView) showSettings() *settingsSheet {
 	apply.Importance = widget.HighImportance
 	sheet.onValid = func(ok bool) { setEnabled(apply, ok) }
 	sheet.refresh()
-	d = dialog.NewCustomWithoutButtons("Conversation Settings", container.NewGridWrap(fyne.NewSize(640, 560), container.NewVScroll(sheet.root)), v.u.Win)
+	d = dialog.NewCustomWithoutButtons("Conversation Settings", container.NewGridWrap(fyne.NewSize(660, 600), container.NewVScroll(sheet.root)), v.u.Win)
 	d.SetButtons([]fyne.CanvasObject{widget.NewButton("Cancel", func() { d.Hide() }), apply})
 	d.Show()
 	v.settingsDlg = d

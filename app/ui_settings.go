@@ -118,7 +118,8 @@ func newSettingsSheet(f *SettingsForm) *settingsSheet {
 	} else {
 		note.SetText("Applying reloads the model and re-reads the conversation into the new cache.")
 	}
-	s.root = container.NewVBox(form, s.summary, note)
+	s.summary.TextStyle = fyne.TextStyle{Bold: true}
+	s.root = container.NewVBox(s.summary, note, form)
 	return s
 }
 

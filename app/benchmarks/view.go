@@ -3,7 +3,6 @@ package benchmarks
 import (
 	"context"
 	"image"
-	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -24,9 +23,10 @@ type View struct {
 	vm  *ViewModel
 	win fyne.Window
 	ctx context.Context
-	// mu serializes redraws: the app's driver runs fyne.Do work on one
-	// goroutine, but Fyne's test driver runs it on the caller's.
-	mu sync.Mutex
+	// do runs a widget update from any goroutine: fyne.Do in the app;
+	// tests queue the updates and run them on the test goroutine (Fyne's
+	// test driver would run them on the caller's).
+	do func(func())
 
 	root fyne.CanvasObject
 
@@ -53,11 +53,11 @@ type View struct {
 // comparison, in tabs. w parents the file dialog. It sets vm.OnChange to
 // redraw through fyne.Do and loads the history in the background.
 func NewView(vm *ViewModel, w fyne.Window) fyne.CanvasObject {
-	return newView(context.Background(), vm, w).root
+	return newView(context.Background(), vm, w, fyne.Do).root
 }
 
-func newView(ctx context.Context, vm *ViewModel, w fyne.Window) *View {
-	v := &View{vm: vm, win: w, ctx: ctx}
+func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func())) *View {
+	v := &View{vm: vm, win: w, ctx: ctx, do: do}
 	f := vm.Form()
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
@@ -190,7 +190,7 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window) *View {
 		container.NewTabItem("Compare", cmpTab),
 	)
 	v.root = tabs
-	vm.OnChange = func() { fyne.Do(v.redraw) }
+	vm.OnChange = func() { v.do(v.redraw) }
 	v.redraw()
 	go vm.Refresh(ctx)
 	return v
@@ -213,15 +213,13 @@ func (v *View) onStart() {
 	go func() {
 		// Start checks the model file (hashing it) before returning.
 		if err := v.vm.Start(v.ctx); err != nil {
-			fyne.Do(v.redraw)
+			v.do(v.redraw)
 		}
 	}()
 }
 
 // redraw copies the view-model's state into the widgets (UI goroutine).
 func (v *View) redraw() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	rs := v.vm.Run()
 	if rs.Running {
 		v.start.Disable()

@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,16 +12,43 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
-	"etchat/inference/bench/plot"
 	"etchat/internal/fixtures"
-	"gonum.org/v1/plot/vg"
 )
 
-// eventually polls cond (running queued fyne.Do work) until it holds.
-func eventually(t *testing.T, what string, cond func() bool) {
+// uiQueue stands in for the driver's UI goroutine: updates posted from
+// the view-model's goroutines wait here until the test goroutine runs them.
+type uiQueue struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (q *uiQueue) post(f func()) {
+	q.mu.Lock()
+	q.fns = append(q.fns, f)
+	q.mu.Unlock()
+}
+
+// run runs the queued updates on the calling (test) goroutine.
+func (q *uiQueue) run() {
+	for {
+		q.mu.Lock()
+		fns := q.fns
+		q.fns = nil
+		q.mu.Unlock()
+		if len(fns) == 0 {
+			return
+		}
+		for _, f := range fns {
+			f()
+		}
+	}
+}
+
+// eventually runs queued updates and polls cond until it holds.
+func eventually(t *testing.T, q *uiQueue, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
+	for q.run(); !cond(); q.run() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
@@ -33,7 +61,8 @@ func TestViewRendersRunsAndCompares(t *testing.T) {
 	vm := testVM(t, testDB(t))
 	w := test.NewWindow(nil)
 	defer w.Close()
-	v := newView(context.Background(), vm, w)
+	q := &uiQueue{}
+	v := newView(context.Background(), vm, w, q.post)
 	w.SetContent(v.root)
 	w.Resize(fyne.NewSize(1000, 760))
 
@@ -60,73 +89,49 @@ func TestViewRendersRunsAndCompares(t *testing.T) {
 
 	for i := range 2 {
 		test.Tap(v.start)
-		eventually(t, "the run to start", func() bool { return vm.Run().Running || vm.Run().Fraction == 1 })
+		eventually(t, q, "the run to start", func() bool { return vm.Run().Running || vm.Run().Fraction == 1 })
 		vm.Wait()
-		eventually(t, "the history", func() bool {
-			var n int
-			v.locked(func() { n = len(v.rows) })
-			return n == 2*(i+1)
-		})
+		eventually(t, q, "the history", func() bool { return len(v.rows) == 2*(i+1) })
 	}
-	v.locked(func() {
-		if !strings.Contains(v.status.Text, "Done: 2 tests, saved") || v.progress.Value != 1 || v.start.Disabled() {
-			t.Errorf("status %q progress %v", v.status.Text, v.progress.Value)
-		}
-		if v.empty.Visible() {
-			t.Errorf("empty note shown: %q", v.empty.Text)
-		}
-		if len(v.filter.Options) != 2 || v.filter.Options[1] != "llama3-tiny-offgraph" {
-			t.Errorf("filter options %v", v.filter.Options)
-		}
-		if v.trend.Image == nil {
-			t.Error("no trend chart")
-		}
-	})
+	if !strings.Contains(v.status.Text, "Done: 2 tests, saved") || v.progress.Value != 1 || v.start.Disabled() || !v.cancel.Disabled() {
+		t.Errorf("status %q progress %v", v.status.Text, v.progress.Value)
+	}
+	if v.empty.Visible() {
+		t.Errorf("empty note shown: %q", v.empty.Text)
+	}
+	if len(v.filter.Options) != 2 || v.filter.Options[1] != "llama3-tiny-offgraph" {
+		t.Errorf("filter options %v", v.filter.Options)
+	}
+	if v.trend.Image == nil {
+		t.Error("no trend chart")
+	}
 
-	// Selecting two rows of different runs fills the comparison.
-	var a, b int
-	v.locked(func() {
-		for i, r := range v.rows {
-			if r.Batch != v.rows[0].Batch {
-				b = i
-			}
+	// Selecting rows of two different runs fills the comparison.
+	other := 0
+	for i, r := range v.rows {
+		if r.Batch != v.rows[0].Batch {
+			other = i
 		}
-		v.table.Select(widgetCell(a))
-		v.table.Select(widgetCell(b))
-	})
+	}
+	v.table.Select(widgetCell(0))
+	v.table.Select(widgetCell(other))
 	if !strings.HasPrefix(v.base.Text, "batch=") || !strings.HasPrefix(v.cand.Text, "batch=") || v.base.Text == v.cand.Text {
 		t.Fatalf("selectors %q %q", v.base.Text, v.cand.Text)
 	}
-	tabs := v.root.(*container.AppTabs)
-	tabs.SelectIndex(3)
+	v.root.(*container.AppTabs).SelectIndex(3)
 	test.Tap(v.compare)
-	eventually(t, "the comparison", func() bool {
-		var s string
-		v.locked(func() { s = v.cmpText.Text })
-		return strings.Contains(s, "baseline :")
-	})
-	v.locked(func() {
-		if v.cmpChart.Image == nil {
-			_, err := vm.CompareChart(plot.Size{W: 7 * vg.Inch, H: 3.5 * vg.Inch})
-			t.Errorf("no comparison chart: %v", err)
-		}
-	})
+	eventually(t, q, "the comparison", func() bool { return strings.Contains(v.cmpText.Text, "baseline :") })
+	if v.cmpChart.Image == nil {
+		t.Error("no comparison chart")
+	}
 
 	// A bad field shows in the status and nothing runs.
 	v.reps.SetText("0")
 	test.Tap(v.start)
-	eventually(t, "the refusal", func() bool {
-		var s string
-		v.locked(func() { s = v.status.Text })
-		return strings.Contains(s, "Repetitions")
-	})
+	eventually(t, q, "the refusal", func() bool { return strings.Contains(v.status.Text, "Repetitions") })
+	if vm.Run().Running {
+		t.Error("a run started with 0 repetitions")
+	}
 }
 
 func widgetCell(row int) widget.TableCellID { return widget.TableCellID{Row: row, Col: 0} }
-
-// locked runs f while no redraw runs.
-func (v *View) locked(f func()) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	f()
-}
