@@ -273,7 +273,7 @@ type Options struct {
 	Backends   string // what the engine runs on, e.g. "CPU" or "MLX"; "" = from the engine's name
 	AppVersion string
 	Machine    *Machine // nil = DetectMachine
-	Batch      string   // nil = a new one from the clock
+	Batch      string   // "" = a new one from the clock
 
 	// Progress, when set, is called before every repetition (and warmup)
 	// and once when a test ends, from the running goroutine.

@@ -24,8 +24,8 @@ import (
 //	since=DATE    started on or after DATE (2006-01-02 or RFC 3339)
 //	latest        only the newest invocation among the matches
 //
-// Without ids, when several matching runs share a test identity, the
-// newest one is taken.
+// Filters also narrow a list of ids. Without ids, when several matching
+// runs share a test identity, the newest one is taken.
 type Selector struct {
 	IDs    []int64
 	Model  string
@@ -117,7 +117,7 @@ func Select(ctx context.Context, db *store.DB, sel Selector) ([]*Result, error) 
 	}
 	var out []*Result
 	for _, r := range results {
-		if len(sel.IDs) > 0 && sel.Engine != "" && !strings.EqualFold(r.Engine, sel.Engine) {
+		if len(sel.IDs) > 0 && !sel.matches(r) {
 			continue
 		}
 		if sel.Batch != "" && r.Batch != sel.Batch {
@@ -147,6 +147,18 @@ func Select(ctx context.Context, db *store.DB, sel Selector) ([]*Result, error) 
 		return nil, errors.New("no stored benchmark runs match")
 	}
 	return out, nil
+}
+
+// matches applies the model, engine and since filters to a run picked by id.
+func (sel Selector) matches(r *Result) bool {
+	if sel.Engine != "" && !strings.EqualFold(r.Engine, sel.Engine) {
+		return false
+	}
+	if sel.Model != "" && !strings.EqualFold(r.Model.Name, sel.Model) &&
+		!strings.HasPrefix(r.Model.SHA256, strings.ToLower(sel.Model)) {
+		return false
+	}
+	return sel.Since.IsZero() || !r.TestTime.Before(sel.Since)
 }
 
 func newestPerTest(rs []*Result) []*Result {

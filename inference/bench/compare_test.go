@@ -90,6 +90,18 @@ func TestStoreRoundTrip(t *testing.T) {
 	if pr.Test.Name() != "tg10" || len(pr.Reps) != 2 || pr.Reps[0].Ns != 1e8 || pr.Reps[1].Ns != 2e8 || pr.AvgTS() != 75 {
 		t.Errorf("rebuilt %+v", pr)
 	}
+
+	// Ids, narrowed by filters.
+	id := rs[0].RunID
+	if got, err := Select(ctx, db, Selector{IDs: []int64{id, plain.ID}, Model: "llama3-tiny-offgraph"}); err != nil || len(got) != 1 || got[0].RunID != id {
+		t.Errorf("ids + model: %v", err)
+	}
+	if _, err := Select(ctx, db, Selector{IDs: []int64{id}, Engine: "metal"}); err == nil || !strings.Contains(err.Error(), "no stored benchmark runs match") {
+		t.Errorf("ids + engine: %v", err)
+	}
+	if _, err := Select(ctx, db, Selector{IDs: []int64{9999}}); err == nil {
+		t.Error("a missing run id selected nothing without error")
+	}
 }
 
 func TestSelectors(t *testing.T) {
