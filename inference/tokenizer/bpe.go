@@ -70,7 +70,7 @@ type mergeSlot struct {
 
 func newMergeTable(n int) mergeTable {
 	size, shift := 16, uint(60)
-	for size < 2*n {
+	for 2*size < 3*n { // load factor at most 2/3; the filter takes most misses
 		size <<= 1
 		shift--
 	}
@@ -78,7 +78,7 @@ func newMergeTable(n int) mergeTable {
 }
 
 func (t *mergeTable) put(key uint64, m merge) {
-	if 2*(t.n+1) > len(t.slots) {
+	if 3*(t.n+1) > 2*len(t.slots) {
 		old := t.slots
 		*t = newMergeTable(len(old))
 		for _, s := range old {
@@ -132,10 +132,14 @@ type bpeJSON struct {
 	IgnoreMerges bool     `json:"ignore_merges"`
 }
 
-func parseModel(raw []byte) (*bpe, error) {
-	fs, err := objectFields(raw)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+// parseModel reads the model object raw; fs are its fields if already
+// split.
+func parseModel(raw []byte, fs []rawField) (*bpe, error) {
+	if fs == nil {
+		var err error
+		if fs, err = objectFields(raw); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
 	}
 	// Everything but the vocabulary and merges is small.
 	small := []byte{'{'}

@@ -19,6 +19,7 @@ import (
 type rawField struct {
 	key string
 	val []byte
+	sub []rawField // the fields of val when objectFieldsAt descended into it
 }
 
 // jsonErr is a syntax error at a byte offset.
@@ -210,43 +211,66 @@ func lowSurrogate(d []byte, j int) (rune, int, bool) {
 
 // objectFields splits a JSON object into its fields (values kept raw).
 func objectFields(d []byte) ([]rawField, error) {
-	i := skipWS(d, 0)
+	fs, _, err := objectFieldsAt(d, 0, "")
+	return fs, err
+}
+
+// objectFieldsAt splits the object at d[i:] into fields and returns its
+// end; the value of the field named descend, if an object, is split too
+// (in the same pass: the model's object is most of the file).
+func objectFieldsAt(d []byte, i int, descend string) ([]rawField, int, error) {
+	i = skipWS(d, i)
 	if i >= len(d) || d[i] != '{' {
-		return nil, jsonErr(i, "expected an object")
+		return nil, 0, jsonErr(i, "expected an object")
 	}
 	i++
 	var out []rawField
 	i = skipWS(d, i)
 	if i < len(d) && d[i] == '}' {
-		return out, nil
+		return out, i + 1, nil
 	}
 	for {
 		k, n, err := parseString(d, i)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		i = skipWS(d, n)
 		if i >= len(d) || d[i] != ':' {
-			return nil, jsonErr(i, "expected ':'")
+			return nil, 0, jsonErr(i, "expected ':'")
 		}
 		s := skipWS(d, i+1)
-		e, err := skipValue(d, s)
-		if err != nil {
-			return nil, err
+		var e int
+		var sub []rawField
+		if descend != "" && k == descend && s < len(d) && d[s] == '{' {
+			sub, e, err = objectFieldsAt(d, s, "")
+		} else {
+			e, err = skipValue(d, s)
 		}
-		out = append(out, rawField{k, d[s:e]})
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, rawField{k, d[s:e], sub})
 		i = skipWS(d, e)
 		if i >= len(d) {
-			return nil, jsonErr(i, "unterminated object")
+			return nil, 0, jsonErr(i, "unterminated object")
 		}
 		if d[i] == '}' {
-			return out, nil
+			return out, i + 1, nil
 		}
 		if d[i] != ',' {
-			return nil, jsonErr(i, "expected ',' or '}'")
+			return nil, 0, jsonErr(i, "expected ',' or '}'")
 		}
 		i++
 	}
+}
+
+func subFields(fs []rawField, key string) []rawField {
+	for _, f := range fs {
+		if f.key == key {
+			return f.sub
+		}
+	}
+	return nil
 }
 
 func field(fs []rawField, key string) []byte {
@@ -266,7 +290,7 @@ func parseVocab(d []byte) (map[string]int, int, error) {
 	if i >= len(d) || d[i] != '{' {
 		return nil, 0, fmt.Errorf("tokenizer.json: model.vocab is not an object")
 	}
-	vocab := make(map[string]int, len(d)/12)
+	vocab := make(map[string]int, len(d)/16)
 	maxID := -1
 	i = skipWS(d, i+1)
 	if i < len(d) && d[i] == '}' {

@@ -66,7 +66,7 @@ func Load(path string) (*Tokenizer, error) {
 
 // Parse reads the contents of a tokenizer.json file.
 func Parse(data []byte) (*Tokenizer, error) {
-	fs, err := objectFields(data)
+	fs, _, err := objectFieldsAt(data, 0, "model")
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t.model, modelErr = parseModel(modelRaw)
+		t.model, modelErr = parseModel(modelRaw, subFields(fs, "model"))
 	}()
 	defer wg.Wait()
 	if t.norm, err = parseNormalizer(field(fs, "normalizer")); err != nil {
