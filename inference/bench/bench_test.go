@@ -48,14 +48,18 @@ func TestRunFixtures(t *testing.T) {
 		fixture   string
 		tokenizer bool
 		cache     string
+		heavy     bool
 	}{
-		{fixtures.Llama3, true, "bf16 c128 w0"},
-		{fixtures.Qwen3, true, ""},
-		{fixtures.InGraph, false, "in-graph c128"},
-		{fixtures.BenchBF16, false, "bf16 c2048 w0"},
+		{fixtures.Llama3, true, "bf16 c128 w0", false},
+		{fixtures.Qwen3, true, "", true},
+		{fixtures.InGraph, false, "in-graph c128", false},
+		{fixtures.BenchBF16, false, "bf16 c2048 w0", true},
 	}
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
+			if c.heavy && raceEnabled {
+				t.Skip("slow under the race detector; runs without -race")
+			}
 			o := opts(t, c.fixture, []int{6}, []int{2}, 2)
 			o.Depths = []int{0, 3}
 			if c.tokenizer {
