@@ -24,8 +24,9 @@ prefill test "ppN", each -n size a decode test "tgN", each at every -d depth ("@
 D tokens prefilled untimed first) and every cache configuration. Prompt ids are
 synthetic (seeded, ordinary vocabulary ids, no special tokens). t/s is mean ± sample
 standard deviation over the -r repetitions, each from a cleared cache after one untimed
-warmup. Results are stored (see 'etchat history --runs', 'etchat compare') unless
---no-save.`
+warmup. A test that does not fit the cache (depth + prompt + generated > capacity) stops
+the command before anything runs, naming every such test. Results are stored (see
+'etchat history --runs', 'etchat compare') unless --no-save.`
 
 // runBench measures prefill and decode speed and stores the results.
 func runBench(ctx context.Context, env *Env, args []string) error {
