@@ -51,6 +51,13 @@ func (o *engineOpener) selectEngine(kind string) (inference.Engine, string, erro
 	return nil, "", fmt.Errorf("unknown engine %q: choose auto, cpu or metal", kind)
 }
 
+// OpenEngine picks an engine the way conversations do (auto: Metal when its
+// runner library loads, else the CPU engine).
+func (o *engineOpener) OpenEngine(kind string) (inference.Engine, error) {
+	e, _, err := o.selectEngine(kind)
+	return e, err
+}
+
 func cpuCtor2(f func() (inference.Engine, error)) (inference.Engine, string, error) {
 	e, err := f()
 	return e, "cpu", err

@@ -7,9 +7,10 @@ import (
 	"sync"
 )
 
-// Benchmarks is the Benchmarks tab's view-model: the stored run history.
-// Running benchmarks from the window is not built yet; the tab says so and
-// points at the command line.
+// Benchmarks is the plain Benchmarks tab's view-model: the stored run
+// history. The window replaces the tab with app/benchmarks (run form,
+// history, chart) when the database is open; this one remains for tests and
+// as the fallback.
 type Benchmarks struct {
 	store RunStore
 
@@ -21,9 +22,8 @@ type Benchmarks struct {
 }
 
 // BenchIntro is the text at the top of the tab.
-const BenchIntro = "Stored runs: every chat reply and benchmark the store recorded, newest first. " +
-	"Running benchmarks from the window is not available yet; measure from the command line " +
-	"(etchat bench, when present in this build) and press Refresh to see the results here."
+const BenchIntro = "Stored runs: every chat reply and benchmark recorded in the database, newest first. " +
+	"Run benchmarks with etchat bench on the command line, then press Refresh."
 
 // NewBenchmarks makes the view-model; store may be nil.
 func NewBenchmarks(store RunStore) *Benchmarks { return &Benchmarks{store: store} }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"etchat/inference/kvcache"
+	"etchat/store"
 )
 
 // This file names what the view-models need from the packages below the app
@@ -226,6 +227,9 @@ type Backend struct {
 	Chats     ChatStore
 	Runs      RunStore
 	Opener    Opener
+	// DB is the open database (nil when StoreErr is set), for views that
+	// use the store directly (app/benchmarks).
+	DB *store.DB
 	// DBPath is shown in the preferences and the about box.
 	DBPath string
 	// StoreErr, when set, is why the database could not be opened; the app

@@ -34,6 +34,7 @@ type UI struct {
 	lib  *libraryView
 	chat *chatView
 	runs *benchView
+	benchWired bool
 	// banner shows a lasting problem (the database not open).
 	banner *widget.Label
 
@@ -71,7 +72,7 @@ func NewUI(a fyne.App, b Backend) *UI {
 		container.NewTabItemWithIcon(TabBenchmarks, theme.InfoIcon(), u.runs.root),
 	)
 	u.tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == TabBenchmarks {
+		if t.Text == TabBenchmarks && !u.benchWired {
 			u.runs.refresh()
 		}
 	}
@@ -130,6 +131,19 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 func (u *UI) Close() {
 	u.cancel()
 	u.Chat.Close()
+}
+
+// SetBenchmarksView replaces the Benchmarks tab's run history with a
+// fuller view (package app/benchmarks: run form, history, chart), wired by
+// Run when the database is open.
+func (u *UI) SetBenchmarksView(obj fyne.CanvasObject) {
+	for _, t := range u.tabs.Items {
+		if t.Text == TabBenchmarks {
+			t.Content = obj
+		}
+	}
+	u.benchWired = true
+	u.tabs.Refresh()
 }
 
 // SelectTab switches to the named tab.

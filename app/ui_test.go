@@ -413,6 +413,13 @@ func TestBenchmarksView(t *testing.T) {
 	}
 	assertMarkup(t, "benchmarks.xml", u.Win.Canvas(), root)
 
+	// A fuller view can take the tab's place.
+	full := widget.NewLabel("the app/benchmarks view")
+	u.SetBenchmarksView(full)
+	if u.tabs.Items[2].Content != full {
+		t.Error("benchmarks view not installed")
+	}
+
 	// Without a database the tab says so.
 	bv := NewBenchmarks(nil)
 	if err := bv.Refresh(context.Background()); err == nil {
