@@ -30,10 +30,10 @@ type UI struct {
 	Chat    *Chat
 	Bench   *Benchmarks
 
-	tabs *container.AppTabs
-	lib  *libraryView
-	chat *chatView
-	runs *benchView
+	tabs       *container.AppTabs
+	lib        *libraryView
+	chat       *chatView
+	runs       *benchView
 	benchWired bool
 	// banner shows a lasting problem (the database not open).
 	banner *widget.Label
