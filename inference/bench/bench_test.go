@@ -322,3 +322,33 @@ func TestParseLists(t *testing.T) {
 		}
 	}
 }
+
+// The forwards a run makes: chunks of at most the model's prefill chunk
+// (32 for the llama3 fixture) after an untimed depth prefill, and single
+// tokens for tg, each repetition from a cleared cache.
+func TestForwardPattern(t *testing.T) {
+	rec := &recordingEngine{Engine: cpuEngine()}
+	o := opts(t, fixtures.Llama3, []int{70}, []int{3}, 2)
+	o.Depths = []int{40}
+	o.Engine = rec
+	run(t, o)
+	type call = [2]int
+	depth := []call{{32, 0}, {8, 32}}
+	pp := []call{{32, 40}, {32, 72}, {6, 104}}
+	tg := []call{{1, 40}, {1, 41}, {1, 42}}
+	var want []call
+	want = append(want, call{32, 0}, call{32, 32}, call{6, 64}) // pp warmup: the prompt at depth 0
+	for range 2 {
+		want = append(append(want, depth...), pp...)
+	}
+	want = append(want, call{1, 0}) // tg warmup: one step at depth 0
+	for range 2 {
+		want = append(append(want, depth...), tg...)
+	}
+	if !slices.Equal(rec.calls, want) {
+		t.Errorf("forwards\n got %v\nwant %v", rec.calls, want)
+	}
+	if rec.clear != 6 {
+		t.Errorf("%d clears, want one per repetition and warmup (6)", rec.clear)
+	}
+}

@@ -103,3 +103,38 @@ func (e *countingEngine) Open(ctx context.Context, path string, cfg *kvcache.Con
 	e.opens.Add(1)
 	return e.Engine.Open(ctx, path, cfg)
 }
+
+// recordingEngine records every forward's size and first position.
+type recordingEngine struct {
+	engine.Engine
+	mu    sync.Mutex
+	calls [][2]int // {len(ids), positions[0]}
+	clear int
+}
+
+func (e *recordingEngine) Open(ctx context.Context, path string, cfg *kvcache.Config) (engine.Session, error) {
+	s, err := e.Engine.Open(ctx, path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingSession{s, e}, nil
+}
+
+type recordingSession struct {
+	engine.Session
+	e *recordingEngine
+}
+
+func (s *recordingSession) Forward(ctx context.Context, ids, pos []int64) ([]float32, error) {
+	s.e.mu.Lock()
+	s.e.calls = append(s.e.calls, [2]int{len(ids), int(pos[0])})
+	s.e.mu.Unlock()
+	return s.Session.Forward(ctx, ids, pos)
+}
+
+func (s *recordingSession) Clear() error {
+	s.e.mu.Lock()
+	s.e.clear++
+	s.e.mu.Unlock()
+	return s.Session.Clear()
+}
