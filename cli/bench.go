@@ -151,6 +151,9 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		if err := os.WriteFile(*plotFile, png, 0o644); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
+		if !*quiet {
+			fmt.Fprintln(env.Stderr, "bench: chart written to", *plotFile)
+		}
 	}
 	return nil
 }

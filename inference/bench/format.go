@@ -58,6 +58,9 @@ type Record struct {
 	SamplesTS    []float64 `json:"samples_ts"`
 	RunID        int64     `json:"run_id"`
 	Batch        string    `json:"batch"`
+	// Stats are the repetitions with ExecuTorch's runner stats; only the
+	// json and jsonl formats carry them (flat:"-").
+	Stats []Rep `json:"stats" flat:"-"`
 }
 
 // RecordOf flattens a result.
@@ -73,6 +76,7 @@ func RecordOf(r *Result) Record {
 		AvgNs: int64(r.AvgNs()), StddevNs: int64(r.StddevNs()), AvgTS: r.AvgTS(), StddevTS: r.StddevTS(),
 		TTFTMs: r.AvgTTFTMs(), LoadMs: float64(r.LoadNs) / 1e6, PeakBytes: r.PeakMem(),
 		SamplesNs: make([]int64, len(r.Reps)), SamplesTS: r.SamplesTS(), RunID: r.RunID, Batch: r.Batch,
+		Stats: r.Reps,
 	}
 	for i, p := range r.Reps {
 		rec.SamplesNs[i] = p.Ns
@@ -81,12 +85,23 @@ func RecordOf(r *Result) Record {
 	return rec
 }
 
-// Columns are the Record's column names, in order.
+// Columns are the Record's flat column names (csv, sql), in order.
 func Columns() []string {
+	var out []string
+	for _, f := range flatFields() {
+		out = append(out, jsonName(f))
+	}
+	return out
+}
+
+// flatFields are the Record's fields that csv and sql carry.
+func flatFields() []reflect.StructField {
 	t := reflect.TypeFor[Record]()
-	out := make([]string, t.NumField())
-	for i := range out {
-		out[i] = jsonName(t.Field(i))
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("flat") != "-" {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -96,12 +111,13 @@ func jsonName(f reflect.StructField) string {
 	return n
 }
 
-// values are a record's cells as Go values (slices joined by commas).
+// values are a record's flat cells as Go values (slices joined by commas).
 func (rec Record) values() []any {
 	v := reflect.ValueOf(rec)
-	out := make([]any, v.NumField())
-	for i := range out {
-		f := v.Field(i)
+	fields := flatFields()
+	out := make([]any, len(fields))
+	for i, sf := range fields {
+		f := v.FieldByIndex(sf.Index)
 		switch f.Kind() {
 		case reflect.Slice:
 			parts := make([]string, f.Len())
@@ -177,13 +193,13 @@ func Write(w io.Writer, format string, results []*Result) error {
 const SQLTable = "etchat_bench"
 
 func writeSQL(w io.Writer, recs []Record) error {
-	t := reflect.TypeFor[Record]()
+	fields := flatFields()
 	cols := Columns()
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", SQLTable)
 	for i, c := range cols {
 		typ := "TEXT"
-		switch t.Field(i).Type.Kind() {
+		switch fields[i].Type.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Bool:
 			typ = "INTEGER"
 		case reflect.Float64:

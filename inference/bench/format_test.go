@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,9 @@ func TestCSV(t *testing.T) {
 	}
 	if len(rows) != 1+len(rs) {
 		t.Fatalf("%d rows, want header + %d", len(rows), len(rs))
+	}
+	if slices.Contains(rows[0], "stats") {
+		t.Error("csv carries the nested stats")
 	}
 	col := map[string]int{}
 	for i, c := range rows[0] {
@@ -112,6 +116,17 @@ func TestJSONAndJSONL(t *testing.T) {
 		}
 		if arr[i]["model_sha256"] != r.Model.SHA256 || arr[i]["samples_ns"].([]any)[0].(float64) != float64(r.Reps[0].Ns) {
 			t.Errorf("json %d: %v", i, arr[i])
+		}
+		// Each repetition's ExecuTorch stats.
+		if len(rec.Stats) != 2 || rec.Stats[1] != r.Reps[1] || rec.Stats[0].NumPromptTokens != int64(r.Test.NPrompt) {
+			t.Errorf("line %d stats %+v", i, rec.Stats)
+		}
+		st := arr[i]["stats"].([]any)[0].(map[string]any)
+		for _, k := range []string{"inference_start_ms", "prompt_eval_end_ms", "first_token_ms", "inference_end_ms",
+			"aggregate_sampling_time_ms", "num_prompt_tokens", "num_generated_tokens", "model_load_start_ms"} {
+			if _, ok := st[k]; !ok {
+				t.Errorf("stats lack %s", k)
+			}
 		}
 	}
 }
