@@ -299,3 +299,37 @@ func TestChatStopKeepsPartialReply(t *testing.T) {
 	}
 	c.Wait()
 }
+
+// On a sliding-window model the meter says when undo has to re-prefill,
+// and undo still works.
+func TestChatRingCacheUndoReprefills(t *testing.T) {
+	b, _ := testBackend(t)
+	path := modelCopy(t, fixtures.Gemma3, true)
+	NewLibrary(b.Inspector, b.Library).Add(context.Background(), path)
+	c, errs := newTestChat(t, b, inspect(t, path))
+	run(t, c, errs, c.NewConversation(greedy(12)))
+	st := run(t, c, errs, c.Send("Hello there, how are you today?"))
+	// undoing the only turn empties the cache: always instant
+	if len(st.Messages) != 2 || !st.UndoInstant {
+		t.Fatalf("messages %d, instant %v", len(st.Messages), st.UndoInstant)
+	}
+	st = run(t, c, errs, c.Send("Tell me more about it, please?"))
+	// the second turn is longer than the window of 8 (+ chunk 8 - 1 rows):
+	// the ring layers no longer hold where it began
+	if st.UndoInstant || !strings.Contains(st.Meter(), "undo re-prefills the history") {
+		t.Errorf("meter %q", st.Meter())
+	}
+	st = run(t, c, errs, c.UndoTurn())
+	held := 0
+	for _, m := range st.Messages {
+		held += len(m.Tokens)
+	}
+	if len(st.Messages) != 2 || st.Position != held || st.Position == 0 {
+		t.Errorf("after undo: %d messages at %d, tokens held %d", len(st.Messages), st.Position, held)
+	}
+	// and the conversation continues
+	st = run(t, c, errs, c.Send("Again?"))
+	if len(st.Messages) != 4 {
+		t.Errorf("after undo and send: %d messages", len(st.Messages))
+	}
+}
