@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -47,6 +48,8 @@ type View struct {
 	compare    *widget.Button
 	cmpText    *widget.Label
 	cmpChart   *canvas.Image
+
+	trendVer, cmpVer int // chart data versions drawn; -1 = none yet
 }
 
 // NewView builds the Benchmarks view: run form, history table, chart and
@@ -57,7 +60,7 @@ func NewView(vm *ViewModel, w fyne.Window) fyne.CanvasObject {
 }
 
 func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func())) *View {
-	v := &View{vm: vm, win: w, ctx: ctx, do: do}
+	v := &View{vm: vm, win: w, ctx: ctx, do: do, trendVer: -1, cmpVer: -1}
 	f := vm.Form()
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
@@ -85,6 +88,7 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 				rc.Close()
 			}
 		}, w)
+		d.SetFilter(storage.NewExtensionFileFilter([]string{".pte"}))
 		d.Show()
 	})
 	form := widget.NewForm(
@@ -244,8 +248,12 @@ func (v *View) redraw() {
 	}
 	v.table.Refresh()
 
-	v.trend.Image = chartOrNil(v.vm.TrendChart(plot.Size{W: 8 * vg.Inch, H: 4.5 * vg.Inch}))
-	v.trend.Refresh()
+	tv, cv := v.vm.ChartVersions()
+	if tv != v.trendVer {
+		v.trendVer = tv
+		v.trend.Image = chartOrNil(v.vm.TrendChart(plot.Size{W: 8 * vg.Inch, H: 4.5 * vg.Inch}))
+		v.trend.Refresh()
+	}
 
 	text, _, err := v.vm.CompareResult()
 	switch {
@@ -254,8 +262,11 @@ func (v *View) redraw() {
 	case text != "":
 		v.cmpText.SetText(text)
 	}
-	v.cmpChart.Image = chartOrNil(v.vm.CompareChart(plot.Size{W: 7 * vg.Inch, H: 3.5 * vg.Inch}))
-	v.cmpChart.Refresh()
+	if cv != v.cmpVer {
+		v.cmpVer = cv
+		v.cmpChart.Image = chartOrNil(v.vm.CompareChart(plot.Size{W: 7 * vg.Inch, H: 3.5 * vg.Inch}))
+		v.cmpChart.Refresh()
+	}
 }
 
 func chartOrNil(img image.Image, err error) image.Image {

@@ -152,6 +152,10 @@ type ViewModel struct {
 	sortCol int
 	desc    bool
 
+	// histVer and cmpVer count changes to what the charts draw, so a view
+	// redraws a chart only when its data changed.
+	histVer, cmpVer int
+
 	cmpText  string
 	cmpErr   error
 	cmpBase  []*bench.Result
@@ -348,6 +352,7 @@ func (vm *ViewModel) Refresh(ctx context.Context) error {
 	}
 	vm.mu.Lock()
 	vm.all, vm.histErr = rows, err
+	vm.histVer++
 	vm.mu.Unlock()
 	vm.changed()
 	return err
@@ -357,6 +362,7 @@ func (vm *ViewModel) Refresh(ctx context.Context) error {
 func (vm *ViewModel) SetFilter(model string) {
 	vm.mu.Lock()
 	vm.filter = model
+	vm.histVer++
 	vm.mu.Unlock()
 	vm.changed()
 }
@@ -461,6 +467,14 @@ func compareRows(a, b Row, col int) int {
 	return 0
 }
 
+// ChartVersions change whenever the data behind TrendChart (history,
+// filter) or CompareChart (the last comparison) changes.
+func (vm *ViewModel) ChartVersions() (trend, compare int) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.histVer, vm.cmpVer
+}
+
 // TrendChart draws t/s over time for the filtered history.
 func (vm *ViewModel) TrendChart(sz plot.Size) (image.Image, error) {
 	rows, _ := vm.History()
@@ -483,6 +497,7 @@ func (vm *ViewModel) Compare(ctx context.Context, baseline, candidate string) er
 	if err != nil {
 		vm.mu.Lock()
 		vm.cmpErr, vm.cmpText, vm.cmpBase, vm.cmpCand, vm.cmpFlags = err, "", nil, nil, 0
+		vm.cmpVer++
 		vm.mu.Unlock()
 	}
 	vm.changed()
@@ -512,6 +527,7 @@ func (vm *ViewModel) compare(ctx context.Context, baseline, candidate string) er
 	}
 	vm.mu.Lock()
 	vm.cmpErr, vm.cmpText, vm.cmpBase, vm.cmpCand, vm.cmpFlags = nil, b.String(), sides[0], sides[1], n
+	vm.cmpVer++
 	vm.mu.Unlock()
 	return nil
 }

@@ -146,7 +146,11 @@ func TestRunHistoryChartCompare(t *testing.T) {
 	if m := vm.Models(); len(m) != 1 || m[0] != "llama3-tiny-offgraph" {
 		t.Errorf("models %v", m)
 	}
+	tv, cv := vm.ChartVersions()
 	vm.SetFilter("other-model")
+	if tv2, cv2 := vm.ChartVersions(); tv2 == tv || cv2 != cv {
+		t.Errorf("versions %d,%d → %d,%d after a filter change", tv, cv, tv2, cv2)
+	}
 	if rows, empty := vm.History(); len(rows) != 0 || !strings.Contains(empty, "other-model") {
 		t.Errorf("filter: %d rows %q", len(rows), empty)
 	}
