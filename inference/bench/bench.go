@@ -145,8 +145,11 @@ type Rep struct {
 	Ns       int64 `json:"ns"`        // the timed span (see the package doc)
 	TTFTNs   int64 `json:"ttft_ns"`   // inference start → first token chosen
 	SampleNs int64 `json:"sample_ns"` // argmax time inside the timed span (tg)
-	PeakMem  int64 `json:"peak_bytes"`
-	KVBytes  int64 `json:"kv_bytes"`
+	// Memory after the repetition: the session's high-water mark (the
+	// session serves every test of one cache configuration, in order, so
+	// it covers the earlier tests too) and the KV cache's bytes.
+	PeakMem int64 `json:"peak_bytes"`
+	KVBytes int64 `json:"kv_bytes"`
 }
 
 // TokS is the repetition's rate: timed tokens per second.
