@@ -333,3 +333,43 @@ func TestChatRingCacheUndoReprefills(t *testing.T) {
 		t.Errorf("after undo and send: %d messages", len(st.Messages))
 	}
 }
+
+// A prompt longer than the prefill chunk reports its progress chunk by
+// chunk.
+func TestChatReportsPrefillProgress(t *testing.T) {
+	b, _ := testBackend(t)
+	path := modelCopy(t, fixtures.Llama3, true)
+	NewLibrary(b.Inspector, b.Library).Add(context.Background(), path)
+	c, errs := newTestChat(t, b, inspect(t, path))
+	var mu sync.Mutex
+	var seen []Progress
+	c.OnChange = func() {
+		st := c.State()
+		mu.Lock()
+		if st.Busy && st.Progress.Total > 0 {
+			seen = append(seen, st.Progress)
+		}
+		mu.Unlock()
+	}
+	run(t, c, errs, c.NewConversation(greedy(2)))
+	mu.Lock()
+	loading := len(seen) > 0 && seen[0].Stage == "loading"
+	seen = nil
+	mu.Unlock()
+	if !loading {
+		t.Error("no loading progress")
+	}
+	long := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 8) // ~80 tokens: 3 chunks of 32
+	run(t, c, errs, c.Send(long))
+	mu.Lock()
+	defer mu.Unlock()
+	var prefill []Progress
+	for _, p := range seen {
+		if p.Stage == "prefill" {
+			prefill = append(prefill, p)
+		}
+	}
+	if len(prefill) < 3 || prefill[len(prefill)-1].Done != prefill[len(prefill)-1].Total || prefill[0].Total < 3 {
+		t.Errorf("prefill progress %+v", prefill)
+	}
+}

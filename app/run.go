@@ -37,7 +37,7 @@ func Run(ctx context.Context, args []string) int {
 	go func() {
 		<-ctx.Done() // Ctrl+C in the terminal closes the window
 		u.Close()
-		a.Quit()
+		fyne.Do(a.Quit)
 	}()
 	started := make(chan struct{})
 	u.Start(opts.Models, started)

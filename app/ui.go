@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -144,6 +145,21 @@ func (u *UI) SetBenchmarksView(obj fyne.CanvasObject) {
 	}
 	u.benchWired = true
 	u.tabs.Refresh()
+}
+
+// coalesce returns a change handler that schedules redraw on the UI
+// goroutine at most once until it has run: a burst of changes (one per
+// streamed token) costs one redraw, which reads the latest state.
+func (u *UI) coalesce(redraw func()) func() {
+	var pending atomic.Bool
+	return func() {
+		if pending.CompareAndSwap(false, true) {
+			u.do(func() {
+				pending.Store(false)
+				redraw()
+			})
+		}
+	}
 }
 
 // SelectTab switches to the named tab.

@@ -166,14 +166,15 @@ func newChatView(u *UI) *chatView {
 	split := container.NewHSplit(side, main)
 	split.Offset = 0.24
 	v.root = split
-	u.Chat.OnChange = func() { u.do(v.refresh) }
+	u.Chat.OnChange = u.coalesce(v.refresh)
 	u.Chat.OnError = func(err error) { u.do(func() { u.ShowError(err) }) }
 	prevLib := u.Library.OnChange
+	models := u.coalesce(v.refreshModels)
 	u.Library.OnChange = func() {
 		if prevLib != nil {
 			prevLib()
 		}
-		u.do(v.refreshModels)
+		models()
 	}
 	v.refreshModels()
 	v.refresh()

@@ -127,7 +127,7 @@ func newLibraryView(u *UI) *libraryView {
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.42
 	v.root = container.NewBorder(toolbar, nil, nil, nil, split)
-	u.Library.OnChange = func() { u.do(v.refresh) }
+	u.Library.OnChange = u.coalesce(v.refresh)
 	v.refresh()
 	return v
 }
