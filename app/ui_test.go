@@ -518,3 +518,37 @@ func TestMenuShortcuts(t *testing.T) {
 }
 
 func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
+
+// Delete File asks first; until the user confirms the file stays.
+func TestDeleteFileAsksFirst(t *testing.T) {
+	u, _ := newTestUI(t)
+	victim := filepath.Join(t.TempDir(), "victim.pte")
+	data, err := os.ReadFile(fixtures.PTE(fixtures.Llama3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(victim, data, 0o644)
+	<-u.AddURIs([]fyne.URI{storage.NewFileURI(victim)})
+	settle(u)
+	if sel, _ := u.Library.Selected(); sel.Path != victim {
+		t.Fatalf("selected %q", sel.Path)
+	}
+	test.Tap(u.lib.deleteBtn)
+	top := u.Win.Canvas().Overlays().Top()
+	if top == nil || !strings.Contains(test.RenderObjectToMarkup(top), "cannot be undone") {
+		t.Fatal("no confirmation")
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatal("deleted before the user confirmed")
+	}
+	test.Tap(findButton(t, top, "No"))
+	settle(u)
+	if _, err := os.Stat(victim); err != nil {
+		t.Error("deleted although the user said no")
+	}
+	test.Tap(u.lib.deleteBtn)
+	test.Tap(findButton(t, u.Win.Canvas().Overlays().Top(), "Yes"))
+	waitFor(t, func() bool { _, err := os.Stat(victim); return err != nil })
+	waitFor(t, func() bool { _, ok := u.Library.Entry(victim); return !ok })
+	settle(u)
+}
