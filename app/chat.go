@@ -309,25 +309,32 @@ func (c *Chat) NewConversation(s Settings) error {
 		return err
 	}
 	return c.start("Loading model…", func(ctx context.Context) error {
-		sess, err := c.opener.Open(ctx, m, s, nil, c.progress)
-		if err != nil {
-			return loadError(m, s, err)
-		}
-		var id int64
-		if c.store != nil {
-			id, err = c.store.CreateConversation(ctx, m.Path, "New conversation", s)
-			if err != nil {
-				sess.Close()
-				return fmt.Errorf("the conversation could not be saved: %w", err)
-			}
-		}
-		c.mu.Lock()
-		c.closeLocked()
-		c.sess = sess
-		c.st.ConvID, c.st.Title, c.st.Settings = id, "New conversation", s
-		c.mu.Unlock()
-		return c.ReloadConversations(ctx)
+		_, err := c.newConversation(ctx, m, s)
+		return err
 	})
+}
+
+// newConversation loads the model and stores a new conversation (on the
+// action's goroutine).
+func (c *Chat) newConversation(ctx context.Context, m *ModelInfo, s Settings) (Session, error) {
+	sess, err := c.opener.Open(ctx, m, s, nil, c.progress)
+	if err != nil {
+		return nil, loadError(m, s, err)
+	}
+	var id int64
+	if c.store != nil {
+		id, err = c.store.CreateConversation(ctx, m.Path, "New conversation", s)
+		if err != nil {
+			sess.Close()
+			return nil, fmt.Errorf("the conversation could not be saved: %w", err)
+		}
+	}
+	c.mu.Lock()
+	c.closeLocked()
+	c.sess = sess
+	c.st.ConvID, c.st.Title, c.st.Settings = id, "New conversation", s
+	c.mu.Unlock()
+	return sess, c.ReloadConversations(ctx)
 }
 
 // OpenConversation reopens a stored conversation: the model is loaded and
@@ -424,12 +431,36 @@ func (c *Chat) session() (Session, error) {
 }
 
 // generate runs one generating action with streaming into the state.
-func (c *Chat) generate(pendingUser string, do func(ctx context.Context, sess Session, stream func(string)) (Reply, error)) error {
-	sess, err := c.session()
-	if err != nil {
-		return err
+// With startNew, a conversation is started first (Send with none open).
+func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.Context, sess Session, stream func(string)) (Reply, error)) error {
+	var sess Session
+	var model *ModelInfo
+	var set Settings
+	if startNew {
+		m, err := c.checkModel()
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		model, set = m, c.st.Settings
+		c.mu.Unlock()
+	} else {
+		var err error
+		if sess, err = c.session(); err != nil {
+			return err
+		}
 	}
-	return c.start("Reading the prompt…", func(ctx context.Context) error {
+	activity := "Reading the prompt…"
+	if startNew {
+		activity = "Loading model…"
+	}
+	return c.start(activity, func(ctx context.Context) error {
+		if startNew {
+			var err error
+			if sess, err = c.newConversation(ctx, model, set); err != nil {
+				return err
+			}
+		}
 		c.mu.Lock()
 		c.st.PendingUser = pendingUser
 		c.mu.Unlock()
@@ -502,12 +533,16 @@ func Title(text string) string {
 	return t
 }
 
-// Send sends text as the next user turn and streams the reply.
+// Send sends text as the next user turn and streams the reply. With no
+// conversation open it starts one (with the chat's current settings).
 func (c *Chat) Send(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return errors.New("type a message first")
 	}
-	return c.generate(text, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+	c.mu.Lock()
+	startNew := c.sess == nil && c.st.Model != nil
+	c.mu.Unlock()
+	return c.generate(text, startNew, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
 		return s.Send(ctx, text, stream)
 	})
 }
@@ -517,7 +552,7 @@ func (c *Chat) Regenerate() error {
 	if !c.hasReply() {
 		return errors.New("there is no reply to regenerate yet")
 	}
-	return c.generate("", func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+	return c.generate("", false, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
 		return s.Regenerate(ctx, stream)
 	})
 }
@@ -540,7 +575,7 @@ func (c *Chat) EditLast(text string) error {
 	if !c.State().CanEditLast() {
 		return errors.New("there is no message to edit yet")
 	}
-	return c.generate(text, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+	return c.generate(text, false, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
 		return s.EditLast(ctx, text, stream)
 	})
 }

@@ -373,3 +373,16 @@ func TestChatReportsPrefillProgress(t *testing.T) {
 		t.Errorf("prefill progress %+v", prefill)
 	}
 }
+
+// Send with no conversation open starts one with the chosen settings.
+func TestChatSendStartsConversation(t *testing.T) {
+	b, _ := testBackend(t)
+	path := modelCopy(t, fixtures.Llama3, true)
+	NewLibrary(b.Inspector, b.Library).Add(context.Background(), path)
+	c, errs := newTestChat(t, b, inspect(t, path))
+	run(t, c, errs, c.ApplySettings(greedy(3)))
+	st := run(t, c, errs, c.Send("Hello"))
+	if !st.Loaded || st.ConvID == 0 || len(st.Messages) != 2 || len(st.Messages[1].Tokens) != 3 || len(st.Conversations) != 1 {
+		t.Errorf("loaded %v conv %d messages %d conversations %d", st.Loaded, st.ConvID, len(st.Messages), len(st.Conversations))
+	}
+}
