@@ -187,7 +187,7 @@ func parseModel(raw []byte, fs []rawField) (*bpe, error) {
 			return nil
 		})
 	}()
-	vocab, maxID, err := parseVocab(rawVocab)
+	vocab, idToTok, err := parseVocab(rawVocab)
 	<-done
 	if err != nil {
 		return nil, err
@@ -208,13 +208,15 @@ func parseModel(raw []byte, fs []rawField) (*bpe, error) {
 	if c.Suffix != nil {
 		m.suffix = *c.Suffix
 	}
-	m.idToTok = make([]string, maxID+1)
+	m.idToTok = idToTok
 	m.runeID = make([]int32, 1<<16)
 	for i := range m.runeID {
 		m.runeID[i] = -1
 	}
-	for t, id := range vocab {
-		m.idToTok[id] = t
+	for id, t := range idToTok {
+		if t == "" {
+			continue
+		}
 		if r, w := utf8.DecodeRuneInString(t); w == len(t) && r < 1<<16 && (r != utf8.RuneError || w == 3) {
 			m.runeID[r] = int32(id)
 		}

@@ -435,6 +435,10 @@ func TestParseErrors(t *testing.T) {
 		{"merge not a pair", model("merges", []string{"abc"}), "not two tokens"},
 		{"merge bad type", model("merges", []any{1}), "merge must be"},
 		{"bad vocab id", model("vocab", obj{"a": -1}), "not a non-negative integer"},
+		{"huge vocab id", model("vocab", obj{"a": 1 << 40}), "out of range"},
+		{"huge added id", base("added_tokens", []obj{{"id": 1 << 40, "content": "x"}}), "out of range"},
+		{"sparse vocab", model("vocab", obj{"a": 1 << 23}), "too sparse"},
+		{"sparse added", base("added_tokens", []obj{{"id": 1 << 23, "content": "x"}}), "too sparse"},
 		{"unk missing", model("unk_token", "<nope>"), "<nope>"},
 		{"dropout", model("dropout", 0.1), "dropout"},
 		{"undefined template token", base("post_processor", obj{"type": "TemplateProcessing", "single": []obj{{"SpecialToken": obj{"id": "<x>"}}, {"Sequence": obj{"id": "A"}}}, "special_tokens": obj{}}), "<x>"},
@@ -447,4 +451,23 @@ func TestParseErrors(t *testing.T) {
 	if _, err := Load("/nonexistent/tokenizer.json"); err == nil {
 		t.Error("Load of a missing file succeeded")
 	}
+}
+
+// Any bytes: Parse fails cleanly or gives a tokenizer that works.
+func FuzzParse(f *testing.F) {
+	for _, j := range []obj{spTokenizer(true, true), byteTokenizer(obj{"type": "ByteLevel"}, obj{"type": "NFC"}, nil)} {
+		b, _ := json.Marshal(j)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(a|b)*+"},"behavior":"Isolated"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tk, err := Parse(data)
+		if err != nil {
+			return
+		}
+		ids := tk.Encode("hello world <s> é 🙂", true)
+		tk.Decode(ids, false)
+		streamAll(tk, ids, true)
+		tk.Decode([]int{-1, 0, 1, tk.VocabSize(), 1 << 40}, true)
+	})
 }

@@ -282,19 +282,27 @@ func field(fs []rawField, key string) []byte {
 	return nil
 }
 
+// maxTokenID bounds token ids (tables are indexed by id).
+const maxTokenID = 1 << 24
+
+// sparseLimit bounds the highest id of n tokens: tables are indexed by id,
+// and real vocabularies have few holes.
+func sparseLimit(n int) int { return 4*n + 1<<16 }
+
 func isNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 
-// parseVocab decodes {"token": id, ...}.
-func parseVocab(d []byte) (map[string]int, int, error) {
+// parseVocab decodes {"token": id, ...} into a map and its inverse.
+func parseVocab(d []byte) (map[string]int, []string, error) {
 	i := skipWS(d, 0)
 	if i >= len(d) || d[i] != '{' {
-		return nil, 0, fmt.Errorf("tokenizer.json: model.vocab is not an object")
+		return nil, nil, fmt.Errorf("tokenizer.json: model.vocab is not an object")
 	}
 	vocab := make(map[string]int, len(d)/16)
-	maxID := -1
+	var idToTok []string
+	entries := 0
 	i = skipWS(d, i+1)
 	if i < len(d) && d[i] == '}' {
-		return vocab, maxID, nil
+		return vocab, idToTok, nil
 	}
 	// Keys without escapes share one copy of the text instead of one
 	// allocation each.
@@ -312,39 +320,50 @@ func parseVocab(d []byte) (map[string]int, int, error) {
 		} else {
 			var err error
 			if k, n, err = parseString(d, i); err != nil {
-				return nil, 0, err
+				return nil, nil, err
 			}
 		}
 		i = skipWS(d, n)
 		if i >= len(d) || d[i] != ':' {
-			return nil, 0, jsonErr(i, "expected ':'")
+			return nil, nil, jsonErr(i, "expected ':'")
 		}
 		i = skipWS(d, i+1)
 		j = i
 		id := 0
 		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
 			id = id*10 + int(d[j]-'0')
-			if id > 1<<31 {
-				return nil, 0, jsonErr(i, "vocabulary id out of range")
+			if id >= maxTokenID {
+				return nil, nil, jsonErr(i, "vocabulary id out of range")
 			}
 			j++
 		}
 		if j == i {
-			return nil, 0, jsonErr(i, fmt.Sprintf("vocabulary id of %q is not a non-negative integer", k))
+			return nil, nil, jsonErr(i, fmt.Sprintf("vocabulary id of %q is not a non-negative integer", k))
 		}
 		vocab[k] = id
-		if id > maxID {
-			maxID = id
+		entries++
+		if id >= len(idToTok) {
+			idToTok = append(idToTok, make([]string, id+1-len(idToTok))...)
 		}
+		idToTok[id] = k
 		i = skipWS(d, j)
 		if i >= len(d) {
-			return nil, 0, jsonErr(i, "unterminated vocab")
+			return nil, nil, jsonErr(i, "unterminated vocab")
 		}
 		if d[i] == '}' {
-			return vocab, maxID, nil
+			if len(idToTok) > sparseLimit(entries) {
+				return nil, nil, fmt.Errorf("tokenizer.json: model.vocab: highest id %d for %d entries: ids too sparse", len(idToTok)-1, entries)
+			}
+			if entries != len(vocab) { // a repeated key: the map has the last
+				clear(idToTok)
+				for t, id := range vocab {
+					idToTok[id] = t
+				}
+			}
+			return vocab, idToTok, nil
 		}
 		if d[i] != ',' {
-			return nil, 0, jsonErr(i, "expected ',' or '}'")
+			return nil, nil, jsonErr(i, "expected ',' or '}'")
 		}
 		i++
 	}

@@ -110,8 +110,8 @@ func Parse(data []byte) (*Tokenizer, error) {
 	}
 	maxID := len(t.model.idToTok) - 1
 	for i, a := range t.added {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("added_tokens: %q has a negative id", a.Content)
+		if a.ID < 0 || a.ID >= maxTokenID {
+			return nil, fmt.Errorf("added_tokens: %q has id %d, out of range", a.Content, a.ID)
 		}
 		if a.Content == "" {
 			continue
@@ -122,6 +122,9 @@ func Parse(data []byte) (*Tokenizer, error) {
 		if a.Special {
 			t.special[a.Content] = true
 		}
+	}
+	if maxID >= sparseLimit(len(t.model.vocab)+len(t.added)) {
+		return nil, fmt.Errorf("added_tokens: highest id %d: ids too sparse", maxID)
 	}
 	t.vocabSize = maxID + 1
 	t.idTok = make([]string, t.vocabSize)
