@@ -316,12 +316,17 @@ func (u *UI) menu() *fyne.MainMenu {
 	return fyne.NewMainMenu(file, chat, view, help)
 }
 
+// modKey names the shortcut modifier: Cmd on macOS, Ctrl elsewhere.
+func modKey() string {
+	if runtime.GOOS == "darwin" {
+		return "Cmd"
+	}
+	return "Ctrl"
+}
+
 // ShortcutHelp is the keyboard help text.
 func ShortcutHelp() string {
-	mod := "Ctrl"
-	if runtime.GOOS == "darwin" {
-		mod = "Cmd"
-	}
+	mod := modKey()
 	rows := [][2]string{
 		{mod + "+Enter", "send the message"},
 		{"Esc", "stop generating"},

@@ -143,7 +143,7 @@ func newChatView(u *UI) *chatView {
 	v.scroll = container.NewVScroll(v.transcript)
 
 	v.input = newComposer()
-	v.input.SetPlaceHolder("Message (Ctrl+Enter to send, Esc to stop)")
+	v.input.SetPlaceHolder("Message (" + modKey() + "+Enter to send, Esc to stop)")
 	v.input.SetMinRowsVisible(3)
 	v.input.onSend = v.send
 	v.input.onStop = u.Chat.Stop
@@ -259,7 +259,7 @@ func (v *chatView) refresh() {
 	case st.Model == nil:
 		v.title.SetText("Choose a model on the left, or select one in the Models tab and press Chat.")
 	case !st.Loaded:
-		v.title.SetText(st.Model.Name() + " — press New Conversation, or open one from the list")
+		v.title.SetText(st.Model.Name() + " — type a message to start a conversation, or open one from the list")
 	default:
 		t := st.Title
 		if t == "" {
@@ -345,7 +345,7 @@ func (v *chatView) drawTranscript(st ChatState) {
 		if len(st.Messages) == 0 && !liveOn {
 			hint := "No messages yet."
 			if st.Loaded {
-				hint = "Type a message below and press Send (Ctrl+Enter)."
+				hint = "Type a message below and press Send (" + modKey() + "+Enter)."
 			}
 			segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
 		}

@@ -272,7 +272,7 @@ func TestChatView(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(u)
-	if v.model.Selected != fixtures.Llama3 || !strings.Contains(v.title.Text, "press New Conversation") {
+	if v.model.Selected != fixtures.Llama3 || !strings.Contains(v.title.Text, "type a message to start") {
 		t.Errorf("selector %q title %q", v.model.Selected, v.title.Text)
 	}
 	if err := u.Chat.NewConversation(greedy(16)); err != nil {
