@@ -17,15 +17,20 @@ type infoInspector struct{ hash bool }
 // by path.
 func NewInspector() Inspector { return infoInspector{} }
 
-func (i infoInspector) Inspect(ctx context.Context, path string) (*ModelInfo, error) {
+func (i infoInspector) Inspect(ctx context.Context, path string) (info *ModelInfo, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	info, err := modelinfo.Load(path, modelinfo.Options{Hash: i.hash})
+	defer func() {
+		if r := recover(); r != nil { // a reader bug on a hostile file must not take the window down
+			info, err = nil, fmt.Errorf("the file could not be read (the reader failed: %v); it may be damaged or from an unsupported exporter", r)
+		}
+	}()
+	mi, err := modelinfo.Load(path, modelinfo.Options{Hash: i.hash})
 	if err != nil {
 		return nil, err
 	}
-	return FromModelInfo(info), nil
+	return FromModelInfo(mi), nil
 }
 
 // FromModelInfo converts modelinfo's answer to what the library shows.

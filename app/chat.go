@@ -181,7 +181,14 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 	c.changed()
 	go func() {
 		defer c.wg.Done()
-		err := work(ctx)
+		err := func() (err error) {
+			defer func() {
+				if r := recover(); r != nil { // an engine bug must not take the window down
+					err = fmt.Errorf("internal error while %s: %v — the conversation may be inconsistent: start a new one, and please report this", strings.TrimSuffix(strings.ToLower(activity), "…"), r)
+				}
+			}()
+			return work(ctx)
+		}()
 		c.mu.Lock()
 		stopped := c.stopped
 		cancel()

@@ -386,3 +386,31 @@ func TestChatSendStartsConversation(t *testing.T) {
 		t.Errorf("loaded %v conv %d messages %d conversations %d", st.Loaded, st.ConvID, len(st.Messages), len(st.Conversations))
 	}
 }
+
+// panicOpener stands for an engine with a bug.
+type panicOpener struct{}
+
+func (panicOpener) Open(context.Context, *ModelInfo, Settings, []Message, func(Progress)) (Session, error) {
+	panic("index out of range [7] with length 3")
+}
+
+// A panic below the chat becomes an error message, not a crash.
+func TestChatSurvivesEnginePanic(t *testing.T) {
+	m := inspect(t, modelCopy(t, fixtures.Llama3, true))
+	c := NewChat(panicOpener{}, nil, "cpu")
+	var got error
+	c.OnError = func(err error) { got = err }
+	if err := c.SetModel(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NewConversation(greedy(2)); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if got == nil || !strings.Contains(got.Error(), "internal error while loading model") || !strings.Contains(got.Error(), "start a new one") {
+		t.Errorf("error %v", got)
+	}
+	if st := c.State(); st.Busy || st.Loaded {
+		t.Errorf("busy %v loaded %v", st.Busy, st.Loaded)
+	}
+}
