@@ -1,6 +1,8 @@
 package app
 
 import (
+	"fmt"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
@@ -135,7 +137,22 @@ func (s *settingsSheet) refresh() {
 			l.Hide()
 		}
 	}
-	s.summary.SetText(r.Summary())
+	switch {
+	case !r.OK():
+		s.summary.Importance = widget.DangerImportance
+		n := len(r.Errors)
+		if n == 1 {
+			s.summary.SetText("One field to fix before applying (see below).")
+		} else {
+			s.summary.SetText(fmt.Sprintf("%d fields to fix before applying (see below).", n))
+		}
+	case r.Cache != nil:
+		s.summary.Importance = widget.MediumImportance
+		s.summary.SetText(r.Summary())
+	default:
+		s.summary.Importance = widget.MediumImportance
+		s.summary.SetText("The cache is fixed by the export.")
+	}
 	if s.onValid != nil {
 		s.onValid(r.OK())
 	}

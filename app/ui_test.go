@@ -378,7 +378,8 @@ func TestSettingsSheet(t *testing.T) {
 	apply := findButton(t, u.Win.Canvas().Overlays().Top(), "Apply")
 	test.Type(s.entries["Windows"], "4,x")
 	settle(u)
-	if msg := s.errs["Windows"]; !msg.Visible() || !strings.Contains(msg.Text, "invalid --kv-windows") || !apply.Disabled() {
+	if msg := s.errs["Windows"]; !msg.Visible() || !strings.Contains(msg.Text, "invalid --kv-windows") || !apply.Disabled() ||
+		s.summary.Text != "One field to fix before applying (see below)." {
 		t.Errorf("windows message %q visible %v, apply disabled %v", msg.Text, msg.Visible(), apply.Disabled())
 	}
 	s.entries["Windows"].SetText("4,4,0,4")
