@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -43,9 +44,18 @@ func (u *UI) Tour(dir string) error {
 	if model == nil {
 		return errors.New("no runnable model with a tokenizer in the library (pass --add)")
 	}
+	// The details pane of a sliding-window model shows ring layers too.
+	show := model
+	for _, e := range u.Library.Entries() {
+		if e.Info != nil && e.Info.Layout != nil && slices.ContainsFunc(e.Info.Layout.Windows, func(w int) bool { return w > 0 }) {
+			show = e.Info
+		}
+	}
 	fyne.DoAndWait(func() {
 		u.SelectTab(TabModels)
-		u.Library.Select(model.Path)
+		u.Library.Select(show.Path)
+		u.lib.capacity.SetText("64")
+		u.lib.dtype.SetSelected("fp16")
 	})
 	if err := shot("models"); err != nil {
 		return err
