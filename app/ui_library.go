@@ -30,6 +30,8 @@ type libraryView struct {
 	memory   *widget.Label
 	layers   *widget.Table
 	layerRow [][]string
+	layerH   *minHeight
+	layerBox *fyne.Container
 	summary  *widget.Label
 	details  fyne.CanvasObject
 	noSel    *widget.Label
@@ -114,11 +116,12 @@ func newLibraryView(u *UI) *libraryView {
 		v.layers.SetColumnWidth(i, w)
 	}
 	estimate := widget.NewForm(widget.NewFormItem("Capacity", v.capacity), widget.NewFormItem("KV dtype", v.dtype))
-	layerBox := container.New(minHeight(180), v.layers)
+	v.layerH = &minHeight{h: 180}
+	v.layerBox = container.New(v.layerH, v.layers)
 	v.details = container.NewVScroll(container.NewVBox(
 		v.title,
 		widget.NewLabelWithStyle("KV cache estimate", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		estimate, v.memory, v.summary, layerBox, widget.NewSeparator(), v.facts,
+		estimate, v.memory, v.summary, v.layerBox, widget.NewSeparator(), v.facts,
 	))
 	v.noSel = widget.NewLabel("Select a model to see its details.")
 	right := container.NewStack(v.details, v.noSel)
@@ -208,6 +211,9 @@ func (v *libraryView) refreshDetails() {
 	v.memory.Refresh()
 	v.summary.SetText(d.Summary)
 	v.layerRow = d.Layers
+	// room for every layer up to ten, then the table scrolls
+	v.layerH.h = float32(min(len(d.Layers), 10)+1)*40 + 8
+	v.layerBox.Refresh()
 	v.layers.Refresh()
 }
 
@@ -305,11 +311,11 @@ func (v *libraryView) openChat() {
 
 // minHeight lays its objects over its whole area and asks for a height
 // only, so a table inside a scroll neither collapses nor widens the pane.
-type minHeight float32
+type minHeight struct{ h float32 }
 
-func (h minHeight) MinSize([]fyne.CanvasObject) fyne.Size { return fyne.NewSize(1, float32(h)) }
+func (h *minHeight) MinSize([]fyne.CanvasObject) fyne.Size { return fyne.NewSize(1, h.h) }
 
-func (h minHeight) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+func (h *minHeight) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	for _, o := range objs {
 		o.Move(fyne.NewPos(0, 0))
 		o.Resize(size)
