@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"etchat/inference/modelinfo"
 	"etchat/store"
 )
 
@@ -38,6 +39,16 @@ func (s *storeAdapter) SaveModel(ctx context.Context, path string, info *ModelIn
 	}
 	if info != nil {
 		m.SHA256, m.Kind, m.TokenizerPath = info.SHA256, info.Kind.Badge(), info.Tokenizer
+		if m.SHA256 == "" {
+			// The hash names the model in conversations and runs. Reuse the
+			// stored one while the file is unchanged; else read the file once.
+			old, ok, err := s.modelByPath(ctx, path)
+			if err == nil && ok && old.SHA256 != "" && old.Size == m.Size && old.ModTime.UnixMilli() == m.ModTime.UnixMilli() {
+				m.SHA256 = old.SHA256
+			} else if sum, err := modelinfo.HashFile(path); err == nil {
+				m.SHA256 = sum
+			}
+		}
 		meta, err := json.Marshal(modelMeta{Kind: info.Kind.Badge(), KindReason: info.KindReason, MaxCtxLen: info.MaxCtxLen,
 			PrefillChunk: info.PrefillChunk, VocabSize: info.VocabSize, Methods: info.Methods})
 		if err != nil {
@@ -224,7 +235,13 @@ func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, en
 	if err != nil {
 		return err
 	}
-	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: m.SHA256, ModelPath: m.Path, ModelName: m.Name(),
+	sha := m.SHA256
+	if sha == "" {
+		if stored, ok, err := s.modelByPath(ctx, m.Path); err == nil && ok {
+			sha = stored.SHA256
+		}
+	}
+	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: sha, ModelPath: m.Path, ModelName: m.Name(),
 		ConversationID: id, Config: cfg, AppVersion: Version,
 		Started: time.UnixMilli(r.InferenceStartMs), Ended: time.UnixMilli(r.InferenceEndMs),
 		Stats: store.Stats{InferenceStartMs: r.InferenceStartMs, PromptEvalEndMs: r.PromptEvalEndMs, FirstTokenMs: r.FirstTokenMs,
@@ -275,7 +292,7 @@ func (s *storeAdapter) ListRuns(ctx context.Context, limit int) ([]RunRow, error
 	}
 	out := make([]RunRow, len(rs))
 	for i, r := range rs {
-		out[i] = RunRow{ID: r.ID, Kind: r.Kind, Model: r.ModelName, Engine: r.Engine, Started: r.Started,
+		out[i] = RunRow{ID: r.ID, Kind: r.Kind, Model: r.ModelName, SHA256: r.ModelSHA256, Engine: r.Engine, Started: r.Started,
 			PromptTokens: int(r.Stats.NumPromptTokens), GenTokens: int(r.Stats.NumGeneratedTokens),
 			PrefillTokS: r.PrefillTokS, DecodeTokS: r.DecodeTokS, TTFT: time.Duration(r.TTFTMs * float64(time.Millisecond)), Error: r.Error}
 	}

@@ -161,6 +161,9 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 // A conversation reopened from the store continues exactly: the second
 // turn's greedy reply is the reference's, which needs the first turn's
 // tokens back in the cache.
+// llamaSHA is the fixture's hash (its README).
+const llamaSHA = "2cb9166a288728029b048e4b9cc0287a0beb0943ef5c8edf6c7d03301c31d7f1"
+
 func TestChatReopenRebuildsCacheFromStore(t *testing.T) {
 	b, _ := testBackend(t)
 	ref := llamaReference(t).Multiturn
@@ -177,7 +180,7 @@ func TestChatReopenRebuildsCacheFromStore(t *testing.T) {
 	id := st.ConvID
 	runs, err := b.Runs.ListRuns(context.Background(), 10)
 	if err != nil || len(runs) != 1 || runs[0].Kind != "chat" || runs[0].GenTokens != 8 || runs[0].Engine != "cpu" ||
-		runs[0].PromptTokens != len(ref.Turn1.InputIDs) || runs[0].Model != fixtures.Llama3 {
+		runs[0].PromptTokens != len(ref.Turn1.InputIDs) || runs[0].Model != fixtures.Llama3 || runs[0].SHA256 != llamaSHA {
 		t.Errorf("stored runs %+v, %v", runs, err)
 	}
 	c.Close()

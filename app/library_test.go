@@ -92,6 +92,11 @@ func TestLibraryAddShowRemovePersist(t *testing.T) {
 	if err != nil || len(ms) != 4 {
 		t.Fatalf("stored %d models, %v", len(ms), err)
 	}
+	for _, m := range ms {
+		if m.DisplayName == fixtures.Llama3 && m.SHA256 != llamaSHA {
+			t.Errorf("llama3 stored with hash %q", m.SHA256)
+		}
+	}
 	lib2 := NewLibrary(b.Inspector, b.Library)
 	if err := lib2.Load(ctx); err != nil {
 		t.Fatal(err)

@@ -205,6 +205,7 @@ type RunRow struct {
 	ID           int64
 	Kind         string
 	Model        string
+	SHA256       string
 	Engine       string
 	Started      time.Time
 	PromptTokens int
