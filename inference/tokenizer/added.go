@@ -158,7 +158,7 @@ type postProcessor struct {
 	prefix, suffix []int
 }
 
-func parsePostProcessor(raw []byte, tokID func(string) (int, bool)) (*postProcessor, error) {
+func parsePostProcessor(raw []byte) (*postProcessor, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -236,7 +236,7 @@ func parsePostProcessor(raw []byte, tokID func(string) (int, bool)) (*postProces
 	case "Sequence":
 		pp := &postProcessor{}
 		for _, r := range c.Processors {
-			q, err := parsePostProcessor(r, tokID)
+			q, err := parsePostProcessor(r)
 			if err != nil {
 				return nil, err
 			}

@@ -104,7 +104,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if modelErr != nil {
 		return nil, modelErr
 	}
-	t.post, err = parsePostProcessor(field(fs, "post_processor"), t.TokenID)
+	t.post, err = parsePostProcessor(field(fs, "post_processor"))
 	if err != nil {
 		return nil, err
 	}
