@@ -1,11 +1,15 @@
 package tokenizer
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"etchat/internal/fixtures"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -326,3 +330,42 @@ func FuzzEncode(f *testing.F) {
 }
 
 func first(ids []int, _ []string) []int { return ids }
+
+// Hugging Face's own Llama 3.1 tokenizer.json adds <|begin_of_text|> with a
+// TemplateProcessing inside a Sequence; the fixture's copy has only the
+// ByteLevel part. Splice the former in.
+func TestLlama31PostProcessor(t *testing.T) {
+	data, err := os.ReadFile(fixtures.Tokenizer(t, fixtures.Llama3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := objectFields(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := field(fs, "post_processor")
+	if old == nil {
+		t.Fatal("no post_processor")
+	}
+	const pp = `{"type":"Sequence","processors":[{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true},` +
+		`{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<|begin_of_text|>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],` +
+		`"pair":[],"special_tokens":{"<|begin_of_text|>":{"id":"<|begin_of_text|>","ids":[128000],"tokens":["<|begin_of_text|>"]}}}]}`
+	i := bytes.Index(data, old)
+	spliced := slices.Concat(data[:i], []byte(pp), data[i+len(old):])
+	tk, err := Parse(spliced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := load(t, fixtures.Llama3)
+	text := "Hello world<|eot_id|>"
+	want := append([]int{128000}, base.Encode(text, false)...)
+	if got := tk.Encode(text, true); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if id, ok := tk.BOS(); !ok || id != 128000 {
+		t.Errorf("BOS %d %v", id, ok)
+	}
+	if got := tk.Decode(tk.Encode(text, true), true); got != "Hello world" {
+		t.Errorf("decode %q", got)
+	}
+}
