@@ -255,7 +255,7 @@ var (
 	ShortcutAddFolder  = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutRescan     = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutNewConv    = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
-	ShortcutUndoTurn   = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault)
+	ShortcutUndoTurn   = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutRegenerate = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault)
 	ShortcutSettings   = shortcut(fyne.KeyPeriod, fyne.KeyModifierShortcutDefault)
 	ShortcutPrefs      = shortcut(fyne.KeyComma, fyne.KeyModifierShortcutDefault)
@@ -331,7 +331,7 @@ func ShortcutHelp() string {
 		{mod + "+Enter", "send the message"},
 		{"Esc", "stop generating"},
 		{mod + "+R", "regenerate the last reply"},
-		{mod + "+Backspace", "undo the last turn"},
+		{mod + "+Shift+Backspace", "undo the last turn"},
 		{mod + "+N", "new conversation"},
 		{mod + "+.", "conversation settings"},
 		{mod + "+O / " + mod + "+Shift+O", "add a model file / folder"},
