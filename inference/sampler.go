@@ -55,11 +55,21 @@ type Sampler struct {
 	seed uint64
 	rng  *rand.Rand
 
-	idx   []int32   // candidate token ids, ascending
-	w     []float32 // candidate weights exp((l - max)/T)
-	vals  []float32 // scratch for selection
-	hist  []float64 // the nucleus histogram (see histKey)
-	hist2 []float64 // the second goroutine's
+	// Candidates by position: the token id (idx; nil when the position is
+	// the id), the weight exp((l - max)/T) and the next member (+1) of the
+	// histogram bucket's list.
+	idx  []int32
+	w    []float32
+	next []int32
+	topk []int32 // top-k's ids
+	// The histogram (see histKey): each bucket's mass and last member
+	// (+1); with two, the second goroutine's half has its own lists.
+	mass, mass2 []float64
+	head, head2 []int32
+	two         bool
+	klo, khi    int       // the buckets in use
+	vals, tmp   []float32 // the boundary bucket's weights, and scratch
+	kept, stack []int32   // positions in the bucket walked
 }
 
 // NewSampler validates cfg and makes a sampler.
@@ -81,6 +91,16 @@ func (s *Sampler) Seed() uint64 { return s.seed }
 func (s *Sampler) Config() Sampling { return s.cfg }
 
 // Sample picks the next token from one logits row.
+//
+// Each candidate's weight exp((l - max)/T) is computed once, in a pass that
+// also files it into a histogram of the weights' float bits (monotone for
+// positive floats, so the buckets are ordered by weight), keeping each
+// bucket's mass and the list of its members. Top-p's threshold lies in the
+// bucket where the running mass from the top first exceeds p of the total;
+// only that bucket's members are examined exactly. The token is picked by
+// the same walk, from the heaviest bucket down and by id inside a bucket,
+// so a draw costs a pass over the row and then work in the number of
+// buckets and the members of one or two of them.
 func (s *Sampler) Sample(logits []float32) (int, error) {
 	if s.cfg.Greedy() {
 		return Argmax(logits)
@@ -95,24 +115,116 @@ func (s *Sampler) Sample(logits []float32) (int, error) {
 	}
 	invT := float32(1 / s.cfg.Temperature)
 	coin := s.rng.Float64()
-
-	p := s.cfg.TopP
-	nucleus := p > 0 && p < 1
-	var total float64
 	if k := s.cfg.TopK; k > 0 && k < len(logits) {
-		s.topKCandidates(logits, k)
-		for i, id := range s.idx {
-			s.w[i] = expNeg((logits[id] - maxv) * invT)
-		}
-		total = s.weigh(0, len(s.w), s.hist0(nucleus))
+		s.topKCandidates(logits, k, maxv, invT)
 	} else {
-		total = s.allCandidates(logits, maxv, invT, nucleus)
+		s.allCandidates(logits, maxv, invT)
 	}
+
+	// Walk the buckets from the heaviest to the nucleus's boundary bucket.
+	mass := s.mass
+	var total float64 // summed in the order of the walks below
+	for k := s.khi; k >= s.klo; k-- {
+		total += mass[k]
+	}
+	kb, acc := -1, 0.0 // the boundary bucket; the mass above it
 	theta, ties := float32(-1), 0
-	if nucleus {
-		theta, ties, total = s.nucleus(p, total)
+	if p := s.cfg.TopP; p > 0 && p < 1 {
+		target := p * total
+		for k := s.khi; k >= s.klo; k-- {
+			if acc+mass[k] > target {
+				kb = k
+				break
+			}
+			acc += mass[k]
+		}
+		if kb >= 0 {
+			s.vals = s.vals[:0]
+			s.members(kb, func(i int32) { s.vals = append(s.vals, s.w[i]) })
+			theta, ties = s.threshold(acc, target)
+		}
 	}
-	return s.pick(coin*total, theta, ties), nil
+	// The kept part of the boundary bucket, in id order.
+	var kept float64
+	if kb >= 0 {
+		s.kept = s.kept[:0]
+		t := ties
+		s.members(kb, func(i int32) {
+			w := s.w[i]
+			if w < theta || w == theta && t == 0 {
+				return
+			}
+			if w == theta {
+				t--
+			}
+			s.kept = append(s.kept, i)
+			kept += float64(w)
+		})
+		total = acc + kept
+	}
+
+	r := coin * total
+	var cum float64
+	last := -1 // the lightest bucket with mass, for rounding
+	for k := s.khi; k >= s.klo; k-- {
+		if k == kb {
+			return s.walk(s.kept, cum, r), nil
+		}
+		if m := mass[k]; m > 0 {
+			last = k
+			if r < cum+m {
+				break
+			}
+			cum += m
+		}
+	}
+	if last < 0 {
+		return best, nil
+	}
+	s.kept = s.kept[:0]
+	s.members(last, func(i int32) {
+		if s.w[i] > 0 {
+			s.kept = append(s.kept, i)
+		}
+	})
+	return s.walk(s.kept, cum, r), nil
+}
+
+// walk returns the token at cumulative weight r among positions from cum,
+// the last on rounding.
+func (s *Sampler) walk(pos []int32, cum, r float64) int {
+	for _, i := range pos {
+		cum += float64(s.w[i])
+		if r < cum {
+			return s.id(i)
+		}
+	}
+	return s.id(pos[len(pos)-1])
+}
+
+func (s *Sampler) id(pos int32) int {
+	if s.idx == nil {
+		return int(pos)
+	}
+	return int(s.idx[pos])
+}
+
+// members calls f with bucket k's members' positions in ascending order.
+// Each half's list runs from its last member back.
+func (s *Sampler) members(k int, f func(int32)) {
+	for h, heads := range [2][]int32{s.head, s.head2} {
+		if h == 1 && !s.two {
+			break
+		}
+		st := s.stack[:0]
+		for j := heads[k]; j != 0; j = s.next[j-1] {
+			st = append(st, j-1)
+		}
+		for j := len(st) - 1; j >= 0; j-- {
+			f(st[j])
+		}
+		s.stack = st
+	}
 }
 
 // Argmax is the index of the largest logit, the first on ties (as
@@ -193,153 +305,120 @@ func argmax4(x []float32) int {
 // may be and still count: e^-30 ≈ 1e-13 of the top token's weight.
 const negligible = 30
 
-func (s *Sampler) grow(n int) {
-	if cap(s.idx) < n {
-		s.idx = make([]int32, 0, n)
-		s.w = make([]float32, 0, n)
-	}
-	s.idx, s.w = s.idx[:0], s.w[:0]
-}
-
-// allCandidates keeps every token whose weight is not negligible and
-// returns the weights' total; with hist it also fills the nucleus
-// histogram. A large vocabulary is split between two goroutines.
-func (s *Sampler) allCandidates(logits []float32, maxv, invT float32, hist bool) float64 {
+// allCandidates weighs every token (0 for negligible ones and NaN) and files
+// the others into the histogram; a large vocabulary is split between two
+// goroutines, each with its own lists.
+func (s *Sampler) allCandidates(logits []float32, maxv, invT float32) {
 	n := len(logits)
-	if cap(s.idx) < n {
-		s.idx, s.w = make([]int32, n), make([]float32, n)
+	if cap(s.w) < n {
+		s.w, s.next = make([]float32, n), make([]int32, n)
 	}
-	s.idx, s.w = s.idx[:n], s.w[:n]
+	s.w, s.next, s.idx = s.w[:n], s.next[:n], nil
+	s.clearBuckets()
 	floor := maxv - negligible/invT
-	fill := func(lo, hi int) int {
-		idx, w, out := s.idx[lo:hi], s.w[lo:hi], 0
-		for i, l := range logits[lo:hi] {
-			if l >= floor { // false for NaN
-				idx[out], w[out] = int32(lo+i), expNeg((l-maxv)*invT)
-				out++
+	fill := func(lo, hi int, mass []float64, head []int32) {
+		w, next := s.w[:hi], s.next[:hi]
+		for i := lo; i < hi; i++ {
+			l := logits[i]
+			if !(l >= floor) { // NaN too
+				w[i] = 0
+				continue
 			}
+			x := weightNear((l - maxv) * invT)
+			w[i] = x
+			k := histKey(x)
+			mass[k] += float64(x)
+			next[i] = head[k]
+			head[k] = int32(i + 1)
 		}
-		return out
 	}
 	if n < parallelMin || runtime.GOMAXPROCS(0) < 2 {
-		m := fill(0, n)
-		s.idx, s.w = s.idx[:m], s.w[:m]
-		return s.weigh(0, m, s.hist0(hist))
+		s.two = false
+		fill(0, n, s.mass, s.head)
+		s.setRange()
+		return
+	}
+	s.two = true
+	if s.mass2 == nil {
+		s.mass2, s.head2 = make([]float64, histBuckets), make([]int32, histBuckets)
 	}
 	mid := n / 2
-	var m2 int
-	var total2 float64
 	done := make(chan struct{})
 	go func() {
-		m2 = fill(mid, n)
-		total2 = s.weigh(mid, mid+m2, s.hist1(hist))
+		fill(mid, n, s.mass2, s.head2)
 		close(done)
 	}()
-	m1 := fill(0, mid)
-	total := s.weigh(0, m1, s.hist0(hist))
+	fill(0, mid, s.mass, s.head)
 	<-done
-	copy(s.idx[m1:], s.idx[mid:mid+m2])
-	copy(s.w[m1:], s.w[mid:mid+m2])
-	s.idx, s.w = s.idx[:m1+m2], s.w[:m1+m2]
-	if hist {
-		for i, v := range s.hist2 {
-			s.hist[i] += v
+	for k, m := range s.mass2 {
+		s.mass[k] += m
+	}
+	s.setRange()
+}
+
+// clearBuckets empties the histogram: the range the last draw used.
+func (s *Sampler) clearBuckets() {
+	if s.mass == nil {
+		s.mass, s.head = make([]float64, histBuckets), make([]int32, histBuckets)
+		return
+	}
+	if s.klo > s.khi {
+		return
+	}
+	clear(s.mass[s.klo : s.khi+1])
+	clear(s.head[s.klo : s.khi+1])
+	if s.mass2 != nil {
+		clear(s.mass2[s.klo : s.khi+1])
+		clear(s.head2[s.klo : s.khi+1])
+	}
+}
+
+// setRange sets the buckets the walks visit (and the next draw clears):
+// all for a large row, else those of the candidates' weights.
+func (s *Sampler) setRange() {
+	if len(s.w) >= 1<<12 {
+		s.klo, s.khi = 0, histBuckets-1
+		return
+	}
+	s.klo, s.khi = histBuckets, -1
+	for _, w := range s.w {
+		if w > 0 {
+			k := histKey(w)
+			s.klo, s.khi = min(s.klo, k), max(s.khi, k)
 		}
 	}
-	return total + total2
 }
 
 // parallelMin is the vocabulary size from which candidates are weighed by
 // two goroutines.
 const parallelMin = 1 << 16
 
-// The nucleus histogram: 8 mantissa bits per power of two, weights below
-// 2^-64 sharing the lowest bucket. Float bits are monotone for positive
-// floats, so buckets are ordered by weight.
+// The histogram: 8 mantissa bits per power of two, weights below 2^-48
+// (all negligible; e^-30 ≈ 2^-43.3) sharing the lowest bucket.
 const (
 	histMantBits = 8
-	histLowExp   = 127 - 64
+	histLowExp   = 127 - 48
 	histBuckets  = (128 - histLowExp + 1) << histMantBits
 )
 
 func histKey(w float32) int {
-	b := math.Float32bits(w)
-	e := int(b>>23) - histLowExp
-	if e < 0 {
-		return 0
-	}
-	return e<<histMantBits | int(b>>(23-histMantBits))&(1<<histMantBits-1)
-}
-
-func (s *Sampler) hist0(want bool) []float64 {
-	if !want {
-		return nil
-	}
-	if s.hist == nil {
-		s.hist = make([]float64, histBuckets)
-	}
-	clear(s.hist)
-	return s.hist
-}
-
-func (s *Sampler) hist1(want bool) []float64 {
-	if !want {
-		return nil
-	}
-	if s.hist2 == nil {
-		s.hist2 = make([]float64, histBuckets)
-	}
-	clear(s.hist2)
-	return s.hist2
-}
-
-// weigh sums s.w[lo:hi], adding each weight to its bucket when hist is
-// not nil.
-func (s *Sampler) weigh(lo, hi int, hist []float64) float64 {
-	var total float64
-	if hist == nil {
-		for _, w := range s.w[lo:hi] {
-			total += float64(w)
-		}
-		return total
-	}
-	for _, w := range s.w[lo:hi] {
-		hist[histKey(w)] += float64(w)
-		total += float64(w)
-	}
-	return total
+	return max(int(math.Float32bits(w)>>(23-histMantBits))-histLowExp<<histMantBits, 0)
 }
 
 // topKCandidates keeps the k largest logits (lowest ids first on ties), in
-// ascending id order. A size-k min-heap sees each logit once; most fail the
-// comparison with its root, a well-predicted branch.
-func (s *Sampler) topKCandidates(logits []float32, k int) {
-	s.grow(k)
-	h := s.idx[:0]
+// ascending id order, weighs them and files them into the histogram. A
+// size-k min-heap sees each logit once; most fail the comparison with its
+// root, a well-predicted branch.
+func (s *Sampler) topKCandidates(logits []float32, k int, maxv, invT float32) {
+	if cap(s.topk) < k {
+		s.topk = make([]int32, 0, k)
+	}
+	h := s.topk[:0]
 	less := func(a, b int32) bool { // heap order: smaller value, then larger id, at the root
 		va, vb := logits[a], logits[b]
 		return va < vb || (va == vb && a > b)
 	}
-	for i, l := range logits {
-		if l != l { // NaN never enters
-			continue
-		}
-		if len(h) < k {
-			h = append(h, int32(i))
-			for j := len(h) - 1; j > 0; {
-				p := (j - 1) / 2
-				if !less(h[j], h[p]) {
-					break
-				}
-				h[j], h[p] = h[p], h[j]
-				j = p
-			}
-			continue
-		}
-		if l <= logits[h[0]] {
-			continue
-		}
-		h[0] = int32(i)
+	sift := func(h []int32) { // the root moves down to its place
 		for j := 0; ; {
 			c := 2*j + 1
 			if c >= len(h) {
@@ -355,44 +434,58 @@ func (s *Sampler) topKCandidates(logits []float32, k int) {
 			j = c
 		}
 	}
+	i := 0
+	for ; i < len(logits) && len(h) < k; i++ {
+		if l := logits[i]; l != l { // NaN never enters
+			continue
+		}
+		h = append(h, int32(i))
+		for j := len(h) - 1; j > 0; {
+			p := (j - 1) / 2
+			if !less(h[j], h[p]) {
+				break
+			}
+			h[j], h[p] = h[p], h[j]
+			j = p
+		}
+	}
+	if len(h) > 0 {
+		root := logits[h[0]]
+		for ; i < len(logits); i++ {
+			if l := logits[i]; l > root { // false for NaN; a later equal loses
+				h[0] = int32(i)
+				sift(h)
+				root = logits[h[0]]
+			}
+		}
+	}
 	slices.Sort(h)
-	s.idx = h
-	s.w = s.w[:len(h)]
+	s.topk, s.idx = h, h
+	if cap(s.w) < len(h) {
+		s.w, s.next = make([]float32, len(h)), make([]int32, len(h))
+	}
+	s.w, s.next = s.w[:len(h)], s.next[:len(h)]
+	s.clearBuckets()
+	s.two = false
+	for i, id := range h {
+		x := weight((logits[id] - maxv) * invT)
+		s.w[i] = x
+		k := histKey(x)
+		s.mass[k] += float64(x)
+		s.next[i] = s.head[k]
+		s.head[k] = int32(i + 1)
+	}
+	s.setRange()
 }
 
-// nucleus finds the smallest set of largest weights whose sum exceeds p of
-// the total: the weights above theta and the first ties of those equal to
-// it (lowest ids first), and their sum. The threshold is found by a histogram over the
-// weights' float bits (monotone for positive floats), then an exact
-// selection inside the one bucket that holds it.
-func (s *Sampler) nucleus(p, total float64) (theta float32, ties int, sum float64) {
-	if len(s.w) == 0 {
-		return -1, 0, 0
-	}
-	hist := s.hist
-	key := histKey
-	target := p * total
-	var acc float64
-	kb := -1
-	for k := len(hist) - 1; k >= 0; k-- {
-		if acc+hist[k] > target {
-			kb = k
-			break
-		}
-		acc += hist[k]
-	}
-	if kb < 0 { // rounding: everything is in
-		return -1, 0, total
-	}
-	// Refine inside the threshold bucket with two more histograms over the
-	// remaining 15 mantissa bits; what is left are equal weights.
-	v := s.vals[:0]
-	for _, w := range s.w {
-		if key(w) == kb {
-			v = append(v, w)
-		}
-	}
-	s.vals = v
+// threshold finds, among the boundary bucket's weights s.vals, the weight
+// theta at which the running sum from acc (the heavier buckets' mass)
+// first exceeds target, and how many of the weights equal to it are
+// needed. Two more histograms over the remaining 15 mantissa bits leave
+// only equal weights.
+func (s *Sampler) threshold(acc, target float64) (theta float32, ties int) {
+	v := append(s.tmp[:0], s.vals...)
+	s.tmp = v
 	var sub [256]float64
 	for _, lvl := range [2]struct{ shift, mask uint32 }{{7, 0xff}, {0, 0x7f}} {
 		clear(sub[:])
@@ -411,38 +504,44 @@ func (s *Sampler) nucleus(p, total float64) (theta float32, ties int, sum float6
 		}
 		v = out
 	}
-	if len(v) == 0 {
-		return -1, 0, total
+	if len(v) == 0 { // rounding: the whole bucket is in
+		return 0, len(s.vals)
 	}
 	theta = v[0]
 	ties = int(math.Floor((target-acc)/float64(theta))) + 1
-	ties = min(max(ties, 1), len(v))
-	return theta, ties, acc + float64(ties)*float64(theta)
+	return theta, min(max(ties, 1), len(v))
 }
 
-// pick walks the included candidates (weights above theta, and the first
-// ties equal to it) to the cumulative weight r.
-func (s *Sampler) pick(r float64, theta float32, ties int) int {
-	var cdf float64
-	last := -1
-	for i, w := range s.w {
-		if w <= theta {
-			if w < theta || ties == 0 {
-				continue
-			}
-			ties--
-		}
-		cdf += float64(w)
-		last = i
-		if r < cdf {
-			return int(s.idx[i])
-		}
-	}
-	if last < 0 {
-		return int(s.idx[0])
-	}
-	return int(s.idx[last]) // rounding
+// weightNear is e^x for -30.5 ≤ x ≤ 0 to about 2e-7: x·128 rounds to an
+// integer j (adding 1.5·2^23 does it), e^(-j/128) comes from a table and
+// e^(x+j/128), |x+j/128| ≤ 1/256, from a quadratic (error < 1e-8).
+func weightNear(x float32) float32 {
+	const shifter = 12582912.0 // 1.5·2^23
+	t := x*-expSteps + shifter
+	j := math.Float32bits(t) & (expTabLen - 1)
+	u := (x*expSteps + (t - shifter)) * (1.0 / expSteps) // exact
+	return expTab[j] * (1 + u*(1+u*0.5))
 }
+
+// weight is e^x for any x ≤ 0 (0 below -87).
+func weight(x float32) float32 {
+	if x >= -30.5 {
+		return weightNear(x)
+	}
+	return expNeg(x)
+}
+
+const (
+	expSteps  = 128
+	expTabLen = 4096 // > 30.5·128
+)
+
+var expTab = func() (t [expTabLen]float32) {
+	for j := range t {
+		t[j] = float32(math.Exp(-float64(j) / expSteps))
+	}
+	return
+}()
 
 // expNeg is e^x for x ≤ 0 to about 2e-7 relative error (0 below -87), a
 // fraction of math.Exp's cost: x·log2(e) splits into an integer power of two

@@ -343,3 +343,152 @@ func TestArgmaxParallelHalves(t *testing.T) {
 		t.Errorf("Argmax of NaNs and one -Inf = %d, %v", got, err)
 	}
 }
+
+// draws is n, a tenth of it under the race detector.
+func draws(n int) int {
+	if raceEnabled {
+		return n / 10
+	}
+	return n
+}
+
+func TestWeightNear(t *testing.T) {
+	for x := float32(0); x >= -30.5; x -= 0.00731 {
+		got, want := float64(weightNear(x)), math.Exp(float64(x))
+		if math.Abs(got-want) > 2e-7*want {
+			t.Fatalf("weightNear(%v) = %v, want %v", x, got, want)
+		}
+	}
+	if weightNear(0) != 1 || weight(0) != 1 {
+		t.Error("e^0 should be exactly 1")
+	}
+	for _, x := range []float32{-30.6, -50, -86} {
+		if got, want := float64(weight(x)), math.Exp(float64(x)); math.Abs(got-want) > 3e-7*want {
+			t.Errorf("weight(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+// refNucleus is the nucleus computed the slow way: weights in float64,
+// sorted by weight then id, the shortest prefix whose mass exceeds p.
+func refNucleus(row []float32, temp, p float64) (keep map[int]float64) {
+	w := softmax(row, temp)
+	order := make([]int, len(w))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return w[order[a]] > w[order[b]] })
+	keep = map[int]float64{}
+	var cum float64
+	for _, i := range order {
+		cum += w[i]
+		keep[i] = w[i]
+		if cum > p {
+			break
+		}
+	}
+	for i := range keep {
+		keep[i] /= cum
+	}
+	return keep
+}
+
+func TestNucleusExactSmallVocab(t *testing.T) {
+	// Every reachable token is in the nucleus and every nucleus token is
+	// reached, with its renormalised probability.
+	r := rand.New(rand.NewPCG(8, 9))
+	for trial := 0; trial < 6; trial++ {
+		row := make([]float32, 5+r.IntN(12))
+		for i := range row {
+			row[i] = float32(r.NormFloat64() * 2)
+		}
+		temp, p := 0.5+r.Float64(), 0.3+0.6*r.Float64()
+		keep := refNucleus(row, temp, p)
+		n := draws(30000)
+		got := distribution(t, Sampling{Temperature: temp, TopP: p, Seed: uint64(trial + 1)}, row, n)
+		for id := range got {
+			if _, ok := keep[id]; !ok {
+				t.Errorf("trial %d: sampled %d outside the nucleus %v", trial, id, keep)
+			}
+		}
+		for id, want := range keep {
+			if got[id] == 0 || math.Abs(got[id]-want) > 4*math.Sqrt(want*(1-want)/float64(n))+1e-3 {
+				t.Errorf("trial %d token %d: freq %.4f, want %.4f", trial, id, got[id], want)
+			}
+		}
+	}
+}
+
+func TestNucleusLargeRowHalves(t *testing.T) {
+	// A row wide enough to be weighed in two halves, with a nucleus of a
+	// dozen tokens spread over both halves, above a sea of low logits.
+	row := make([]float32, parallelMin+5)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range row {
+		row[i] = float32(r.Float64() * 2)
+	}
+	mid := len(row) / 2
+	heavy := []int{5, 17, 999, mid - 1, mid, mid + 3, len(row) - 1, 20000, 50000, 77}
+	for j, id := range heavy {
+		row[id] = 16 + float32(j%4)*0.5
+	}
+	row[123] = float32(math.NaN())
+	for _, procs := range []int{1, 2} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			keep := refNucleus(row, 1, 0.8)
+			n := draws(2000)
+			got := distribution(t, Sampling{Temperature: 1, TopP: 0.8, Seed: 2}, row, n)
+			for id := range got {
+				if _, ok := keep[id]; !ok {
+					t.Errorf("procs %d: sampled %d outside the %d-token nucleus", procs, id, len(keep))
+				}
+			}
+			for id, want := range keep {
+				if math.Abs(got[id]-want) > 4*math.Sqrt(want*(1-want)/float64(n))+1e-3 {
+					t.Errorf("procs %d token %d: freq %.4f, want %.4f", procs, id, got[id], want)
+				}
+			}
+		}()
+	}
+}
+
+func TestNucleusFlatLargeRowKeepsLowestIDs(t *testing.T) {
+	// All weights equal across both halves: top-p 0.7 keeps exactly the
+	// first ⌊0.7·n⌋+1 ids, so the tie list must run in id order across
+	// the halves.
+	row := make([]float32, parallelMin*2)
+	const p = 0.7
+	limit := int(p*float64(len(row))) + 1
+	got := distribution(t, Sampling{Temperature: 1, TopP: p, Seed: 6}, row, draws(300))
+	maxID, above := 0, 0
+	for id := range got {
+		maxID = max(maxID, id)
+		if id >= len(row)/2 {
+			above++
+		}
+	}
+	if maxID >= limit {
+		t.Errorf("flat top-p %v sampled id %d; want < %d", p, maxID, limit)
+	}
+	if maxID < limit/2 || above == 0 { // 2^-30: never by chance
+		t.Errorf("flat top-p sampled only up to id %d (%d in the second half); want ids up to %d", maxID, above, limit-1)
+	}
+}
+
+func TestSamplerGemmaNucleusMatchesReference(t *testing.T) {
+	// A near-flat 262k row: every draw lies in the nucleus computed the
+	// slow way, and the draws spread as wide as that nucleus.
+	row := fixtures.Logits(t, fixtures.Gemma3, "chat0_prefill_last_logits.bin")
+	keep := refNucleus(row, 0.8, 0.9)
+	n := draws(300)
+	got := distribution(t, Sampling{Temperature: 0.8, TopP: 0.9, Seed: 12}, row, n)
+	for id := range got {
+		if _, ok := keep[id]; !ok {
+			t.Errorf("sampled %d outside the %d-token nucleus", id, len(keep))
+		}
+	}
+	if len(got) < n*4/5 {
+		t.Errorf("%d draws from a %d-token nucleus gave only %d distinct ids", n, len(keep), len(got))
+	}
+}
