@@ -10,6 +10,7 @@ import (
 
 	"etchat/app"
 	"etchat/cli"
+	_ "etchat/internal/locale" // before Fyne initialises: see the package doc
 )
 
 func main() {
