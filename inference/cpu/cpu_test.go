@@ -326,6 +326,9 @@ func TestInGraph(t *testing.T) {
 	if err := s.Rewind(3); !errors.Is(err, engine.ErrUnsupported) {
 		t.Errorf("in-graph rewind: %v, want ErrUnsupported", err)
 	}
+	if rc := canRewind(t, s); rc.CanRewind(3) || !rc.CanRewind(s.Len()) {
+		t.Errorf("in-graph CanRewind(3) = %v, CanRewind(Len) = %v; want false, true", rc.CanRewind(3), rc.CanRewind(s.Len()))
+	}
 	// A second session opened afterwards gives the same as the first case
 	// alone.
 	s2, _ := openFixture(t, fixtures.InGraph, "")
@@ -383,7 +386,13 @@ func TestBadInput(t *testing.T) {
 	if err := s.Rewind(s.Len() + 1); !errors.Is(err, engine.ErrRewindRefused) {
 		t.Errorf("growing rewind: %v", err)
 	}
+	if canRewind(t, s).CanRewind(s.Len() + 1) {
+		t.Error("CanRewind(Len+1) = true")
+	}
 	s.Close()
+	if canRewind(t, s).CanRewind(0) {
+		t.Error("CanRewind on a closed session = true")
+	}
 	if _, err := s.Forward(ctx, []int64{1}, []int64{0}); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("after close: %v", err)
 	}
@@ -399,6 +408,17 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// canRewind is the session's optional rewind predictor, which
+// inference.Conversation prefers to its own shadow sequence.
+func canRewind(t *testing.T, s engine.Session) interface{ CanRewind(int) bool } {
+	t.Helper()
+	rc, ok := s.(interface{ CanRewind(int) bool })
+	if !ok {
+		t.Fatalf("%T has no CanRewind", s)
+	}
+	return rc
+}
+
 // TestGemmaRewindFloor: once the ring layers have evicted positions, a
 // rewind below the floor is refused and Clear + re-prefill of the kept
 // tokens continues exactly as an uninterrupted run.
@@ -410,6 +430,20 @@ func TestGemmaRewindFloor(t *testing.T) {
 	logits := prefill(t, s, c.InputIDs, l.PrefillChunk)
 	full := greedy(t, s, logits, 12)
 	keep := len(c.InputIDs) + 4 // prompt + 4 generated
+	// CanRewind predicts each answer of Rewind without changing anything.
+	rc := canRewind(t, s)
+	n := s.Len()
+	for _, tc := range []struct {
+		len  int
+		want bool
+	}{{keep - 10, false}, {keep, true}, {n, true}, {n + 1, false}, {0, true}, {-1, false}} {
+		if got := rc.CanRewind(tc.len); got != tc.want {
+			t.Errorf("CanRewind(%d) at length %d = %v, want %v", tc.len, n, got, tc.want)
+		}
+	}
+	if s.Len() != n {
+		t.Fatalf("CanRewind changed the length to %d", s.Len())
+	}
 	err := s.Rewind(keep - 10)
 	if !errors.Is(err, engine.ErrRewindRefused) {
 		t.Fatalf("rewind below the ring floor: %v, want ErrRewindRefused", err)

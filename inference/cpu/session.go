@@ -292,6 +292,19 @@ func (s *session) Rewind(newLen int) error {
 	return s.seq.Rewind(newLen)
 }
 
+// CanRewind reports whether Rewind(newLen) would be accepted: what the
+// cache sequence allows (no sliding-window layer has overwritten cells the
+// shorter length needs); an in-graph cache only stays where it is.
+func (s *session) CanRewind(newLen int) bool {
+	if s.closed {
+		return false
+	}
+	if s.seq == nil {
+		return newLen == s.length
+	}
+	return s.seq.CanRewind(newLen)
+}
+
 func (s *session) Clear() error {
 	if s.closed {
 		return engine.ErrClosed
