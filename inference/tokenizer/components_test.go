@@ -360,6 +360,8 @@ func TestDecoders(t *testing.T) {
 		{obj{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never"}, []string{"▁a", "▁b"}, " a b"},
 		{obj{"type": "BPEDecoder", "suffix": "</w>"}, []string{"a</w>", "b", "c</w>"}, "a bc"},
 		{obj{"type": "WordPiece", "prefix": "##", "cleanup": true}, []string{"un", "##believ", "##able", "!"}, "unbelievable!"},
+		// Per token, replacements in turn: "  ' s" -> " 's" -> "'s".
+		{obj{"type": "WordPiece", "prefix": "##", "cleanup": true}, []string{"x", " ' s", "do", "n't"}, "x's don't"},
 		{obj{"type": "Replace", "pattern": obj{"String": "_"}, "content": " "}, []string{"a_b", "_"}, "a b "},
 	} {
 		if got := dec(c.d, c.toks...); got != c.want {

@@ -175,11 +175,14 @@ func metaspaceDecode(repl rune, prepend bool) decodeStep {
 	}
 }
 
-// wordpieceCleanup is HF's clean-up of tokenization spaces.
+// wordpieceCleanup is HF's clean-up of tokenization spaces: replacements
+// applied one after the other, each over the whole text.
 func wordpieceCleanup(s string) string {
-	r := strings.NewReplacer(" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'",
-		" n't", "n't", " 'm", "'m", " do not", " don't", " 's", "'s", " 've", "'ve", " 're", "'re")
-	return r.Replace(s)
+	for _, r := range [...][2]string{{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+		{" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}} {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	return s
 }
 
 func parseDecoder(raw []byte) (decodeStep, error) {
