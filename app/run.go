@@ -32,7 +32,7 @@ func Run(ctx context.Context, args []string) int {
 	u := NewUI(a, b)
 	if b.DB != nil {
 		vm := benchmarks.New(benchmarks.Deps{DB: b.DB, OpenEngine: NewOpener(u.Prefs).(*engineOpener).OpenEngine, AppVersion: Version})
-		u.SetBenchmarksView(benchmarks.NewView(vm, u.Win))
+		u.WireBenchmarks(vm, benchmarks.NewView(vm, u.Win))
 	}
 	go func() {
 		<-ctx.Done() // Ctrl+C in the terminal closes the window

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 )
 
 // TourPrompt is the message the screenshot tour sends.
@@ -16,7 +17,8 @@ const TourPrompt = "Hello! Tell me about the sea."
 
 // Tour walks through the views for scripts/screenshots: before each
 // picture it writes DIR/NAME.ready and waits for the script to create
-// DIR/NAME.done. Views: models, chat, settings, benchmarks, chat-light.
+// DIR/NAME.done. Views: models, chat, settings, benchmarks (the run form),
+// benchmarks-history, benchmarks-chart, chat-light.
 func (u *UI) Tour(dir string) error {
 	shot := func(name string) error {
 		time.Sleep(700 * time.Millisecond) // let the frame settle
@@ -101,10 +103,29 @@ func (u *UI) Tour(dir string) error {
 	}
 	fyne.DoAndWait(func() { u.chat.hideSettings() })
 
+	// Benchmarks: the run form with the chat's model picked from the
+	// library, then the history and the chart of what the script ran.
+	sub, _ := u.benchObj.(*container.AppTabs)
 	fyne.DoAndWait(func() { u.SelectTab(TabBenchmarks) })
+	if u.benchVM != nil {
+		f := u.benchVM.Form()
+		f.Prompts, f.Gens, f.Reps, f.Engine = "32", "16", "3", "cpu"
+		u.benchVM.SetForm(f)
+		u.benchVM.ChooseModel(model.Path)
+		_ = u.benchVM.Refresh(u.ctx)
+	}
 	time.Sleep(300 * time.Millisecond)
 	if err := shot("benchmarks"); err != nil {
 		return err
+	}
+	if sub != nil {
+		for i, name := range []string{"benchmarks-history", "benchmarks-chart"} {
+			fyne.DoAndWait(func() { sub.SelectIndex(i + 1) })
+			if err := shot(name); err != nil {
+				return err
+			}
+		}
+		fyne.DoAndWait(func() { sub.SelectIndex(0) })
 	}
 
 	fyne.DoAndWait(func() {

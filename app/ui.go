@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"etchat/app/benchmarks"
 	"etchat/resources"
 )
 
@@ -36,6 +37,10 @@ type UI struct {
 	chat       *chatView
 	runs       *benchView
 	benchWired bool
+	// benchVM is the app/benchmarks view-model when that view is wired;
+	// the library feeds it the models its run form offers.
+	benchVM  *benchmarks.ViewModel
+	benchObj fyne.CanvasObject
 	// banner shows a lasting problem (the database not open).
 	banner *widget.Label
 
@@ -145,6 +150,27 @@ func (u *UI) SetBenchmarksView(obj fyne.CanvasObject) {
 	}
 	u.benchWired = true
 	u.tabs.Refresh()
+}
+
+// WireBenchmarks installs the app/benchmarks view (obj, over vm) in the
+// Benchmarks tab and keeps its run form's model choice in step with the
+// library.
+func (u *UI) WireBenchmarks(vm *benchmarks.ViewModel, obj fyne.CanvasObject) {
+	u.SetBenchmarksView(obj)
+	u.benchVM, u.benchObj = vm, obj
+	vm.SetLibrary(BenchModels(u.Library.Entries()))
+}
+
+// BenchModels are the library's runnable models as the benchmark form
+// offers them.
+func BenchModels(entries []LibraryEntry) []benchmarks.LibraryModel {
+	var out []benchmarks.LibraryModel
+	for _, e := range entries {
+		if e.Runnable() {
+			out = append(out, benchmarks.LibraryModel{Label: e.Label(), Path: e.Path, Tokenizer: e.Info.Tokenizer})
+		}
+	}
+	return out
 }
 
 // coalesce returns a change handler that schedules redraw on the UI

@@ -149,6 +149,9 @@ func badgeImportance(e LibraryEntry) widget.Importance {
 func (v *libraryView) refresh() {
 	v.entries = v.u.Library.Entries()
 	v.list.Refresh()
+	if vm := v.u.benchVM; vm != nil {
+		vm.SetLibrary(BenchModels(v.entries))
+	}
 	if len(v.entries) == 0 {
 		v.empty.Show()
 	} else {

@@ -31,6 +31,9 @@ type View struct {
 
 	root fyne.CanvasObject
 
+	model                                                        *widget.Select // the library's models
+	models                                                       []LibraryModel // what model offers
+	formVer                                                      int            // vm.FormVersion copied into the fields
 	pte, tok, prompts, gens, depths, reps, dtypes, caps, windows *widget.Entry
 	engine                                                       *widget.Select
 	noWarmup                                                     *widget.Check
@@ -60,7 +63,7 @@ func NewView(vm *ViewModel, w fyne.Window) fyne.CanvasObject {
 }
 
 func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func())) *View {
-	v := &View{vm: vm, win: w, ctx: ctx, do: do, trendVer: -1, cmpVer: -1}
+	v := &View{vm: vm, win: w, ctx: ctx, do: do, trendVer: -1, cmpVer: -1, formVer: -1}
 	f := vm.Form()
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
@@ -84,15 +87,24 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	browse := widget.NewButtonWithIcon("", theme.FolderOpenIcon(), func() {
 		d := dialog.NewFileOpen(func(rc fyne.URIReadCloser, err error) {
 			if err == nil && rc != nil {
-				v.pte.SetText(rc.URI().Path())
+				v.choose(rc.URI().Path())
 				rc.Close()
 			}
 		}, w)
 		d.SetFilter(storage.NewExtensionFileFilter([]string{".pte"}))
 		d.Show()
 	})
+	v.model = widget.NewSelect(nil, func(label string) {
+		for _, m := range v.models {
+			if m.Label == label && m.Path != v.pte.Text {
+				v.choose(m.Path)
+			}
+		}
+	})
+	v.model.PlaceHolder = "(pick a model of the library)"
 	form := widget.NewForm(
-		widget.NewFormItem("Model", container.NewBorder(nil, nil, nil, browse, v.pte)),
+		widget.NewFormItem("Model", v.model),
+		widget.NewFormItem("or a .pte file", container.NewBorder(nil, nil, nil, browse, v.pte)),
 		widget.NewFormItem("Tokenizer", v.tok),
 		widget.NewFormItem("Prompt sizes (pp)", v.prompts),
 		widget.NewFormItem("Generation sizes (tg)", v.gens),
@@ -211,6 +223,23 @@ func (v *View) formValue() Form {
 	}
 }
 
+// choose makes path the form's model; the view-model fills in the
+// tokenizer next to it and the redraw copies both into the fields.
+func (v *View) choose(path string) {
+	v.vm.SetForm(v.formValue())
+	v.vm.ChooseModel(path)
+}
+
+// setFields copies f into the form's widgets.
+func (v *View) setFields(f Form) {
+	for e, text := range map[*widget.Entry]string{v.pte: f.PTE, v.tok: f.Tokenizer, v.prompts: f.Prompts, v.gens: f.Gens,
+		v.depths: f.Depths, v.reps: f.Reps, v.dtypes: f.KVDTypes, v.caps: f.KVCapacities, v.windows: f.KVWindows} {
+		e.SetText(text)
+	}
+	v.engine.SetSelected(f.Engine)
+	v.noWarmup.SetChecked(f.NoWarmup)
+}
+
 func (v *View) onStart() {
 	v.vm.SetForm(v.formValue())
 	v.start.Disable()
@@ -234,6 +263,25 @@ func (v *View) redraw() {
 	}
 	v.progress.SetValue(rs.Fraction)
 	v.status.SetText(rs.Status)
+
+	if fv := v.vm.FormVersion(); fv != v.formVer {
+		v.formVer = fv
+		v.setFields(v.vm.Form())
+	}
+	v.models = v.vm.Library()
+	labels := make([]string, len(v.models))
+	sel := ""
+	for i, m := range v.models {
+		labels[i] = m.Label
+		if m.Path == v.pte.Text {
+			sel = m.Label
+		}
+	}
+	v.model.Options = labels
+	if sel != v.model.Selected {
+		v.model.Selected = sel // no OnChanged: the fields say it already
+	}
+	v.model.Refresh()
 
 	models := append([]string{allModels}, v.vm.Models()...)
 	v.filter.Options = models

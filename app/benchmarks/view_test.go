@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -135,3 +136,40 @@ func TestViewRendersRunsAndCompares(t *testing.T) {
 }
 
 func widgetCell(row int) widget.TableCellID { return widget.TableCellID{Row: row, Col: 0} }
+
+func TestViewOffersTheLibrarysModels(t *testing.T) {
+	test.NewTempApp(t)
+	vm := testVM(t, nil)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	q := &uiQueue{}
+	v := newView(context.Background(), vm, w, q.post)
+	w.SetContent(v.root)
+	dir := fixtures.Unpacked(t, fixtures.Llama3)
+	pte := filepath.Join(dir, "model.pte")
+	vm.SetLibrary([]LibraryModel{{Label: "llama3-tiny-offgraph", Path: pte, Tokenizer: filepath.Join(dir, "tokenizer.json")}})
+	eventually(t, q, "the library in the select", func() bool { return len(v.model.Options) == 1 })
+	if v.model.Selected != "" {
+		t.Errorf("selected %q with an empty Model field", v.model.Selected)
+	}
+
+	v.model.SetSelected("llama3-tiny-offgraph")
+	eventually(t, q, "the fields", func() bool { return v.pte.Text == pte })
+	if v.tok.Text != filepath.Join(dir, "tokenizer.json") {
+		t.Errorf("tokenizer %q", v.tok.Text)
+	}
+	// The choice is what Start uses.
+	v.prompts.SetText("4")
+	v.gens.SetText("2")
+	v.reps.SetText("1")
+	if f := v.formValue(); f.PTE != pte || f.Tokenizer != v.tok.Text {
+		t.Errorf("form %+v", f)
+	}
+
+	// A path typed by hand that is not in the library clears the choice.
+	v.choose(filepath.Join(t.TempDir(), "other.pte"))
+	eventually(t, q, "the select to clear", func() bool { return v.model.Selected == "" })
+	if v.tok.Text != "" {
+		t.Errorf("tokenizer %q kept for a model without one", v.tok.Text)
+	}
+}

@@ -14,6 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,6 +141,9 @@ type ViewModel struct {
 
 	mu       sync.Mutex
 	form     Form
+	formVer  int            // counts form changes the view did not type itself
+	autoTok  string         // the tokenizer ChooseModel filled in, "" if none
+	library  []LibraryModel // the app's models the form offers
 	running  bool
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -187,6 +193,70 @@ func (vm *ViewModel) Form() Form {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
 	return vm.form
+}
+
+// LibraryModel is a model of the app's library that the run form offers.
+type LibraryModel struct {
+	Label     string // the library's name for it
+	Path      string // the .pte
+	Tokenizer string // the tokenizer.json next to it; "" when missing
+}
+
+// SetLibrary sets the models the run form offers (the app's library).
+func (vm *ViewModel) SetLibrary(models []LibraryModel) {
+	vm.mu.Lock()
+	same := slices.Equal(vm.library, models)
+	vm.library = append([]LibraryModel(nil), models...)
+	vm.mu.Unlock()
+	if !same {
+		vm.changed()
+	}
+}
+
+// Library returns the models the run form offers.
+func (vm *ViewModel) Library() []LibraryModel {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return append([]LibraryModel(nil), vm.library...)
+}
+
+// ChooseModel puts path in the form's Model field and defaults the
+// tokenizer to the one next to it (the library's, else DIR/tokenizer.json
+// when it exists). A tokenizer the user typed stays; one that an earlier
+// choice filled in is replaced.
+func (vm *ViewModel) ChooseModel(path string) {
+	tok := ""
+	for _, m := range vm.Library() {
+		if m.Path == path {
+			tok = m.Tokenizer
+		}
+	}
+	if tok == "" && path != "" {
+		if cand := filepath.Join(filepath.Dir(path), "tokenizer.json"); fileExists(cand) {
+			tok = cand
+		}
+	}
+	vm.mu.Lock()
+	vm.form.PTE = path
+	if t := strings.TrimSpace(vm.form.Tokenizer); t == "" || t == vm.autoTok {
+		vm.form.Tokenizer, vm.autoTok = tok, tok
+	}
+	vm.formVer++
+	vm.mu.Unlock()
+	vm.changed()
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// FormVersion counts the form changes made by ChooseModel, so a view
+// copies the fields back only when they changed under it.
+func (vm *ViewModel) FormVersion() int {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.formVer
 }
 
 // SetForm replaces the form's fields.

@@ -248,3 +248,36 @@ func TestNoDatabase(t *testing.T) {
 		t.Error("compare without a database")
 	}
 }
+
+func TestChooseModelDefaultsTheTokenizerNextToIt(t *testing.T) {
+	vm := testVM(t, nil)
+	llama := filepath.Join(fixtures.Unpacked(t, fixtures.Llama3), "model.pte")
+	gemma := filepath.Join(fixtures.Unpacked(t, fixtures.Gemma3), "model.pte")
+	bare := filepath.Join(t.TempDir(), "bare.pte") // no tokenizer next to it
+	vm.SetLibrary([]LibraryModel{{Label: "gemma", Path: gemma, Tokenizer: "/lib/knows/gemma/tokenizer.json"}})
+
+	// Not in the library: the tokenizer.json next to the file.
+	vm.ChooseModel(llama)
+	if f := vm.Form(); f.PTE != llama || f.Tokenizer != filepath.Join(filepath.Dir(llama), "tokenizer.json") {
+		t.Fatalf("form %+v", f)
+	}
+	// In the library: the library's tokenizer replaces the one filled in.
+	vm.ChooseModel(gemma)
+	if f := vm.Form(); f.PTE != gemma || f.Tokenizer != "/lib/knows/gemma/tokenizer.json" {
+		t.Fatalf("form %+v", f)
+	}
+	// None next to it: the field empties (the run then goes without one).
+	vm.ChooseModel(bare)
+	if f := vm.Form(); f.PTE != bare || f.Tokenizer != "" {
+		t.Fatalf("form %+v", f)
+	}
+	// A tokenizer the user typed stays.
+	f := vm.Form()
+	f.Tokenizer = "/my/tokenizer.json"
+	vm.SetForm(f)
+	v0 := vm.FormVersion()
+	vm.ChooseModel(llama)
+	if f := vm.Form(); f.PTE != llama || f.Tokenizer != "/my/tokenizer.json" || vm.FormVersion() == v0 {
+		t.Fatalf("form %+v version %d", f, vm.FormVersion())
+	}
+}
