@@ -121,6 +121,10 @@ type Library struct {
 	selected string // path
 	capacity string // details pane: text of the capacity field
 	dtype    string
+	// scanDone of scanTotal models have been read by the running Load,
+	// Add or Rescan; scanTotal is 0 when none runs.
+	scanDone, scanTotal int
+	scanName            string // the model being read
 
 	OnChange func()
 }
@@ -165,16 +169,68 @@ func (l *Library) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("could not read the model library: %w", err)
 	}
-	entries := make([]LibraryEntry, 0, len(paths))
-	for _, p := range paths {
-		entries = append(entries, l.read(ctx, p))
-	}
+	// The list fills model by model, with the progress beside it.
 	l.mu.Lock()
-	l.entries = entries
-	l.sortLocked()
+	l.entries = nil
+	l.mu.Unlock()
+	defer l.scanEnd()
+	for i, p := range paths {
+		l.scanStep(i, len(paths), p)
+		e := l.read(ctx, p)
+		l.mu.Lock()
+		l.entries = append(l.entries, e)
+		l.sortLocked()
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// scanStep reports that done of total models have been read and path is
+// read next.
+func (l *Library) scanStep(done, total int, path string) {
+	l.mu.Lock()
+	l.scanDone, l.scanTotal, l.scanName = done, total, ModelName(path)
 	l.mu.Unlock()
 	l.changed()
-	return nil
+}
+
+func (l *Library) scanEnd() {
+	l.mu.Lock()
+	l.scanDone, l.scanTotal, l.scanName = 0, 0, ""
+	l.mu.Unlock()
+	l.changed()
+}
+
+// Scan is the progress of reading models (at start, adding, rescanning).
+type Scan struct {
+	Done, Total int    // Total 0: nothing is being read
+	Name        string // the model being read
+}
+
+// Active reports whether models are being read.
+func (s Scan) Active() bool { return s.Total > 0 }
+
+// Fraction is Done/Total.
+func (s Scan) Fraction() float64 {
+	if s.Total == 0 {
+		return 0
+	}
+	return float64(s.Done) / float64(s.Total)
+}
+
+// Text is the status line: "Inspecting 2 of 5: gemma3…".
+func (s Scan) Text() string {
+	if s.Total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Inspecting %d of %d: %s…", s.Done+1, s.Total, s.Name)
+}
+
+// Scanning returns the progress of reading models.
+func (l *Library) Scanning() Scan {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Scan{Done: l.scanDone, Total: l.scanTotal, Name: l.scanName}
 }
 
 func (l *Library) read(ctx context.Context, path string) LibraryEntry {
@@ -262,11 +318,15 @@ func (l *Library) Add(ctx context.Context, paths ...string) AddResult {
 			files = append(files, abs)
 		}
 	}
-	for _, f := range files {
+	if len(files) > 0 {
+		defer l.scanEnd()
+	}
+	for i, f := range files {
 		if _, ok := l.Entry(f); ok {
 			res.Already = append(res.Already, f)
 			continue
 		}
+		l.scanStep(i, len(files), f)
 		e := l.read(ctx, f)
 		if l.store != nil {
 			if err := l.store.SaveModel(ctx, f, e.Info); err != nil {
@@ -281,9 +341,6 @@ func (l *Library) Add(ctx context.Context, paths ...string) AddResult {
 		}
 		l.mu.Unlock()
 		res.Added = append(res.Added, f)
-	}
-	if len(files) > 0 {
-		l.changed()
 	}
 	return res
 }
@@ -332,7 +389,8 @@ func (l *Library) Rescan(ctx context.Context) {
 	}
 	l.mu.Unlock()
 	fresh := make(map[string]LibraryEntry, len(paths))
-	for _, p := range paths {
+	for i, p := range paths {
+		l.scanStep(i, len(paths), p)
 		fresh[p] = l.read(ctx, p)
 		if l.store != nil && fresh[p].Info != nil {
 			_ = l.store.SaveModel(ctx, p, fresh[p].Info) // refresh the stored metadata; the entry is there already
@@ -345,6 +403,7 @@ func (l *Library) Rescan(ctx context.Context) {
 		}
 	}
 	l.sortLocked()
+	l.scanDone, l.scanTotal, l.scanName = 0, 0, ""
 	l.mu.Unlock()
 	l.changed()
 }

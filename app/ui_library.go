@@ -22,6 +22,10 @@ type libraryView struct {
 	list    *widget.List
 	entries []LibraryEntry
 	empty   *widget.Label
+	// scanBar and scanText show models being read (start, add, rescan).
+	scanBar  *widget.ProgressBar
+	scanText *widget.Label
+	scanBox  *fyne.Container
 
 	title    *widget.Label
 	facts    *fyne.Container // label/value pairs in a form layout
@@ -126,7 +130,12 @@ func newLibraryView(u *UI) *libraryView {
 	v.noSel = widget.NewLabel("Select a model to see its details.")
 	right := container.NewStack(v.details, v.noSel)
 
-	left := container.NewBorder(nil, nil, nil, nil, container.NewStack(v.list, v.empty))
+	v.scanBar = widget.NewProgressBar()
+	v.scanText = widget.NewLabel("")
+	v.scanText.Truncation = fyne.TextTruncateEllipsis
+	v.scanBox = container.NewVBox(v.scanText, v.scanBar)
+	v.scanBox.Hide()
+	left := container.NewBorder(v.scanBox, nil, nil, nil, container.NewStack(v.list, v.empty))
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.42
 	v.root = container.NewBorder(toolbar, nil, nil, nil, split)
@@ -152,7 +161,14 @@ func (v *libraryView) refresh() {
 	if vm := v.u.benchVM; vm != nil {
 		vm.SetLibrary(BenchModels(v.entries))
 	}
-	if len(v.entries) == 0 {
+	if sc := v.u.Library.Scanning(); sc.Active() {
+		v.scanText.SetText(sc.Text())
+		v.scanBar.SetValue(sc.Fraction())
+		v.scanBox.Show()
+	} else {
+		v.scanBox.Hide()
+	}
+	if len(v.entries) == 0 && !v.u.Library.Scanning().Active() {
 		v.empty.Show()
 	} else {
 		v.empty.Hide()

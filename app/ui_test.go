@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -552,4 +553,58 @@ func TestDeleteFileAsksFirst(t *testing.T) {
 	waitFor(t, func() bool { _, err := os.Stat(victim); return err != nil })
 	waitFor(t, func() bool { _, ok := u.Library.Entry(victim); return !ok })
 	settle(u)
+}
+
+// gateInspector holds the second inspection until gate closes.
+type gateInspector struct {
+	Inspector
+	calls atomic.Int32
+	gate  chan struct{}
+}
+
+func (g *gateInspector) Inspect(ctx context.Context, path string) (*ModelInfo, error) {
+	if g.calls.Add(1) == 2 {
+		<-g.gate
+	}
+	return g.Inspector.Inspect(ctx, path)
+}
+
+func TestStartShowsInspectionProgress(t *testing.T) {
+	a := test.NewTempApp(t)
+	b, _ := testBackend(t)
+	root := uiModels(t)
+	if res := NewLibrary(b.Inspector, b.Library).Add(context.Background(), root); len(res.Added) != 3 {
+		t.Fatalf("added %v", res.Added)
+	}
+	gi := &gateInspector{Inspector: b.Inspector, gate: make(chan struct{})}
+	b.Inspector = gi
+	u := NewUI(a, b)
+	q := &uiQueue{}
+	u.do = q.post
+	queues.Store(u, q)
+	t.Cleanup(u.Close)
+	done := make(chan struct{})
+	u.Start(nil, done) // returns at once; the window stays usable
+
+	// The first model is in, the second is being read.
+	waitFor(t, func() bool { return u.Library.Scanning().Done == 1 })
+	settle(u)
+	v := u.lib
+	if !v.scanBox.Visible() || !strings.HasPrefix(v.scanText.Text, "Inspecting 2 of 3: ") || v.scanBar.Value < 0.33 || v.scanBar.Value > 0.34 {
+		t.Errorf("progress shown %v: %q at %v", v.scanBox.Visible(), v.scanText.Text, v.scanBar.Value)
+	}
+	if v.list.Length() != 1 || v.empty.Visible() {
+		t.Errorf("list has %d rows while reading, empty note shown %v", v.list.Length(), v.empty.Visible())
+	}
+	u.SelectTab(TabBenchmarks)
+	if u.CurrentTab() != TabBenchmarks {
+		t.Error("tabs do not switch while the library loads")
+	}
+
+	close(gi.gate)
+	<-done
+	settle(u)
+	if v.scanBox.Visible() || v.list.Length() != 3 || u.Library.Scanning().Active() {
+		t.Errorf("after loading: progress shown %v, %d rows", v.scanBox.Visible(), v.list.Length())
+	}
 }
