@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"etchat/inference"
@@ -122,10 +124,12 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	if err != nil {
 		return nil, err
 	}
-	sess, err := eng.Open(ctx, info.Path, cfg)
+	engSess, err := eng.Open(ctx, info.Path, cfg)
 	if err != nil {
 		return nil, err
 	}
+	rec := &cacheRecord{}
+	sess := recordCache(engSess, rec)
 	progress(Progress{Stage: "loading", Done: 2, Total: 3})
 
 	opts := inference.ConversationOptions{
@@ -143,7 +147,7 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	if tmpl != nil && tmpl.Name != "none" {
 		opts.Template = tmplAdapter{tmpl}
 	}
-	cs := &convSession{engine: name, prefill: func(done, total int) {}}
+	cs := &convSession{engine: name, prefill: func(done, total int) {}, rec: rec}
 	opts.Generation.OnPrefill = func(done, total int) { cs.prefill(done, total) }
 	var conv *inference.Conversation
 	if len(history) > 0 {
@@ -175,6 +179,9 @@ func toInference(msgs []Message) []inference.Message {
 		out[i] = inference.Message{Role: m.Role, Text: m.Text, IDs: append([]int(nil), m.Tokens...), Start: pos}
 		if m.Role == inference.RoleAssistant {
 			out[i].Generated = append([]int(nil), m.Tokens...)
+			if m.Partial {
+				out[i].StopReason = stopIncomplete
+			}
 		}
 		if r := m.Stats; r != nil {
 			out[i].StopReason = r.StopReason
@@ -186,6 +193,78 @@ func toInference(msgs []Message) []inference.Message {
 	return out
 }
 
+// stopIncomplete is the stop reason a restored partial reply carries in
+// the conversation, so Messages marks it Partial again.
+const stopIncomplete = "incomplete"
+
+// cacheRecord is the token ids in an engine session's cache, kept by
+// recordCache's wrapper: what a reply saved mid-stream stores as its
+// turn's prompt.
+type cacheRecord struct{ ids []int }
+
+func (r *cacheRecord) forwarded(ids, positions []int64, err error) {
+	if err != nil || len(ids) == 0 {
+		return
+	}
+	if len(positions) > 0 && int(positions[0]) <= len(r.ids) && positions[0] >= 0 {
+		r.ids = r.ids[:positions[0]]
+	}
+	for _, id := range ids {
+		r.ids = append(r.ids, int(id))
+	}
+}
+
+// recordingSession passes everything to the engine session and keeps rec
+// in step with its cache.
+type recordingSession struct {
+	inference.Session
+	rec *cacheRecord
+}
+
+func (s *recordingSession) Forward(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	out, err := s.Session.Forward(ctx, ids, positions)
+	s.rec.forwarded(ids, positions, err)
+	return out, err
+}
+
+func (s *recordingSession) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	out, err := s.Session.ForwardAll(ctx, ids, positions)
+	s.rec.forwarded(ids, positions, err)
+	return out, err
+}
+
+func (s *recordingSession) Rewind(n int) error {
+	err := s.Session.Rewind(n)
+	if err == nil && n < len(s.rec.ids) {
+		s.rec.ids = s.rec.ids[:n]
+	}
+	return err
+}
+
+func (s *recordingSession) Clear() error {
+	err := s.Session.Clear()
+	if err == nil {
+		s.rec.ids = nil
+	}
+	return err
+}
+
+// rewindingSession is a recordingSession over an engine session that can
+// say whether a rewind would be served (the conversation asks).
+type rewindingSession struct{ *recordingSession }
+
+func (s rewindingSession) CanRewind(n int) bool {
+	return s.Session.(interface{ CanRewind(int) bool }).CanRewind(n)
+}
+
+func recordCache(s inference.Session, rec *cacheRecord) inference.Session {
+	r := &recordingSession{Session: s, rec: rec}
+	if _, ok := s.(interface{ CanRewind(int) bool }); ok {
+		return rewindingSession{r}
+	}
+	return r
+}
+
 // convSession is a Session over inference.Conversation.
 type convSession struct {
 	conv     *inference.Conversation
@@ -193,15 +272,62 @@ type convSession struct {
 	engine   string
 	prefill  func(done, total int)
 	progress func(Progress)
+
+	// The reply being generated, for Partial: the cache's ids, the
+	// prompt's length in them (-1 before the first token), the reply's
+	// ids and text so far.
+	rec       *cacheRecord
+	promptLen int
+	genIDs    []int
+	genText   strings.Builder
 }
 
-func stream(f func(string)) func(inference.Token) error {
+// stream feeds f the reply's text and keeps the reply so far for Partial.
+func (c *convSession) stream(f func(string)) func(inference.Token) error {
+	c.promptLen, c.genIDs = -1, nil
+	c.genText.Reset()
 	return func(t inference.Token) error {
+		if t.ID >= 0 {
+			if c.promptLen < 0 {
+				c.promptLen = len(c.rec.ids) // the first token is sampled from the prompt's logits
+			}
+			c.genIDs = append(c.genIDs, t.ID)
+		}
+		c.genText.WriteString(t.Text)
 		if f != nil && t.Text != "" {
 			f(t.Text)
 		}
 		return nil
 	}
+}
+
+func (c *convSession) Partial() []Message {
+	if c.promptLen < 0 {
+		return nil
+	}
+	msgs := c.Messages()
+	last := len(msgs) - 1
+	if last < 0 || msgs[last].Role != inference.RoleUser {
+		return nil
+	}
+	// The messages before the turn hold the cache's first tokens; the
+	// turn's prompt is the rest of what was prefilled.
+	start := 0
+	for _, m := range msgs[:last] {
+		start += len(m.Tokens)
+	}
+	if start > c.promptLen || c.promptLen > len(c.rec.ids) {
+		return nil
+	}
+	pos := 0
+	for _, m := range msgs[:last] {
+		if !slices.Equal(m.Tokens, c.rec.ids[pos:pos+len(m.Tokens)]) {
+			return nil
+		}
+		pos += len(m.Tokens)
+	}
+	msgs[last].Tokens = append([]int(nil), c.rec.ids[start:c.promptLen]...)
+	return append(msgs, Message{Role: inference.RoleAssistant, Text: c.genText.String(), Tokens: append([]int(nil), c.genIDs...), Partial: true})
 }
 
 func replyOf(r *inference.Reply) Reply {
@@ -217,17 +343,17 @@ func replyOf(r *inference.Reply) Reply {
 }
 
 func (c *convSession) Send(ctx context.Context, text string, f func(string)) (Reply, error) {
-	r, err := c.conv.Send(ctx, text, stream(f))
+	r, err := c.conv.Send(ctx, text, c.stream(f))
 	return replyOf(r), err
 }
 
 func (c *convSession) Regenerate(ctx context.Context, f func(string)) (Reply, error) {
-	r, err := c.conv.Regenerate(ctx, stream(f))
+	r, err := c.conv.Regenerate(ctx, c.stream(f))
 	return replyOf(r), err
 }
 
 func (c *convSession) EditLast(ctx context.Context, text string, f func(string)) (Reply, error) {
-	r, err := c.conv.EditLast(ctx, text, stream(f))
+	r, err := c.conv.EditLast(ctx, text, c.stream(f))
 	return replyOf(r), err
 }
 
@@ -247,7 +373,8 @@ func (c *convSession) Messages() []Message {
 	ms := c.conv.Messages()
 	out := make([]Message, len(ms))
 	for i, m := range ms {
-		out[i] = Message{Role: m.Role, Text: m.Text, Tokens: append([]int(nil), m.IDs...)}
+		out[i] = Message{Role: m.Role, Text: m.Text, Tokens: append([]int(nil), m.IDs...),
+			Partial: m.Role == inference.RoleAssistant && m.StopReason == stopIncomplete}
 		if m.Stats != nil {
 			r := replyOf(&inference.Reply{Result: &inference.Result{Stats: *m.Stats, StopReason: m.StopReason}})
 			out[i].Stats = &r

@@ -163,12 +163,34 @@ func toInt(ids []int32) []int {
 }
 
 func sameMessage(a store.Message, b Message) bool {
-	return a.Role == b.Role && a.Text == b.Text && slices.Equal(toInt(a.TokenIDs), b.Tokens)
+	return a.Role == b.Role && a.Text == b.Text && a.Partial == b.Partial && slices.Equal(toInt(a.TokenIDs), b.Tokens)
+}
+
+// continues reports whether b is a later version of the reply a, which was
+// saved while it streamed: the same role, and one's tokens start the
+// other's (the last token sampled may not have reached the cache).
+func continues(a store.Message, b Message) bool {
+	if !a.Partial || a.Role != b.Role {
+		return false
+	}
+	ids := toInt(a.TokenIDs)
+	n := min(len(ids), len(b.Tokens))
+	return slices.Equal(ids[:n], b.Tokens[:n])
+}
+
+func messageStats(m Message) (json.RawMessage, error) {
+	if m.Stats == nil {
+		return nil, nil
+	}
+	return json.Marshal(storedStats{m.Stats.PromptTokens, m.Stats.GeneratedTokens, m.Stats.PrefillTokPerS,
+		m.Stats.DecodeTokPerS, float64(m.Stats.TTFT.Microseconds()) / 1000, m.Stats.StopReason})
 }
 
 // SaveTranscript keeps the longest stored prefix that matches msgs and
 // branches off there: undo moves the current leaf back, an edit or a
 // regeneration adds a sibling, and the earlier branch stays in the tree.
+// A reply saved while streaming (Partial) is updated in place as it grows
+// and when it completes.
 func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Message) error {
 	_, path, err := s.db.CurrentPath(ctx, id)
 	if err != nil {
@@ -184,6 +206,19 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 		parent = path[common-1].ID
 		pos = path[common-1].PosEnd
 	}
+	if common == len(path)-1 && common < len(msgs) && continues(path[common], msgs[common]) {
+		m := msgs[common]
+		sm := path[common]
+		sm.Text, sm.TokenIDs, sm.PosStart, sm.PosEnd, sm.Partial = m.Text, toInt32(m.Tokens), pos, pos+len(m.Tokens), m.Partial
+		if sm.Stats, err = messageStats(m); err != nil {
+			return err
+		}
+		if err := s.db.UpdateMessage(ctx, sm); err != nil {
+			return err
+		}
+		parent, pos = sm.ID, sm.PosEnd
+		common++
+	}
 	if common < len(path) {
 		if err := s.db.SetCurrentLeaf(ctx, id, parent); err != nil {
 			return err
@@ -191,14 +226,9 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 	}
 	for _, m := range msgs[common:] {
 		sm := store.Message{ConversationID: id, ParentID: parent, Role: m.Role, Text: m.Text,
-			TokenIDs: toInt32(m.Tokens), PosStart: pos, PosEnd: pos + len(m.Tokens)}
-		if m.Stats != nil {
-			js, err := json.Marshal(storedStats{m.Stats.PromptTokens, m.Stats.GeneratedTokens, m.Stats.PrefillTokPerS,
-				m.Stats.DecodeTokPerS, float64(m.Stats.TTFT.Microseconds()) / 1000, m.Stats.StopReason})
-			if err != nil {
-				return err
-			}
-			sm.Stats = js
+			TokenIDs: toInt32(m.Tokens), PosStart: pos, PosEnd: pos + len(m.Tokens), Partial: m.Partial}
+		if sm.Stats, err = messageStats(m); err != nil {
+			return err
 		}
 		added, err := s.db.AddMessage(ctx, sm)
 		if err != nil {
@@ -267,7 +297,7 @@ func (s *storeAdapter) LoadConversation(ctx context.Context, id int64) (Conversa
 	}
 	msgs := make([]Message, 0, len(path))
 	for _, m := range path {
-		msg := Message{Role: m.Role, Text: m.Text, Tokens: toInt(m.TokenIDs)}
+		msg := Message{Role: m.Role, Text: m.Text, Tokens: toInt(m.TokenIDs), Partial: m.Partial}
 		if len(m.Stats) > 0 {
 			var st storedStats
 			if json.Unmarshal(m.Stats, &st) == nil {

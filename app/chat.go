@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -84,6 +85,21 @@ func StatsLine(r *Reply) string {
 	return s
 }
 
+// IncompleteNote is what the transcript says under a reply that etchat
+// saved while it streamed and never finished.
+func IncompleteNote() string {
+	return "incomplete: etchat stopped before this reply finished · Regenerate (" + modKey() + "+R) redoes it, or just go on"
+}
+
+// MessageNote is the line under a message: a reply's measurements, or
+// IncompleteNote.
+func MessageNote(m Message) string {
+	if m.Partial {
+		return IncompleteNote()
+	}
+	return StatsLine(m.Stats)
+}
+
 // Chat is the chat view-model: the conversations of one model, the open
 // session and the actions on it. Actions that load or generate run on their
 // own goroutine and return at once; Wait blocks until the current one ends
@@ -102,6 +118,11 @@ type Chat struct {
 	defEng  string
 	stopped bool
 
+	// partialEvery is how often a streaming reply is saved (so a crash
+	// loses at most that much of it); now is the clock it is measured by.
+	partialEvery time.Duration
+	now          func() time.Time
+
 	OnChange func()
 	OnError  func(error)
 }
@@ -109,10 +130,13 @@ type Chat struct {
 // NewChat makes a chat view-model. store may be nil (nothing persists).
 // engine is the default engine of new conversations.
 func NewChat(opener Opener, store ChatStore, engine string) *Chat {
-	c := &Chat{opener: opener, store: store, defEng: engine}
+	c := &Chat{opener: opener, store: store, defEng: engine, partialEvery: PartialSaveInterval, now: time.Now}
 	c.st.Settings = DefaultSettings(engine)
 	return c
 }
+
+// PartialSaveInterval is how often a reply is saved while it streams.
+const PartialSaveInterval = 500 * time.Millisecond
 
 // SetDefaultEngine changes the engine new conversations start with.
 func (c *Chat) SetDefaultEngine(engine string) {
@@ -470,13 +494,27 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		}
 		c.mu.Lock()
 		c.st.PendingUser = pendingUser
+		id := c.st.ConvID
 		c.mu.Unlock()
+		// The reply in progress is saved at its first token and then at
+		// most every partialEvery, so a crash loses at most that much of
+		// it. A failed save here is not fatal: the final save reports.
+		var lastSave time.Time
 		stream := func(delta string) {
 			c.mu.Lock()
 			c.st.Streaming += delta
 			c.st.Activity = "Generating…"
 			c.mu.Unlock()
 			c.changed()
+			if c.store == nil || id == 0 {
+				return
+			}
+			if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
+				if msgs := sess.Partial(); msgs != nil {
+					_ = c.store.SaveTranscript(context.WithoutCancel(ctx), id, msgs)
+					lastSave = now
+				}
+			}
 		}
 		reply, err := do(ctx, sess, stream)
 		bg := context.WithoutCancel(ctx)

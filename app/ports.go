@@ -120,6 +120,9 @@ type Message struct {
 	Text   string
 	Tokens []int  // the ids this message occupies in the cache (template included)
 	Stats  *Reply // assistant replies only
+	// Partial marks a reply saved while it streamed that never finished
+	// (etchat stopped mid-reply); Tokens are what it had generated.
+	Partial bool
 }
 
 // Reply is one generation's measurements.
@@ -158,6 +161,11 @@ type Session interface {
 	Reset(ctx context.Context) error
 	// Messages is the transcript as the cache holds it now.
 	Messages() []Message
+	// Partial is the transcript with the reply being generated as its last
+	// message (Partial set), for saving while it streams: the turn's prompt
+	// tokens and the reply's tokens so far. Call it only from a stream
+	// callback; nil when there is no consistent picture to save.
+	Partial() []Message
 	// Position is the number of tokens in the cache; Capacity the most it
 	// admits.
 	Position() int

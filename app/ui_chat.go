@@ -353,7 +353,7 @@ func (v *chatView) drawTranscript(st ChatState) {
 			if m.Role == "system" && m.Text == "" {
 				continue
 			}
-			ms, _ := messageSegments(m.Role, m.Text, StatsLine(m.Stats))
+			ms, _ := messageSegments(m.Role, m.Text, MessageNote(m))
 			segs = append(segs, ms...)
 			segs = append(segs, &widget.SeparatorSegment{})
 		}
