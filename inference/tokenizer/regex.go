@@ -627,7 +627,13 @@ func isAlphabetic(r rune) bool {
 type reMatcher struct {
 	s     string
 	steps int
+	depth int
 }
+
+// maxDepth bounds the recursion of one match attempt (a group repeated
+// over a long text recurses once per repetition): past it the attempt
+// fails instead of exhausting the stack.
+const maxDepth = 20000
 
 // maxSteps bounds the work of one match attempt against catastrophic
 // backtracking; past it the attempt fails (a split then falls back to
@@ -687,9 +693,16 @@ func single(n *reNode, r rune) (isSingle, ok bool) {
 
 func (m *reMatcher) match(n *reNode, i int, k func(int) bool) bool {
 	m.steps++
-	if m.steps > maxSteps {
+	if m.steps > maxSteps || m.depth > maxDepth {
 		return false
 	}
+	m.depth++
+	ok := m.matchNode(n, i, k)
+	m.depth--
+	return ok
+}
+
+func (m *reMatcher) matchNode(n *reNode, i int, k func(int) bool) bool {
 	switch n.kind {
 	case reEmpty:
 		return k(i)

@@ -67,6 +67,30 @@ func TestRegexEngine(t *testing.T) {
 	}
 }
 
+// A pattern that recurses once per repetition over a long text, and one
+// that backtracks catastrophically, both finish without exhausting the
+// stack.
+func TestRegexBounded(t *testing.T) {
+	// Deeper than the recursion bound: the attempt fails, nothing breaks.
+	re, err := compileRegex(`\A(?:a|b)*c`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := matches(re, strings.Repeat("ab", 50000)+"c"); got != nil {
+		t.Errorf("matched %d pieces past the recursion bound", len(got))
+	}
+	if got := matches(re, strings.Repeat("ab", 500)+"c"); len(got) != 1 {
+		t.Errorf("short input: %d matches, want 1", len(got))
+	}
+	re, err = compileRegex(`(a*)*b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := matches(re, strings.Repeat("a", 30)); got != nil {
+		t.Errorf("matched %q", got)
+	}
+}
+
 func TestRegexErrors(t *testing.T) {
 	for _, p := range []string{`(?<=a)b`, `(?<!a)b`, `\p{NoSuchThing}`, `(ab`, `ab)`, `[ab`, `*a`, `a**`, `\k<x>`, `[a&&b]`, `(?x)a`, `a{2}{3}+`} {
 		if _, err := compileRegex(p); err == nil {
