@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -173,6 +174,19 @@ func BenchModels(entries []LibraryEntry) []benchmarks.LibraryModel {
 	return out
 }
 
+// borderInOrder is container.NewBorder with its parts in reading order
+// (top, left, center, right, bottom), which is the order Tab moves the
+// focus in; NewBorder puts the center first.
+func borderInOrder(top, bottom, left, right, center fyne.CanvasObject) *fyne.Container {
+	var objs []fyne.CanvasObject
+	for _, o := range []fyne.CanvasObject{top, left, center, right, bottom} {
+		if o != nil {
+			objs = append(objs, o)
+		}
+	}
+	return container.New(layout.NewBorderLayout(top, bottom, left, right), objs...)
+}
+
 // coalesce returns a change handler that schedules redraw on the UI
 // goroutine at most once until it has run: a burst of changes (one per
 // streamed token) costs one redraw, which reads the latest state.
@@ -283,6 +297,8 @@ var (
 	ShortcutNewConv    = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
 	ShortcutUndoTurn   = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutRegenerate = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault)
+	ShortcutEditLast   = shortcut(fyne.KeyE, fyne.KeyModifierShortcutDefault)
+	ShortcutKeyHelp    = shortcut(fyne.KeySlash, fyne.KeyModifierShortcutDefault)
 	ShortcutSettings   = shortcut(fyne.KeyPeriod, fyne.KeyModifierShortcutDefault)
 	ShortcutPrefs      = shortcut(fyne.KeyComma, fyne.KeyModifierShortcutDefault)
 	ShortcutModels     = shortcut(fyne.Key1, fyne.KeyModifierShortcutDefault)
@@ -312,7 +328,7 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Undo Last Turn", ShortcutUndoTurn, u.chat.undoTurn),
 		fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog),
 		item("Regenerate", ShortcutRegenerate, u.chat.regenerate),
-		fyne.NewMenuItem("Edit Last Message…", u.chat.editLast),
+		item("Edit Last Message…", ShortcutEditLast, u.chat.editLast),
 		fyne.NewMenuItem("Reset Conversation", u.chat.reset),
 		fyne.NewMenuItemSeparator(),
 		item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() }),
@@ -336,7 +352,7 @@ func (u *UI) menu() *fyne.MainMenu {
 		themeItem("System Theme", "system"),
 	)
 	help := fyne.NewMenu("Help",
-		fyne.NewMenuItem("Keyboard Shortcuts", u.showShortcuts),
+		item("Keyboard Shortcuts", ShortcutKeyHelp, u.showShortcuts),
 		fyne.NewMenuItem("About etchat", u.showAbout),
 	)
 	return fyne.NewMainMenu(file, chat, view, help)
@@ -357,6 +373,7 @@ func ShortcutHelp() string {
 		{mod + "+Enter", "send the message"},
 		{"Esc", "stop generating"},
 		{mod + "+R", "regenerate the last reply"},
+		{mod + "+E", "edit the last message"},
 		{mod + "+Shift+Backspace", "undo the last turn"},
 		{mod + "+N", "new conversation"},
 		{mod + "+.", "conversation settings"},
@@ -364,6 +381,8 @@ func ShortcutHelp() string {
 		{mod + "+Shift+R", "rescan the library"},
 		{mod + "+1/2/3", "Models / Chat / Benchmarks"},
 		{mod + "+,", "preferences"},
+		{mod + "+/", "this list"},
+		{"Tab / Shift+Tab", "move between fields and buttons"},
 	}
 	var b strings.Builder
 	for _, r := range rows {

@@ -115,7 +115,7 @@ func newChatView(u *UI) *chatView {
 	}
 	v.newBtn = widget.NewButtonWithIcon("New Conversation", theme.ContentAddIcon(), v.newConversation)
 	v.delBtn = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), v.deleteConversation)
-	side := container.NewBorder(
+	side := borderInOrder(
 		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.model, v.newBtn,
 			widget.NewLabelWithStyle("Conversations", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})),
 		v.delBtn, nil, nil, v.convList)
@@ -162,7 +162,7 @@ func newChatView(u *UI) *chatView {
 		container.NewGridWrap(fyne.NewSize(56, v.undoN.MinSize().Height), v.undoN), undoTok, regen, edit, reset)
 	composerBox := container.NewBorder(nil, buttons, nil, nil, v.input)
 
-	main := container.NewBorder(header, composerBox, nil, nil, v.scroll)
+	main := borderInOrder(header, composerBox, nil, nil, v.scroll)
 	split := container.NewHSplit(side, main)
 	split.Offset = 0.24
 	v.root = split
@@ -387,6 +387,7 @@ func (v *chatView) send() {
 		return
 	}
 	v.input.SetText("")
+	v.u.Win.Canvas().Focus(v.input) // after pressing Send, Esc stops and the next message can be typed
 }
 
 func (v *chatView) newConversation() {

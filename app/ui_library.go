@@ -138,7 +138,7 @@ func newLibraryView(u *UI) *libraryView {
 	left := container.NewBorder(v.scanBox, nil, nil, nil, container.NewStack(v.list, v.empty))
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.42
-	v.root = container.NewBorder(toolbar, nil, nil, nil, split)
+	v.root = borderInOrder(toolbar, nil, nil, nil, split)
 	u.Library.OnChange = u.coalesce(v.refresh)
 	v.refresh()
 	return v

@@ -608,3 +608,76 @@ func TestStartShowsInspectionProgress(t *testing.T) {
 		t.Errorf("after loading: progress shown %v, %d rows", v.scanBox.Visible(), v.list.Length())
 	}
 }
+
+// focusOrder presses Tab from nothing focused until the focus comes back
+// round, and returns where each object came.
+func focusOrder(c fyne.Canvas) map[fyne.Focusable]int {
+	c.Unfocus()
+	order := map[fyne.Focusable]int{}
+	for i := 0; i < 60; i++ {
+		c.FocusNext()
+		f := c.Focused()
+		if _, seen := order[f]; seen || f == nil {
+			break
+		}
+		order[f] = i
+	}
+	return order
+}
+
+func TestKeyboardFocusOrderAndSend(t *testing.T) {
+	u, root := newTestUI(t)
+	c := u.Win.Canvas()
+	lib := u.lib
+	// Models: the toolbar, then the list, then the estimate's fields.
+	order := focusOrder(c)
+	before := func(a, b fyne.Focusable, what string) {
+		t.Helper()
+		ia, oka := order[a]
+		ib, okb := order[b]
+		if !oka || !okb || ia >= ib {
+			t.Errorf("%s: tab order %d (%v) then %d (%v)", what, ia, oka, ib, okb)
+		}
+	}
+	before(findButton(t, lib.root, "Add File…"), lib.list, "Add File before the list")
+	before(lib.list, lib.capacity, "list before the capacity field")
+
+	u.SelectTab(TabChat)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(2)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	v := u.chat
+	order = focusOrder(c)
+	before(v.model, v.newBtn, "model before New Conversation")
+	before(v.newBtn, v.settings, "side bar before the chat")
+	before(v.settings, v.input, "header before the composer")
+	before(v.input, v.sendBtn, "composer before Send")
+
+	// Pressing Send leaves the focus in the composer, so Esc stops.
+	test.Type(v.input, "Hi")
+	test.Tap(v.sendBtn)
+	settle(u)
+	if c.Focused() != v.input {
+		t.Errorf("focus after Send: %T", c.Focused())
+	}
+	// The menu's shortcuts are all different and the help lists them.
+	for _, sc := range []fyne.Shortcut{ShortcutEditLast, ShortcutKeyHelp} {
+		found := false
+		for _, m := range u.Win.MainMenu().Items {
+			for _, it := range m.Items {
+				found = found || (it.Shortcut != nil && it.Shortcut.ShortcutName() == sc.ShortcutName())
+			}
+		}
+		if !found {
+			t.Errorf("no menu item for %s", sc.ShortcutName())
+		}
+	}
+	if h := ShortcutHelp(); !strings.Contains(h, "+E ") || !strings.Contains(h, "+/ ") {
+		t.Errorf("help %q", h)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -177,7 +178,8 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	v.empty = widget.NewLabel("")
 	v.empty.Wrapping = fyne.TextWrapWord
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), func() { go vm.Refresh(v.ctx) })
-	histTab := container.NewBorder(container.NewVBox(container.NewHBox(widget.NewLabel("Model"), v.filter, refresh), v.empty), nil, nil, nil, v.table)
+	histTop := container.NewVBox(container.NewHBox(widget.NewLabel("Model"), v.filter, refresh), v.empty)
+	histTab := container.New(layout.NewBorderLayout(histTop, nil, nil, nil), histTop, v.table) // Tab: filter, then table
 
 	v.trend = canvas.NewImageFromImage(nil)
 	v.trend.FillMode = canvas.ImageFillContain
@@ -196,7 +198,8 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 		go vm.Compare(v.ctx, b, c)
 	})
 	cmpForm := widget.NewForm(widget.NewFormItem("Baseline", v.base), widget.NewFormItem("Candidate", v.cand))
-	cmpTab := container.NewBorder(container.NewVBox(cmpForm, container.NewHBox(v.compare)), nil, nil, nil,
+	cmpTop := container.NewVBox(cmpForm, container.NewHBox(v.compare))
+	cmpTab := container.New(layout.NewBorderLayout(cmpTop, nil, nil, nil), cmpTop,
 		container.NewVSplit(container.NewScroll(v.cmpText), v.cmpChart))
 
 	tabs := container.NewAppTabs(
