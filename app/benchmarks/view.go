@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"errors"
 	"image"
 
 	"fyne.io/fyne/v2"
@@ -249,7 +250,10 @@ func (v *View) onStart() {
 	go func() {
 		// Start checks the model file (hashing it) before returning.
 		if err := v.vm.Start(v.ctx); err != nil {
-			v.do(v.redraw)
+			v.do(func() {
+				v.redraw()
+				dialog.ShowError(errors.New("The benchmark did not start: "+Explain(err)), v.win)
+			})
 		}
 	}()
 }

@@ -133,6 +133,10 @@ func TestViewRendersRunsAndCompares(t *testing.T) {
 	if vm.Run().Running {
 		t.Error("a run started with 0 repetitions")
 	}
+	// … and in a dialog that says what to do.
+	if top := w.Canvas().Overlays().Top(); top == nil || !strings.Contains(test.RenderObjectToMarkup(top), "correct the Repetitions field") {
+		t.Error("no dialog for the refused run")
+	}
 }
 
 func widgetCell(row int) widget.TableCellID { return widget.TableCellID{Row: row, Col: 0} }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,6 +92,27 @@ func (f Form) Options() (bench.Options, error) {
 		return o, &FieldError{"Engine", fmt.Errorf("%q: auto, cpu or metal", f.Engine)}
 	}
 	return o, nil
+}
+
+// Explain is err, from starting a run, with what to do next.
+func Explain(err error) string {
+	msg := err.Error()
+	var fe *FieldError
+	switch {
+	case errors.As(err, &fe):
+		return msg + " — correct the " + fe.Field + " field and press Start again"
+	case errors.Is(err, fs.ErrNotExist):
+		return msg + " — the file is not there: pick a model of the library, or browse to the .pte"
+	case errors.Is(err, bench.ErrDoesNotFit):
+		return msg + " — use smaller sizes or depths, or a larger KV capacity"
+	case strings.Contains(msg, "invalid .pte") || strings.Contains(msg, "not a .pte"):
+		return msg + " — this is not an ExecuTorch program etchat can read: pick another model (the Models tab says which ones run)"
+	case strings.Contains(strings.ToLower(msg), "tokenizer"):
+		return msg + " — put the model's tokenizer.json next to the .pte, or empty the Tokenizer field"
+	case strings.Contains(strings.ToLower(msg), "metal") || strings.Contains(msg, "library"):
+		return msg + " — choose the cpu engine, or set the runner library in Preferences"
+	}
+	return msg + " — check the form's fields and press Start again"
 }
 
 // Deps are what the view-model works with. Zero fields have defaults.
@@ -285,7 +307,7 @@ func (vm *ViewModel) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		vm.mu.Lock()
-		vm.status, vm.runErr = "Not started: "+err.Error(), err
+		vm.status, vm.runErr = "Not started: "+Explain(err), err
 		vm.mu.Unlock()
 		vm.changed()
 		return err
@@ -293,7 +315,7 @@ func (vm *ViewModel) Start(ctx context.Context) error {
 	eng, err := vm.deps.OpenEngine(f.Engine)
 	if err != nil {
 		vm.mu.Lock()
-		vm.status, vm.runErr = "Not started: "+err.Error(), err
+		vm.status, vm.runErr = "Not started: "+Explain(err), err
 		vm.mu.Unlock()
 		vm.changed()
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"image"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -279,5 +280,30 @@ func TestChooseModelDefaultsTheTokenizerNextToIt(t *testing.T) {
 	vm.ChooseModel(llama)
 	if f := vm.Form(); f.PTE != llama || f.Tokenizer != "/my/tokenizer.json" || vm.FormVersion() == v0 {
 		t.Fatalf("form %+v version %d", f, vm.FormVersion())
+	}
+}
+
+// A run that cannot start says why and what to do next.
+func TestStartRefusalSaysWhatToDo(t *testing.T) {
+	vm := testVM(t, nil)
+	bad := filepath.Join(t.TempDir(), "bad.pte")
+	if err := os.WriteFile(bad, []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pte, prompts, want string
+	}{
+		{bad, "4", "pick another model"},
+		{filepath.Join(t.TempDir(), "gone.pte"), "4", "the file is not there"},
+		{fixtures.PTE(fixtures.Llama3), "x", "correct the Prompt sizes field"},
+		{fixtures.PTE(fixtures.Llama3), "4096", "use smaller sizes"},
+	} {
+		f := smallForm()
+		f.PTE, f.Prompts = c.pte, c.prompts
+		vm.SetForm(f)
+		err := vm.Start(context.Background())
+		if err == nil || !strings.Contains(Explain(err), c.want) || !strings.Contains(vm.Run().Status, c.want) {
+			t.Errorf("%s %s: %v; status %q", filepath.Base(c.pte), c.prompts, err, vm.Run().Status)
+		}
 	}
 }
