@@ -681,3 +681,19 @@ func TestKeyboardFocusOrderAndSend(t *testing.T) {
 		t.Errorf("help %q", h)
 	}
 }
+
+func TestTranscriptMarksIncompleteReply(t *testing.T) {
+	u, _ := newTestUI(t)
+	v := u.chat
+	v.drawTranscript(ChatState{Loaded: true, Messages: []Message{
+		{Role: "user", Text: "Tell me about the sea."},
+		{Role: "assistant", Text: "The sea is", Tokens: []int{1, 2, 3}, Partial: true},
+	}})
+	md := test.RenderObjectToMarkup(v.transcript)
+	if !strings.Contains(md, "The sea is") || !strings.Contains(md, "incomplete: etchat stopped before this reply finished") {
+		t.Errorf("transcript:\n%s", md)
+	}
+	if MessageNote(Message{Role: "assistant", Stats: &Reply{GeneratedTokens: 3}}) == IncompleteNote() {
+		t.Error("a finished reply is marked incomplete")
+	}
+}
