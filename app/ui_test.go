@@ -689,8 +689,12 @@ func TestTranscriptMarksIncompleteReply(t *testing.T) {
 		{Role: "user", Text: "Tell me about the sea."},
 		{Role: "assistant", Text: "The sea is", Tokens: []int{1, 2, 3}, Partial: true},
 	}})
-	md := test.RenderObjectToMarkup(v.transcript)
-	if !strings.Contains(md, "The sea is") || !strings.Contains(md, "incomplete: etchat stopped before this reply finished") {
+	var text strings.Builder
+	for _, seg := range v.transcript.Segments {
+		text.WriteString(seg.Textual())
+		text.WriteString("\n")
+	}
+	if md := text.String(); !strings.Contains(md, "The sea is") || !strings.Contains(md, "incomplete: etchat stopped before this reply finished") {
 		t.Errorf("transcript:\n%s", md)
 	}
 	if MessageNote(Message{Role: "assistant", Stats: &Reply{GeneratedTokens: 3}}) == IncompleteNote() {
