@@ -94,8 +94,8 @@ func TestTokenizeCLIGoldens(t *testing.T) {
 					}
 				}
 			}
-			if fam.name == "gemma3" {
-				return
+			if fam.name != "llama3" {
+				return // the other modes once are enough
 			}
 			// Plain mode, and detokenize, on a few records (text exact, no
 			// trailing newline added).
