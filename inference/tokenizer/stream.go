@@ -8,7 +8,11 @@ import "strings"
 //
 // It keeps a few already shown tokens as context, so that decoders that
 // treat the first token specially (Metaspace, Strip) and bytes split across
-// tokens (ByteLevel, ByteFallback) come out as in a whole decode.
+// tokens (ByteLevel, ByteFallback) come out as in a whole decode. A run of
+// byte-fallback tokens is held until it ends (HF turns a whole ill-formed
+// run into U+FFFDs). With a decoder whose output depends on which token is
+// last (BPEDecoder), text is held until Flush. A StreamDecoder is for one
+// goroutine at a time.
 type StreamDecoder struct {
 	t           *Tokenizer
 	skipSpecial bool
