@@ -30,7 +30,8 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		}
 		N := b.shape[1]
 		rows := a.numel() / max(K, 1)
-		shape := append(append([]int(nil), a.shape[:len(a.shape)-1]...), N)
+		shape := append(s.tmp(0, a.shape[:len(a.shape)-1]...), N)
+		s.scratch[0] = shape
 		x := s.fl(a)
 		if s.lastOnly && s.ip == s.m.headInst && rows > 1 && len(shape) >= 2 {
 			// only the last position's logits are wanted
@@ -48,7 +49,8 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		if err != nil {
 			return err
 		}
-		w := wmat{n: N, k: K}
+		s.wm = wmat{n: N, k: K}
+		w := &s.wm
 		if b.strides[0] == 1 && (b.strides[1] == K || N == 1) && b.i == nil {
 			// a transposed [N, K] row-major weight: the common linear layer
 			w.f, w.h, w.fp16, w.ld, w.off = b.f, b.h, b.dt == stF16, K, b.off
@@ -63,8 +65,8 @@ func (s *session) addmm(n *g.AddmmNode) error {
 			}
 			w.f, w.ld = wt, K
 		}
-		matmul(o, x, rows, &w, s.threads)
-		out = newF(stF32, shape, o)
+		matmul(&s.mm, o, x, rows, w, s.threads)
+		out = s.newF(stF32, shape, o)
 		if a.dt == stBF16 || b.dt == stBF16 {
 			out.dt = stBF16
 		}
@@ -87,7 +89,7 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		if err != nil {
 			return err
 		}
-		bv, err := bias.broadcastView(out.shape)
+		bv, err := s.broadcastView(bias, out.shape)
 		if err != nil {
 			return fmt.Errorf("Addmm bias: %w", err)
 		}
@@ -103,7 +105,7 @@ func (s *session) addmm(n *g.AddmmNode) error {
 // [..., K, N]); used for small tensors (the RoPE outer product).
 func (s *session) batchedMatmul(a, b *tensor) (*tensor, error) {
 	if len(a.shape) < 2 {
-		a = a.view(append([]int{1}, a.shape...), append([]int{0}, a.strides...), a.off)
+		a = s.view(a, append([]int{1}, a.shape...), append([]int{0}, a.strides...), a.off)
 	}
 	ra, rb := len(a.shape), len(b.shape)
 	M, K := a.shape[ra-2], a.shape[ra-1]
@@ -111,19 +113,25 @@ func (s *session) batchedMatmul(a, b *tensor) (*tensor, error) {
 		return nil, fmt.Errorf("Addmm: shapes %v @ %v", a.shape, b.shape)
 	}
 	N := b.shape[rb-1]
-	batch, err := broadcastShapes(a.shape[:ra-2], b.shape[:rb-2])
+	batch, err := broadcastShapesInto(s.scratch[0], a.shape[:ra-2], b.shape[:rb-2])
 	if err != nil {
 		return nil, fmt.Errorf("Addmm: %w", err)
 	}
-	av, err := a.broadcastView(append(append([]int(nil), batch...), M, K))
+	s.scratch[0] = batch
+	sh := append(s.tmp(1, batch...), M, K)
+	s.scratch[1] = sh
+	av, err := s.broadcastView(a, sh)
 	if err != nil {
 		return nil, err
 	}
-	bv, err := b.broadcastView(append(append([]int(nil), batch...), K, N))
+	sh = append(s.tmp(1, batch...), K, N)
+	s.scratch[1] = sh
+	bv, err := s.broadcastView(b, sh)
 	if err != nil {
 		return nil, err
 	}
-	shape := append(append([]int(nil), batch...), M, N)
+	shape := append(s.tmp(1, batch...), M, N)
+	s.scratch[1] = shape
 	cnt, err := checkElems(shape)
 	if err != nil {
 		return nil, err
@@ -146,16 +154,39 @@ func (s *session) batchedMatmul(a, b *tensor) (*tensor, error) {
 			}
 		}
 	}
-	return newF(stF32, shape, o), nil
+	return s.newF(stF32, shape, o), nil
 }
 
 // attend computes softmax(q·kᵀ·scale)·v per query head over S keys.
 // q is [Hq][T][D], k and v are [Hkv][S][D]; query t sits at logical
 // position qBase+t, key j at kBase+j; a query sees keys at positions ≤ its
 // own and, with window > 0, greater than its position − window.
-func attend(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int) {
+//
+// scores, when it holds S floats, is the single-threaded path's scratch.
+func attend(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int, scores []float32) {
+	if threads <= 1 || hq == 1 || T*S*D < 1<<14 {
+		if len(scores) < S {
+			scores = make([]float32, S)
+		}
+		attendHeads(out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, 0, 1, scores)
+		return
+	}
+	var wg sync.WaitGroup
+	nt := min(threads, hq)
+	for w := 0; w < nt; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			attendHeads(out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, w, nt, make([]float32, S))
+		}(w)
+	}
+	wg.Wait()
+}
+
+// attendHeads is attend for heads h0, h0+step, … with scores as scratch.
+func attendHeads(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, step int, scores []float32) {
 	group := hq / hkv
-	head := func(h int, scores []float32) {
+	for h := h0; h < hq; h += step {
 		kh := h / group
 		kk := k[kh*S*D : (kh+1)*S*D]
 		vv := v[kh*S*D : (kh+1)*S*D]
@@ -196,26 +227,13 @@ func attend(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, 
 			}
 		}
 	}
-	if threads <= 1 || hq == 1 || T*S*D < 1<<14 {
-		scores := make([]float32, S)
-		for h := 0; h < hq; h++ {
-			head(h, scores)
-		}
-		return
+}
+
+func (s *session) scores(n int) []float32 {
+	if cap(s.scoreBuf) < n {
+		s.scoreBuf = make([]float32, n)
 	}
-	var wg sync.WaitGroup
-	nt := min(threads, hq)
-	for w := 0; w < nt; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			scores := make([]float32, S)
-			for h := w; h < hq; h += nt {
-				head(h, scores)
-			}
-		}(w)
-	}
-	wg.Wait()
+	return s.scoreBuf[:n]
 }
 
 func (s *session) sdpa(n *g.SdpaNode) error {
@@ -252,8 +270,8 @@ func (s *session) sdpa(n *g.SdpaNode) error {
 	} else {
 		qBase = 1 << 30 // sees every key
 	}
-	attend(o, s.fl(q), s.fl(k), s.fl(v), hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads)
-	return s.set(n.Out, newF(q.dt, []int{1, hq, T, D}, o))
+	attend(o, s.fl(q), s.fl(k), s.fl(v), hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads, s.scores(S))
+	return s.set(n.Out, s.newF(q.dt, []int{1, hq, T, D}, o))
 }
 
 // kvPool is one layer's K and V storage, [heads][rows][dim] each, in the
@@ -416,11 +434,11 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 	if l := s.cfg.Layers[layer]; l.Kind == kvcache.Ring {
 		window = l.Window
 	}
-	attend(o, s.fl(q), kb, vb, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads)
+	attend(o, s.fl(q), kb, vb, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(S))
 	dt := q.dt
 	if n.OutDType != nil && isFloatST(int(*n.OutDType)) {
 		dt = int(*n.OutDType)
 	}
 	s.plans = append(s.plans, plan)
-	return s.set(n.Out, newF(dt, []int{1, hq, T, D}, o))
+	return s.set(n.Out, s.newF(dt, []int{1, hq, T, D}, o))
 }

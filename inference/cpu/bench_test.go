@@ -97,6 +97,7 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			ctx := context.Background()
 			prefill(b, s, ids, l.PrefillChunk)
+			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if !s.CanExtend(1) {

@@ -94,7 +94,7 @@ func TestGemv(t *testing.T) {
 		}
 		for _, w := range []wmat{{f: wf, n: N, k: K, ld: ld, off: 3}, {h: wh, n: N, k: K, ld: ld, off: 3}} {
 			out := make([]float32, N)
-			matmul(out, x, 1, &w, 1)
+			matmul(nil, out, x, 1, &w, 1)
 			for n := 0; n < N; n++ {
 				var want float64
 				for k := 0; k < K; k++ {

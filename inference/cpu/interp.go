@@ -75,15 +75,17 @@ func (s *session) resolveInt(x g.IntOrVid) (int, error) {
 	return clampI32(v.i), nil
 }
 
+// resolveInts resolves into scratch slice 3, valid until the next call.
 func (s *session) resolveInts(xs []g.IntOrVid) ([]int, error) {
-	out := make([]int, len(xs))
-	for i, x := range xs {
+	out := s.tmp(3)
+	for _, x := range xs {
 		v, err := s.resolveInt(x)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = v
+		out = append(out, v)
 	}
+	s.scratch[3] = out
 	return out, nil
 }
 
@@ -162,9 +164,10 @@ func (s *session) exec(in g.Instruction) error {
 		if err != nil {
 			return err
 		}
-		shape := append(append(append([]int{}, x.shape[:ax]...), 1), x.shape[ax:]...)
-		st := append(append(append([]int{}, x.strides[:ax]...), 0), x.strides[ax:]...)
-		return s.set(n.Out, x.view(shape, st, x.off))
+		shape := append(append(s.tmp(0, x.shape[:ax]...), 1), x.shape[ax:]...)
+		st := append(append(s.tmp(1, x.strides[:ax]...), 0), x.strides[ax:]...)
+		s.scratch[0], s.scratch[1] = shape, st
+		return s.set(n.Out, s.view(x, shape, st, x.off))
 	case *g.TakeNode:
 		return s.take(n)
 	case *g.RMSNormNode:
@@ -268,7 +271,7 @@ func (s *session) exec(in g.Instruction) error {
 			for i := range v {
 				o[i] = -v[i]
 			}
-			return s.set(n.Out, newI(x.dt, append([]int(nil), x.shape...), o))
+			return s.set(n.Out, s.newI(x.dt, x.shape, o))
 		}
 		return s.unary(n.X, n.Out, func(x float32) float32 { return -x })
 	case *g.ContiguousNode:
@@ -295,7 +298,7 @@ func (s *session) exec(in g.Instruction) error {
 		if _, err := checkElems(shape); err != nil {
 			return fmt.Errorf("BroadcastTo: %w", err)
 		}
-		v, err := x.broadcastView(shape)
+		v, err := s.broadcastView(x, shape)
 		if err != nil {
 			return fmt.Errorf("BroadcastTo: %w", err)
 		}
@@ -310,21 +313,21 @@ func (s *session) exec(in g.Instruction) error {
 		if len(n.Perm) != len(x.shape) {
 			return fmt.Errorf("Transpose: perm %v for rank %d", n.Perm, len(x.shape))
 		}
-		shape := make([]int, len(x.shape))
-		st := make([]int, len(x.shape))
-		seen := make([]bool, len(x.shape))
+		shape, st := s.tmp(0, x.shape...), s.tmp(1, x.strides...)
+		seen := s.tmp(2, x.shape...)
+		clear(seen)
 		for i, p := range n.Perm {
 			a, err := normAxis(int(p), len(x.shape), "Transpose")
 			if err != nil {
 				return err
 			}
-			if seen[a] {
+			if seen[a] != 0 {
 				return fmt.Errorf("Transpose: perm %v repeats an axis", n.Perm)
 			}
-			seen[a] = true
+			seen[a] = 1
 			shape[i], st[i] = x.shape[a], x.strides[a]
 		}
-		return s.set(n.Out, x.view(shape, st, x.off))
+		return s.set(n.Out, s.view(x, shape, st, x.off))
 	case *g.SliceNode:
 		return s.slice(n)
 	case *g.AsTypeNode:
@@ -357,7 +360,7 @@ func (s *session) exec(in g.Instruction) error {
 			for i := range o {
 				o[i] = int64(fv)
 			}
-			return s.set(n.Out, newI(st, shape, o))
+			return s.set(n.Out, s.newI(st, shape, o))
 		}
 		o, err := s.allocF(cnt)
 		if err != nil {
@@ -366,7 +369,7 @@ func (s *session) exec(in g.Instruction) error {
 		for i := range o {
 			o[i] = float32(fv)
 		}
-		return s.set(n.Out, newF(st, shape, o))
+		return s.set(n.Out, s.newF(st, shape, o))
 	case *g.ARangeNode:
 		start, err := s.resolveInt(n.Start)
 		if err != nil {
@@ -399,13 +402,13 @@ func (s *session) exec(in g.Instruction) error {
 			for i := range o {
 				o[i] = float32(start + i*step)
 			}
-			return s.set(n.Out, newF(st, []int{cnt}, o))
+			return s.set(n.Out, s.newF(st, []int{cnt}, o))
 		}
 		o := make([]int64, cnt)
 		for i := range o {
 			o[i] = int64(start + i*step)
 		}
-		return s.set(n.Out, newI(st, []int{cnt}, o))
+		return s.set(n.Out, s.newI(st, []int{cnt}, o))
 	case *g.SumNode:
 		return s.sum(n)
 	case *g.SliceUpdateNode:
@@ -438,7 +441,7 @@ func (s *session) unary(xt, out g.Tid, fn func(float32) float32) error {
 	if !isFloatST(dt) {
 		dt = stF32
 	}
-	return s.set(out, newF(dt, append([]int(nil), x.shape...), o))
+	return s.set(out, s.newF(dt, x.shape, o))
 }
 
 func promote(a, b int) int {
@@ -466,24 +469,25 @@ func (s *session) binary(n g.BinaryNode, ff func(a, b float32) float32, fi func(
 	if err != nil {
 		return err
 	}
-	shape, err := broadcastShapes(a.shape, b.shape)
+	shape, err := broadcastShapesInto(s.scratch[0], a.shape, b.shape)
 	if err != nil {
 		return err
 	}
+	s.scratch[0] = shape
 	cnt, err := checkElems(shape)
 	if err != nil {
 		return err
 	}
-	av, _ := a.broadcastView(shape)
-	bv, _ := b.broadcastView(shape)
 	dt := promote(a.dt, b.dt)
 	if a.isInt() && b.isInt() && fi != nil {
+		av, _ := s.broadcastView(a, shape)
+		bv, _ := s.broadcastView(b, shape)
 		x, y := av.ints(), bv.ints()
 		o := make([]int64, cnt)
 		for i := range o {
 			o[i] = fi(x[i], y[i])
 		}
-		return s.set(n.Out, newI(dt, shape, o))
+		return s.set(n.Out, s.newI(dt, shape, o))
 	}
 	if !isFloatST(dt) {
 		dt = stF32
@@ -499,14 +503,16 @@ func (s *session) binary(n g.BinaryNode, ff func(a, b float32) float32, fi func(
 		for i := range o {
 			o[i] = ff(x[i], y[i])
 		}
-		return s.set(n.Out, newF(dt, shape, o))
+		return s.set(n.Out, s.newF(dt, shape, o))
 	}
+	av, _ := s.broadcastView(a, shape)
+	bv, _ := s.broadcastView(b, shape)
 	x := s.fl(av)
 	y := s.fl(bv)
 	for i := range o {
 		o[i] = ff(x[i], y[i])
 	}
-	return s.set(n.Out, newF(dt, shape, o))
+	return s.set(n.Out, s.newF(dt, shape, o))
 }
 
 func (s *session) compare(n g.BinaryNode, pred func(c int) bool) error {
@@ -518,16 +524,17 @@ func (s *session) compare(n g.BinaryNode, pred func(c int) bool) error {
 	if err != nil {
 		return err
 	}
-	shape, err := broadcastShapes(a.shape, b.shape)
+	shape, err := broadcastShapesInto(s.scratch[0], a.shape, b.shape)
 	if err != nil {
 		return err
 	}
+	s.scratch[0] = shape
 	cnt, err := checkElems(shape)
 	if err != nil {
 		return err
 	}
-	av, _ := a.broadcastView(shape)
-	bv, _ := b.broadcastView(shape)
+	av, _ := s.broadcastView(a, shape)
+	bv, _ := s.broadcastView(b, shape)
 	o := make([]int64, cnt)
 	cmp := func(x, y float64) int {
 		switch {
@@ -553,7 +560,7 @@ func (s *session) compare(n g.BinaryNode, pred func(c int) bool) error {
 			}
 		}
 	}
-	return s.set(n.Out, newI(stBool, shape, o))
+	return s.set(n.Out, s.newI(stBool, shape, o))
 }
 
 func (s *session) intOp(n g.IntBinaryNode, name string, fn func(a, b int64) (int64, error)) error {
@@ -602,9 +609,10 @@ func (s *session) take(n *g.TakeNode) error {
 		if idx < 0 {
 			idx += dim
 		}
-		shape := append(append([]int{}, x.shape[:ax]...), x.shape[ax+1:]...)
-		st := append(append([]int{}, x.strides[:ax]...), x.strides[ax+1:]...)
-		return s.set(n.Out, x.view(shape, st, x.off+idx*x.strides[ax]))
+		shape := append(s.tmp(0, x.shape[:ax]...), x.shape[ax+1:]...)
+		st := append(s.tmp(1, x.strides[:ax]...), x.strides[ax+1:]...)
+		s.scratch[0], s.scratch[1] = shape, st
+		return s.set(n.Out, s.view(x, shape, st, x.off+idx*x.strides[ax]))
 	}
 	it, err := s.get(n.Index.Tid)
 	if err != nil {
@@ -621,7 +629,8 @@ func (s *session) take(n *g.TakeNode) error {
 	for _, d := range x.shape[ax+1:] {
 		inner *= d
 	}
-	shape := append(append(append([]int{}, x.shape[:ax]...), it.shape...), x.shape[ax+1:]...)
+	shape := append(append(s.tmp(0, x.shape[:ax]...), it.shape...), x.shape[ax+1:]...)
+	s.scratch[0] = shape
 	cnt, err := checkElems(shape)
 	if err != nil {
 		return err
@@ -643,7 +652,7 @@ func (s *session) take(n *g.TakeNode) error {
 				o = append(o, xs[b:b+inner]...)
 			}
 		}
-		return s.set(n.Out, newI(x.dt, shape, o))
+		return s.set(n.Out, s.newI(x.dt, shape, o))
 	}
 	o, err := s.allocF(cnt)
 	if err != nil {
@@ -674,7 +683,7 @@ func (s *session) take(n *g.TakeNode) error {
 		}
 	}
 	dt := x.dt
-	return s.set(n.Out, newF(dt, shape, o))
+	return s.set(n.Out, s.newF(dt, shape, o))
 }
 
 func (s *session) rmsNorm(n *g.RMSNormNode) error {
@@ -724,7 +733,7 @@ func (s *session) rmsNorm(n *g.RMSNormNode) error {
 	if !isFloatST(dt) {
 		dt = stF32
 	}
-	return s.set(n.Out, newF(dt, append([]int(nil), x.shape...), o))
+	return s.set(n.Out, s.newF(dt, x.shape, o))
 }
 
 func (s *session) reshape(n *g.ReshapeNode) error {
@@ -760,17 +769,17 @@ func (s *session) reshape(n *g.ReshapeNode) error {
 		return fmt.Errorf("Reshape: %v (%d elements) to %v", x.shape, total, shape)
 	}
 	if x.contiguous() {
-		return s.set(n.Out, x.view(shape, contiguousStrides(shape), x.off))
+		return s.set(n.Out, s.view(x, shape, nil, x.off))
 	}
 	if x.isInt() {
-		return s.set(n.Out, newI(x.dt, shape, x.ints()))
+		return s.set(n.Out, s.newI(x.dt, shape, x.ints()))
 	}
 	o, err := s.allocF(total)
 	if err != nil {
 		return err
 	}
 	copy(o, x.floats(o[:0]))
-	return s.set(n.Out, newF(x.dt, shape, o))
+	return s.set(n.Out, s.newF(x.dt, shape, o))
 }
 
 func (s *session) slice(n *g.SliceNode) error {
@@ -803,11 +812,10 @@ func (s *session) slice(n *g.SliceNode) error {
 	if stop > start {
 		length = (stop - start + int(n.Step) - 1) / int(n.Step)
 	}
-	shape := append([]int(nil), x.shape...)
-	st := append([]int(nil), x.strides...)
+	shape, st := s.tmp(0, x.shape...), s.tmp(1, x.strides...)
 	shape[ax] = length
 	st[ax] *= int(n.Step)
-	return s.set(n.Out, x.view(shape, st, x.off+start*x.strides[ax]))
+	return s.set(n.Out, s.view(x, shape, st, x.off+start*x.strides[ax]))
 }
 
 func clampIdx(i, dim int) int {
@@ -822,7 +830,7 @@ func (s *session) asType(xt, out g.Tid, st int) error {
 	if err != nil {
 		return err
 	}
-	shape := append([]int(nil), x.shape...)
+	shape := x.shape
 	switch {
 	case isFloatST(st):
 		o, err := s.allocF(x.numel())
@@ -830,7 +838,7 @@ func (s *session) asType(xt, out g.Tid, st int) error {
 			return err
 		}
 		copy(o, x.floats(o[:0]))
-		return s.set(out, newF(st, shape, o))
+		return s.set(out, s.newF(st, shape, o))
 	case st == stBool:
 		v := s.fl(x)
 		o := make([]int64, len(v))
@@ -839,9 +847,9 @@ func (s *session) asType(xt, out g.Tid, st int) error {
 				o[i] = 1
 			}
 		}
-		return s.set(out, newI(st, shape, o))
+		return s.set(out, s.newI(st, shape, o))
 	case isIntST(st):
-		return s.set(out, newI(st, shape, append([]int64(nil), x.ints()...)))
+		return s.set(out, s.newI(st, shape, append([]int64(nil), x.ints()...)))
 	}
 	return fmt.Errorf("AsType: dtype %d not supported", st)
 }
@@ -850,20 +858,21 @@ func (s *session) concat(n *g.ConcatenateNode) error {
 	if len(n.Tensors) == 0 {
 		return fmt.Errorf("Concatenate of nothing")
 	}
-	ts := make([]*tensor, len(n.Tensors))
-	for i, id := range n.Tensors {
+	ts := s.cat[:0]
+	for _, id := range n.Tensors {
 		t, err := s.get(id)
 		if err != nil {
 			return err
 		}
-		ts[i] = t
+		ts = append(ts, t)
 	}
+	s.cat = ts
 	rank := len(ts[0].shape)
 	ax, err := normAxis(int(n.Axis), rank, "Concatenate")
 	if err != nil {
 		return err
 	}
-	shape := append([]int(nil), ts[0].shape...)
+	shape := s.tmp(0, ts[0].shape...)
 	shape[ax] = 0
 	allInt := true
 	for _, t := range ts {
@@ -901,7 +910,7 @@ func (s *session) concat(n *g.ConcatenateNode) error {
 			}
 			p += c
 		}
-		return s.set(n.Out, newI(ts[0].dt, shape, o))
+		return s.set(n.Out, s.newI(ts[0].dt, shape, o))
 	}
 	o, err := s.allocF(cnt)
 	if err != nil {
@@ -918,7 +927,7 @@ func (s *session) concat(n *g.ConcatenateNode) error {
 		p += c
 		dt = promote(dt, t.dt)
 	}
-	return s.set(n.Out, newF(dt, shape, o))
+	return s.set(n.Out, s.newF(dt, shape, o))
 }
 
 func (s *session) sum(n *g.SumNode) error {
@@ -971,7 +980,7 @@ func (s *session) sum(n *g.SumNode) error {
 		o := make([]int64, cnt)
 		j := 0
 		iterate(x.shape, ostr, 0, func(p int) { o[p] += v[j]; j++ })
-		return s.set(n.Out, newI(stI64, shape, o))
+		return s.set(n.Out, s.newI(stI64, shape, o))
 	}
 	v := s.fl(x)
 	acc := make([]float64, cnt)
@@ -981,7 +990,7 @@ func (s *session) sum(n *g.SumNode) error {
 	for i := range o {
 		o[i] = float32(acc[i])
 	}
-	return s.set(n.Out, newF(x.dt, shape, o))
+	return s.set(n.Out, s.newF(x.dt, shape, o))
 }
 
 // sliceUpdate writes update into dst[start:stop] along axis. The result is a
@@ -1020,9 +1029,9 @@ func (s *session) sliceUpdate(n *g.SliceUpdateNode) error {
 	if stop <= start {
 		return s.set(n.Out, dst)
 	}
-	region := append([]int(nil), dst.shape...)
+	region := s.tmp(0, dst.shape...)
 	region[ax] = stop - start
-	uv, err := upd.broadcastView(region)
+	uv, err := s.broadcastView(upd, region)
 	if err != nil {
 		return fmt.Errorf("SliceUpdate: update %v into region %v: %w", upd.shape, region, err)
 	}
@@ -1030,11 +1039,21 @@ func (s *session) sliceUpdate(n *g.SliceUpdateNode) error {
 		return fmt.Errorf("SliceUpdate of integer tensors not supported")
 	}
 	cnt := dst.numel()
-	o := make([]float32, cnt) // owned: may become a mutable buffer
+	// Owned, as it may become a mutable buffer: the one this slot's
+	// buffer replaced last step when there is one, else fresh.
+	o := s.spare[n.Out]
+	delete(s.spare, n.Out)
+	if len(o) != cnt || (dst.f != nil && len(dst.f) > 0 && &o[0] == &dst.f[0]) {
+		o = make([]float32, cnt)
+	}
 	copy(o, dst.floats(o[:0]))
 	u := s.fl(uv)
-	ostr := contiguousStrides(dst.shape)
+	ostr := s.tmp(1, dst.shape...)
+	for i, acc := len(ostr)-1, 1; i >= 0; i-- {
+		ostr[i] = acc
+		acc *= dst.shape[i]
+	}
 	j := 0
 	iterate(region, ostr, start*ostr[ax], func(p int) { o[p] = u[j]; j++ })
-	return s.set(n.Out, newF(dst.dt, append([]int(nil), dst.shape...), o))
+	return s.set(n.Out, s.newF(dst.dt, dst.shape, o))
 }

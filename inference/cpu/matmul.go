@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -182,9 +183,51 @@ func scratchFor(rows int, w *wmat) []float32 {
 	return make([]float32, 2*w.k)
 }
 
-// matmul computes out[rows][N] = x[rows][K] · Wᵀ using up to threads
-// goroutines over blocks of output columns.
-func matmul(out, x []float32, rows int, w *wmat, threads int) {
+// mmJob is one matmul, shared by its caller and the idle workers that
+// join it; a session keeps one so a step allocates none.
+type mmJob struct {
+	out, x []float32
+	rows   int
+	w      *wmat
+	next   atomic.Int64 // the next block of output columns
+	wg     sync.WaitGroup
+}
+
+// mmBlock: columns are handed out in blocks of 64 through a counter so
+// that uneven cores still finish together.
+const mmBlock = 64
+
+func (j *mmJob) run() {
+	scratch := scratchFor(j.rows, j.w)
+	N := j.w.n
+	for {
+		n0 := int(j.next.Add(mmBlock) - mmBlock)
+		if n0 >= N {
+			return
+		}
+		matmulRange(j.out, j.x, j.rows, j.w, n0, min(n0+mmBlock, N), scratch)
+	}
+}
+
+// The matmul workers: started once, one per CPU, each waiting for a job
+// to join. A matmul hands its job only to workers idle at that moment and
+// works on it itself, so it never waits for a busy worker.
+var (
+	mmQueue = make(chan *mmJob)
+	mmStart sync.Once
+)
+
+func mmWorker() {
+	for j := range mmQueue {
+		j.run()
+		j.wg.Done()
+	}
+}
+
+// matmul computes out[rows][N] = x[rows][K] · Wᵀ on the calling goroutine
+// and up to threads-1 idle workers, over blocks of output columns. job
+// (nil: a fresh one) carries the work.
+func matmul(job *mmJob, out, x []float32, rows int, w *wmat, threads int) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
@@ -201,28 +244,25 @@ func matmul(out, x []float32, rows int, w *wmat, threads int) {
 		matmulRange(out, x, rows, w, 0, N, scratchFor(rows, w))
 		return
 	}
-	// Columns in blocks of 64 handed out round-robin through a counter so
-	// that uneven cores still finish together.
-	const block = 64
-	var next int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for t := 0; t < nt; t++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			scratch := scratchFor(rows, w)
-			for {
-				mu.Lock()
-				n0 := int(next)
-				next += block
-				mu.Unlock()
-				if n0 >= N {
-					return
-				}
-				matmulRange(out, x, rows, w, n0, min(n0+block, N), scratch)
-			}
-		}()
+	mmStart.Do(func() {
+		for range runtime.NumCPU() {
+			go mmWorker()
+		}
+	})
+	if job == nil {
+		job = new(mmJob)
 	}
-	wg.Wait()
+	job.out, job.x, job.rows, job.w = out, x, rows, w
+	job.next.Store(0)
+	for t := 1; t < nt; t++ {
+		job.wg.Add(1)
+		select {
+		case mmQueue <- job:
+		default: // none idle: the others do its share
+			job.wg.Done()
+		}
+	}
+	job.run()
+	job.wg.Wait()
+	job.out, job.x, job.w = nil, nil, nil
 }

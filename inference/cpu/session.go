@@ -70,6 +70,16 @@ type session struct {
 	// instruction being executed.
 	lastOnly bool
 	ip       int
+	// The step's tensor headers, scratch shapes and input copies.
+	hdrs     hdrs
+	scratch  [4][]int
+	cat      []*tensor
+	idsBuf   []int64
+	posBuf   []int64
+	wm       wmat  // addmm's weight view
+	mm       mmJob // addmm's matmul, shared with the workers
+	scoreBuf []float32
+	spare    map[g.Tid][]float32 // in-graph: last step's buffers, to reuse
 }
 
 var _ engine.Session = (*session)(nil)
@@ -111,6 +121,7 @@ func newSession(m *model, cfg *kvcache.Config, threads int) (*session, error) {
 			return nil, errors.New("cpu: model has neither an off-graph cache nor mutable buffers")
 		}
 		s.mut = map[g.Tid]*tensor{}
+		s.spare = map[g.Tid][]float32{}
 		s.capac = m.maxCtx
 		for _, mb := range gr.MutableBuffers {
 			meta := gr.Meta(g.Tid(mb.Idx))
@@ -200,8 +211,11 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	for t, x := range s.mut {
 		s.slots[t] = x
 	}
-	s.slots[s.m.inIDs] = newI(stI64, []int{1, n}, append([]int64(nil), ids...))
-	s.slots[s.m.inPos] = newI(stI64, []int{n}, append([]int64(nil), positions...))
+	s.hdrs.reset()
+	s.idsBuf = append(s.idsBuf[:0], ids...)
+	s.posBuf = append(s.posBuf[:0], positions...)
+	s.slots[s.m.inIDs] = s.newI(stI64, []int{1, n}, s.idsBuf)
+	s.slots[s.m.inPos] = s.newI(stI64, []int{n}, s.posBuf)
 	s.arena.reset()
 	s.plans = s.plans[:0]
 	s.lastOnly = lastOnly && s.m.headInst >= 0
@@ -244,7 +258,25 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 			if x == nil || x.f == nil || !x.contiguous() || x.off != 0 {
 				return nil, 0, fmt.Errorf("cpu: mutable buffer slot %d lost its storage", t)
 			}
-			s.mut[t] = x
+			// x is a step header: the buffer keeps copies.
+			if m := s.mut[t]; m != x {
+				if len(m.f) > 0 && len(x.f) > 0 && &m.f[0] != &x.f[0] {
+					s.spare[t] = m.f
+				}
+				m.dt, m.f, m.h, m.i, m.off = x.dt, x.f, x.h, x.i, x.off
+				m.shape = append(m.shape[:0], x.shape...)
+				m.strides = append(m.strides[:0], x.strides...)
+			}
+		}
+		// A replaced buffer is reused next step unless a buffer still
+		// holds it.
+		for t, old := range s.spare {
+			for _, m := range s.mut {
+				if len(m.f) > 0 && &m.f[0] == &old[0] {
+					delete(s.spare, t)
+					break
+				}
+			}
 		}
 		s.length += n
 	}

@@ -172,7 +172,11 @@ func iterate(shape, strides []int, off int, fn func(k int)) {
 			return
 		}
 	}
-	idx := make([]int, n)
+	var buf [8]int
+	idx := buf[:]
+	if n > len(buf) {
+		idx = make([]int, n)
+	}
 	last := n - 1
 	ls, ld := strides[last], shape[last]
 	pos := off
@@ -298,4 +302,127 @@ func (t *tensor) broadcastView(out []int) (*tensor, error) {
 		}
 	}
 	return t.view(append([]int(nil), out...), st, t.off), nil
+}
+
+// hdrs hands out the tensor headers of one step. The interpreter runs the
+// same instructions in the same order every step, so after the first step
+// each instruction gets back the header (and shape and stride arrays) it
+// had, and a decode step allocates almost nothing. A header's arrays belong
+// to it alone: they are only ever filled by copying, never shared, so the
+// next step can overwrite them. Nothing may keep a header past its step
+// (mutable buffers are copied out, see session.forward).
+type hdrs struct {
+	ts []*tensor
+	n  int
+}
+
+func (p *hdrs) reset() { p.n = 0 }
+
+func (p *hdrs) get() *tensor {
+	if p.n == len(p.ts) {
+		p.ts = append(p.ts, new(tensor))
+	}
+	t := p.ts[p.n]
+	p.n++
+	*t = tensor{shape: t.shape[:0], strides: t.strides[:0]}
+	return t
+}
+
+// setContiguous gives t (fresh from hdrs) a copy of shape and row-major
+// strides.
+func (t *tensor) setContiguous(shape []int) {
+	t.shape = append(t.shape, shape...)
+	t.strides = append(t.strides, shape...)
+	acc := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		t.strides[i] = acc
+		acc *= shape[i]
+	}
+}
+
+// newF is a step tensor over data with a copy of shape.
+func (s *session) newF(dt int, shape []int, data []float32) *tensor {
+	t := s.hdrs.get()
+	t.dt, t.f = dt, data
+	t.setContiguous(shape)
+	return t
+}
+
+// newI is a step integer tensor over data with a copy of shape.
+func (s *session) newI(dt int, shape []int, data []int64) *tensor {
+	t := s.hdrs.get()
+	t.dt, t.i = dt, data
+	t.setContiguous(shape)
+	return t
+}
+
+// view is a step tensor sharing x's storage, with copies of shape and
+// strides (nil strides: row-major).
+func (s *session) view(x *tensor, shape, strides []int, off int) *tensor {
+	t := s.hdrs.get()
+	t.dt, t.off, t.f, t.h, t.i = x.dt, off, x.f, x.h, x.i
+	if strides == nil {
+		t.setContiguous(shape)
+		return t
+	}
+	t.shape = append(t.shape, shape...)
+	t.strides = append(t.strides, strides...)
+	return t
+}
+
+// broadcastView is t.broadcastView as a step tensor.
+func (s *session) broadcastView(x *tensor, out []int) (*tensor, error) {
+	if len(out) < len(x.shape) {
+		return nil, fmt.Errorf("cannot broadcast %v to %v", x.shape, out)
+	}
+	t := s.hdrs.get()
+	t.dt, t.off, t.f, t.h, t.i = x.dt, x.off, x.f, x.h, x.i
+	t.shape = append(t.shape, out...)
+	t.strides = append(t.strides, out...)
+	lead := len(out) - len(x.shape)
+	for i := range out {
+		j := i - lead
+		switch {
+		case j < 0:
+			t.strides[i] = 0
+		case x.shape[j] == out[i]:
+			t.strides[i] = x.strides[j]
+		case x.shape[j] == 1:
+			t.strides[i] = 0
+		default:
+			return nil, fmt.Errorf("cannot broadcast %v to %v", x.shape, out)
+		}
+	}
+	return t, nil
+}
+
+// tmp returns scratch int slice k holding src, valid until the next use
+// of k.
+func (s *session) tmp(k int, src ...int) []int {
+	s.scratch[k] = append(s.scratch[k][:0], src...)
+	return s.scratch[k]
+}
+
+// broadcastShapesInto is broadcastShapes into dst's storage.
+func broadcastShapesInto(dst, a, b []int) ([]int, error) {
+	n := max(len(a), len(b))
+	out := dst[:0]
+	for i := 0; i < n; i++ {
+		da, db := 1, 1
+		if j := i - (n - len(a)); j >= 0 {
+			da = a[j]
+		}
+		if j := i - (n - len(b)); j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db || db == 1:
+			out = append(out, da)
+		case da == 1:
+			out = append(out, db)
+		default:
+			return nil, fmt.Errorf("shapes %v and %v do not broadcast", a, b)
+		}
+	}
+	return out, nil
 }
