@@ -370,6 +370,23 @@ func TestDecoders(t *testing.T) {
 	}
 }
 
+// A decoder that treats the last token specially streams too.
+func TestStreamBPEDecoder(t *testing.T) {
+	j := spTokenizer(true, false)
+	j["normalizer"] = nil
+	j["decoder"] = obj{"type": "BPEDecoder", "suffix": "d"}
+	tk := mustParse(t, j)
+	ids := []int{260, 261, 262, 271, 269, 263, 270, 271, 271}
+	want := tk.Decode(ids, false)
+	if want != "hel wor " { // the suffix is a space but on the last token
+		t.Fatalf("decode %q", want)
+	}
+	got, parts := streamAll(tk, ids, false)
+	if got != want {
+		t.Errorf("stream %q (%q), decode %q", got, parts, want)
+	}
+}
+
 func TestPostProcessors(t *testing.T) {
 	j := spTokenizer(true, false)
 	j["post_processor"] = obj{"type": "Sequence", "processors": []obj{

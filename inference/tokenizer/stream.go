@@ -10,9 +10,7 @@ import "strings"
 // treat the first token specially (Metaspace, Strip) and bytes split across
 // tokens (ByteLevel, ByteFallback) come out as in a whole decode. A run of
 // byte-fallback tokens is held until it ends (HF turns a whole ill-formed
-// run into U+FFFDs). With a decoder whose output depends on which token is
-// last (BPEDecoder), text is held until Flush. A StreamDecoder is for one
-// goroutine at a time.
+// run into U+FFFDs). A StreamDecoder is for one goroutine at a time.
 type StreamDecoder struct {
 	t           *Tokenizer
 	skipSpecial bool
