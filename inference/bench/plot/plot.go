@@ -184,10 +184,17 @@ func Trend(results []*bench.Result) (*plot.Plot, error) {
 		// One instant: widen the axis so the points are not on its edge.
 		t := float64(results[0].TestTime.Unix())
 		p.X.Min, p.X.Max = min(p.X.Min, t-3600), max(p.X.Max, t+3600)
+	} else {
+		// Pad the time axis so the first and last points, their error bars
+		// and the two-line tick labels under them stay inside the image.
+		pad := max((p.X.Max-p.X.Min)*0.05, 30)
+		p.X.Min, p.X.Max = p.X.Min-pad, p.X.Max+pad
 	}
 	p.Y.Max = headroom(results)
 	p.Legend.Top = true
 	p.Legend.Left = true
+	// Inset the legend from the frame so it does not sit on the top gridline.
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(6)
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
