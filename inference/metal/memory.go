@@ -19,8 +19,3 @@ func (l *library) mlxMemory() (active, peak int64, err error) {
 	err = l.call("memory", func() int32 { return l.memory(&active, &peak) })
 	return active, peak, err
 }
-
-// resetPeak sets MLX's peak memory to its active memory.
-func (l *library) resetPeak() error {
-	return l.call("memory_reset_peak", func() int32 { return l.memoryResetPeak() })
-}

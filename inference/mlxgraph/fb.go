@@ -147,13 +147,6 @@ func (t table) i64(id int, def int64) int64 {
 	return def
 }
 
-func (t table) u64(id int, def uint64) uint64 {
-	if p := t.field(id); p >= 0 {
-		return t.r.u64(p)
-	}
-	return def
-}
-
 func (t table) f32(id int, def float32) float32 {
 	if p := t.field(id); p >= 0 {
 		return math.Float32frombits(t.r.u32(p))
@@ -292,39 +285,11 @@ func (t table) i32s(id int) []int32 {
 	return out
 }
 
-func (t table) i8s(id int) []int8 {
-	start, n := t.vec(id, 1)
-	out := make([]int8, n)
-	for i := range out {
-		out[i] = int8(t.r.u8(start + i))
-	}
-	return out
-}
-
 func (t table) u8s(id int) []uint8 {
 	start, n := t.vec(id, 1)
 	out := make([]uint8, n)
 	for i := range out {
 		out[i] = t.r.u8(start + i)
-	}
-	return out
-}
-
-func (t table) strs(id int) []string {
-	start, n := t.vec(id, 4)
-	out := make([]string, 0, n)
-	for i := 0; i < n && t.r.err == nil; i++ {
-		p := start + 4*i
-		target := int64(p) + int64(t.r.u32(p))
-		if target > int64(len(t.r.b))-4 {
-			t.r.fail("%s: string %d points outside the buffer", t.name, i)
-			break
-		}
-		sl := int(t.r.u32(int(target)))
-		if !t.r.in(int(target)+4, sl) {
-			break
-		}
-		out = append(out, string(t.r.b[int(target)+4:int(target)+4+sl]))
 	}
 	return out
 }

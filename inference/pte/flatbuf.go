@@ -79,13 +79,6 @@ func (d *dec) u32(at uint64, what string) uint32 {
 	return binary.LittleEndian.Uint32(d.b[at:])
 }
 
-func (d *dec) u64(at uint64, what string) uint64 {
-	if !d.in(at, 8, what) {
-		return 0
-	}
-	return binary.LittleEndian.Uint64(d.b[at:])
-}
-
 // tableAt locates the table starting at pos.
 func (d *dec) tableAt(pos uint64, what string) (tbl, bool) {
 	if !d.in(pos, 4, what) {
@@ -238,19 +231,6 @@ func (d *dec) tableIn(v vec, i uint64, what string) (tbl, bool) {
 	}
 	p := v.start + 4*i
 	return d.tableAt(p+uint64(binary.LittleEndian.Uint32(d.b[p:])), what)
-}
-
-// stringIn returns element i of a vector of strings.
-func (d *dec) stringIn(v vec, i uint64, what string) string {
-	if d.err != nil || i >= v.n {
-		return ""
-	}
-	p := v.start + 4*i
-	s, ok := d.vecAt(p+uint64(binary.LittleEndian.Uint32(d.b[p:])), 1, what)
-	if !ok {
-		return ""
-	}
-	return string(d.b[s.start : s.start+s.n])
 }
 
 func (d *dec) i32s(v vec) []int32 {

@@ -195,8 +195,11 @@ func TestFixtures(t *testing.T) {
 			if f.WeightBytes() != total || total > f.Header.SegmentDataSize {
 				t.Errorf("WeightBytes %d, distinct segments %d", f.WeightBytes(), total)
 			}
-			if f.Close() != nil || f.Close() != nil {
-				t.Error("Close failed")
+			if err := f.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := f.Close(); err != nil { // twice is harmless
+				t.Errorf("second Close: %v", err)
 			}
 		})
 	}
