@@ -234,7 +234,7 @@ func matmul(job *mmJob, out, x []float32, rows int, w *wmat, threads int) {
 	N, K := w.n, w.k
 	work := rows * N * K
 	nt := threads
-	if work < 1<<16 {
+	if work < mmParallelMin {
 		nt = 1
 	}
 	if nt > N/16 {
@@ -266,3 +266,9 @@ func matmul(job *mmJob, out, x []float32, rows int, w *wmat, threads int) {
 	job.wg.Wait()
 	job.out, job.x, job.w = nil, nil, nil
 }
+
+// mmParallelMin is the work (rows·N·K) from which a matmul is shared with
+// the workers: below it (a decode step's K and V projections, 64 K
+// weights; Q and O, 256 K) handing the job over costs more than the
+// second core saves.
+const mmParallelMin = 1 << 19
