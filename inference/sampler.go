@@ -316,6 +316,9 @@ func (s *Sampler) allCandidates(logits []float32, maxv, invT float32) {
 	s.w, s.next, s.idx = s.w[:n], s.next[:n], nil
 	s.clearBuckets()
 	floor := maxv - negligible/invT
+	// (l - max)·invT·128 exactly (a power of two commutes with rounding),
+	// finite even for a vanishing temperature.
+	scale := min(invT*expSteps, math.MaxFloat32)
 	fill := func(lo, hi int, mass []float64, head []int32) {
 		w, next := s.w[:hi], s.next[:hi]
 		for i := lo; i < hi; i++ {
@@ -324,7 +327,7 @@ func (s *Sampler) allCandidates(logits []float32, maxv, invT float32) {
 				w[i] = 0
 				continue
 			}
-			x := weightNear((l - maxv) * invT)
+			x := weightScaled((l - maxv) * scale)
 			w[i] = x
 			k := histKey(x)
 			mass[k] += float64(x)
@@ -467,8 +470,9 @@ func (s *Sampler) topKCandidates(logits []float32, k int, maxv, invT float32) {
 	s.w, s.next = s.w[:len(h)], s.next[:len(h)]
 	s.clearBuckets()
 	s.two = false
+	scale := min(invT*expSteps, math.MaxFloat32)
 	for i, id := range h {
-		x := weight((logits[id] - maxv) * invT)
+		x := weight((logits[id] - maxv) * scale / expSteps) // finite as in allCandidates
 		s.w[i] = x
 		k := histKey(x)
 		s.mass[k] += float64(x)
@@ -512,15 +516,19 @@ func (s *Sampler) threshold(acc, target float64) (theta float32, ties int) {
 	return theta, min(max(ties, 1), len(v))
 }
 
-// weightNear is e^x for -30.5 ≤ x ≤ 0 to about 2e-7: x·128 rounds to an
-// integer j (adding 1.5·2^23 does it), e^(-j/128) comes from a table and
-// e^(x+j/128), |x+j/128| ≤ 1/256, from a quadratic (error < 1e-8).
-func weightNear(x float32) float32 {
+// weightNear is e^x for -30.5 ≤ x ≤ 0 to about 2e-7.
+func weightNear(x float32) float32 { return weightScaled(x * expSteps) }
+
+// weightScaled is e^(y/128) for -30.5·128 ≤ y ≤ 0: y rounds to an integer
+// j (subtracting it from 1.5·2^23 does it), e^(-j/128) comes from a table
+// and e^(d/128), d = y + j in [-0.5, 0.5] (exact), from a quadratic (error
+// < 1e-8).
+func weightScaled(y float32) float32 {
 	const shifter = 12582912.0 // 1.5·2^23
-	t := x*-expSteps + shifter
+	t := shifter - y
 	j := math.Float32bits(t) & (expTabLen - 1)
-	u := (x*expSteps + (t - shifter)) * (1.0 / expSteps) // exact
-	return expTab[j] * (1 + u*(1+u*0.5))
+	d := y + (t - shifter)
+	return expTab[j] * (1 + d*(1.0/expSteps+d*(0.5/(expSteps*expSteps))))
 }
 
 // weight is e^x for any x ≤ 0 (0 below -87).

@@ -393,6 +393,27 @@ func refNucleus(row []float32, temp, p float64) (keep map[int]float64) {
 	return keep
 }
 
+func TestVanishingTemperature(t *testing.T) {
+	// 1/T overflows float32: the tied maxima share the draws, as at any
+	// small temperature, with or without top-k and top-p.
+	row := []float32{1, 3, 3, 2, float32(math.NaN()), 3}
+	for _, cfg := range []Sampling{{Temperature: 1e-39, Seed: 1}, {Temperature: 1e-39, TopP: 0.5, Seed: 2}, {Temperature: 1e-39, TopK: 4, Seed: 3}} {
+		got := distribution(t, cfg, row, 3000)
+		want := map[int]bool{1: true, 2: true, 5: true}
+		if cfg.TopP > 0 {
+			want = map[int]bool{1: true, 2: true} // 2 of 3 equal weights exceed 0.5
+		}
+		for id := range got {
+			if !want[id] {
+				t.Errorf("%+v: sampled %d; want only %v", cfg, id, want)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("%+v: sampled %v; want each of %v", cfg, got, want)
+		}
+	}
+}
+
 func TestNucleusExactSmallVocab(t *testing.T) {
 	// Every reachable token is in the nucleus and every nucleus token is
 	// reached, with its renormalised probability.
