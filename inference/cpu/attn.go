@@ -333,12 +333,15 @@ func (p *kvPool) load(dst []float32, srcF []float32, srcH []uint16, at int) {
 	case kvcache.Float32:
 		copy(dst, srcF[at:at+len(dst)])
 	case kvcache.Float16:
-		for i := range dst {
-			dst[i] = f16ToF32(srcH[at+i])
+		src := srcH[at : at+len(dst)]
+		for i, h := range src {
+			dst[i] = f16ToF32(h)
 		}
 	default:
-		for i := range dst {
-			dst[i] = bf16ToF32(srcH[at+i])
+		src := srcH[at : at+len(dst)]
+		dst = dst[:len(src)]
+		for i, h := range src {
+			dst[i] = math.Float32frombits(uint32(h) << 16)
 		}
 	}
 }
