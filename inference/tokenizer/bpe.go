@@ -6,11 +6,12 @@ import (
 	"runtime"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // bpe is a byte-pair-encoding model: Hugging Face's BPE with its options.
 type bpe struct {
-	vocab   map[string]int
+	vocab   *vocabTable
 	idToTok []string // model ids; "" where none
 	merges  mergeTable
 	// runeID[r] is the id of the one-character token r (r < len), -1 if none.
@@ -222,7 +223,7 @@ func parseModel(raw []byte, fs []rawField) (*bpe, error) {
 		}
 	}
 	if c.UnkToken != nil {
-		id, ok := vocab[*c.UnkToken]
+		id, ok := vocab.get(*c.UnkToken)
 		if !ok {
 			return nil, fmt.Errorf("model BPE: unk_token %q is not in the vocabulary", *c.UnkToken)
 		}
@@ -230,11 +231,11 @@ func parseModel(raw []byte, fs []rawField) (*bpe, error) {
 	}
 	for b := 0; b < 256; b++ {
 		m.byteFallbackID[b] = -1
-		if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+		if id, ok := vocab.get(fmt.Sprintf("<0x%02X>", b)); ok {
 			m.byteFallbackID[b] = id
 		}
 		m.byteLevelID[b] = -1
-		if id, ok := vocab[byteLevelStr[b]]; ok {
+		if id, ok := vocab.get(byteLevelStr[b]); ok {
 			m.byteLevelID[b] = id
 		}
 	}
@@ -248,30 +249,60 @@ func parseModel(raw []byte, fs []rawField) (*bpe, error) {
 		wg.Add(1)
 		go func(w, lo, hi int) {
 			defer wg.Done()
+			// By batches: hash every string and touch its slot first,
+			// so that the cache misses overlap (see vocabTable.touch).
+			const batch = 32
+			var hs [3 * batch]uint64
+			var ends [batch]int
 			var buf []byte
-			for k := lo; k < hi; k++ {
-				a, b := pairs[k][0], pairs[k][1]
-				ida, ok := vocab[a]
-				if !ok {
-					errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, a)
-					return
+			for k0 := lo; k0 < hi; k0 += batch {
+				k1 := min(k0+batch, hi)
+				buf = buf[:0]
+				var sum uint32
+				for k := k0; k < k1; k++ {
+					a, b := pairs[k][0], pairs[k][1]
+					rest := b
+					if len(m.prefix) <= len(b) {
+						rest = b[len(m.prefix):]
+					}
+					st := len(buf)
+					buf = append(append(buf, a...), rest...)
+					ends[k-k0] = len(buf)
+					j := 3 * (k - k0)
+					hs[j], hs[j+1] = vocab.hash(a), vocab.hash(b)
+					hs[j+2] = vocab.hash(unsafe.String(unsafe.SliceData(buf[st:]), len(buf)-st))
 				}
-				idb, ok := vocab[b]
-				if !ok {
-					errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, b)
-					return
+				n := 3 * (k1 - k0)
+				for _, h := range hs[:n] {
+					sum += vocab.touchSlot(h)
 				}
-				rest := b
-				if len(m.prefix) <= len(b) {
-					rest = b[len(m.prefix):]
+				for _, h := range hs[:n] {
+					sum += vocab.touchKey(h)
 				}
-				buf = append(append(buf[:0], a...), rest...)
-				idn, ok := vocab[string(buf)]
-				if !ok {
-					errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, buf)
-					return
+				sink.Add(sum)
+				st := 0
+				for k := k0; k < k1; k++ {
+					a, b := pairs[k][0], pairs[k][1]
+					j := 3 * (k - k0)
+					ida, ok := vocab.getHash(a, hs[j])
+					if !ok {
+						errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, a)
+						return
+					}
+					idb, ok := vocab.getHash(b, hs[j+1])
+					if !ok {
+						errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, b)
+						return
+					}
+					ab := buf[st:ends[k-k0]]
+					st = ends[k-k0]
+					idn, ok := vocab.getBytesHash(ab, hs[j+2])
+					if !ok {
+						errs[w] = fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", k, ab)
+						return
+					}
+					slots[k] = mergeSlot{pairKey(int32(ida), int32(idb)), merge{int32(k), int32(idn)}}
 				}
-				slots[k] = mergeSlot{pairKey(int32(ida), int32(idb)), merge{int32(k), int32(idn)}}
 			}
 		}(w, lo, hi)
 	}
@@ -362,10 +393,10 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 		key := w
 		if p.mapped {
 			st.buf = appendByteLevel(st.buf[:0], w)
-			if id, ok := m.vocab[string(st.buf)]; ok {
+			if id, ok := m.vocab.getBytes(st.buf); ok {
 				return append(dst, id)
 			}
-		} else if id, ok := m.vocab[key]; ok {
+		} else if id, ok := m.vocab.get(key); ok {
 			return append(dst, id)
 		}
 	}
@@ -407,7 +438,7 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 				id = int(m.runeID[r])
 				ok = id >= 0
 			} else {
-				id, ok = m.vocab[chars]
+				id, ok = m.vocab.get(chars)
 			}
 		} else {
 			s := chars
@@ -418,7 +449,7 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 				s += m.suffix
 			}
 			chars = s
-			id, ok = m.vocab[s]
+			id, ok = m.vocab.get(s)
 		}
 		if ok {
 			flushUnk()

@@ -291,25 +291,32 @@ func sparseLimit(n int) int { return 4*n + 1<<16 }
 
 func isNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 
-// parseVocab decodes {"token": id, ...} into a map and its inverse.
-func parseVocab(d []byte) (map[string]int, []string, error) {
+// parseVocab decodes {"token": id, ...} into a table and its inverse.
+func parseVocab(d []byte) (*vocabTable, []string, error) {
 	i := skipWS(d, 0)
 	if i >= len(d) || d[i] != '{' {
 		return nil, nil, fmt.Errorf("tokenizer.json: model.vocab is not an object")
 	}
-	vocab := make(map[string]int, len(d)/16)
-	var idToTok []string
-	entries := 0
-	i = skipWS(d, i+1)
-	if i < len(d) && d[i] == '}' {
-		return vocab, idToTok, nil
+	if len(d) >= escBit {
+		return nil, nil, fmt.Errorf("tokenizer.json: model.vocab is too large")
 	}
 	// Keys without escapes share one copy of the text instead of one
 	// allocation each.
 	arena := string(d)
+	vocab := newVocabTable(arena, len(d)/24)
+	var idToTok []string
+	entries := 0
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return &vocab, idToTok, nil
+	}
+	// Keys go in by batches (vslot.id holding the id, not plus one).
+	var batch [64]vslot
+	nb := 0
 	for {
 		var k string
 		var n int
+		var koff, klen uint32
 		i = skipWS(d, i)
 		j := i + 1
 		for j < len(d) && d[j] != '"' && d[j] != '\\' {
@@ -317,11 +324,14 @@ func parseVocab(d []byte) (map[string]int, []string, error) {
 		}
 		if i < len(d) && d[i] == '"' && j < len(d) && d[j] == '"' {
 			k, n = arena[i+1:j], j+1
+			koff, klen = uint32(i+1), uint32(j-i-1)
 		} else {
 			var err error
 			if k, n, err = parseString(d, i); err != nil {
 				return nil, nil, err
 			}
+			koff, klen = uint32(len(vocab.esc)), escBit
+			vocab.esc = append(vocab.esc, k)
 		}
 		i = skipWS(d, n)
 		if i >= len(d) || d[i] != ':' {
@@ -340,7 +350,11 @@ func parseVocab(d []byte) (map[string]int, []string, error) {
 		if j == i {
 			return nil, nil, jsonErr(i, fmt.Sprintf("vocabulary id of %q is not a non-negative integer", k))
 		}
-		vocab[k] = id
+		batch[nb] = vslot{off: koff, n: klen, id: int32(id)}
+		if nb++; nb == len(batch) {
+			vocab.putBatch(batch[:])
+			nb = 0
+		}
 		entries++
 		if id >= len(idToTok) {
 			idToTok = append(idToTok, make([]string, id+1-len(idToTok))...)
@@ -351,16 +365,15 @@ func parseVocab(d []byte) (map[string]int, []string, error) {
 			return nil, nil, jsonErr(i, "unterminated vocab")
 		}
 		if d[i] == '}' {
+			vocab.putBatch(batch[:nb])
 			if len(idToTok) > sparseLimit(entries) {
 				return nil, nil, fmt.Errorf("tokenizer.json: model.vocab: highest id %d for %d entries: ids too sparse", len(idToTok)-1, entries)
 			}
-			if entries != len(vocab) { // a repeated key: the map has the last
+			if entries != vocab.len() { // a repeated key: the table has the last
 				clear(idToTok)
-				for t, id := range vocab {
-					idToTok[id] = t
-				}
+				vocab.all(func(t string, id int) { idToTok[id] = t })
 			}
-			return vocab, idToTok, nil
+			return &vocab, idToTok, nil
 		}
 		if d[i] != ',' {
 			return nil, nil, jsonErr(i, "expected ',' or '}'")
@@ -450,17 +463,6 @@ func parseMerges(d []byte, fn func(a, b string) error) error {
 		}
 		i++
 	}
-}
-
-// typeOf reads the "type" field of a component object.
-func typeOf(raw []byte) (string, error) {
-	var t struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return "", err
-	}
-	return t.Type, nil
 }
 
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }

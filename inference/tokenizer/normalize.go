@@ -36,7 +36,7 @@ func newReplacer(p patternJSON, content string) (*replacer, error) {
 		}
 		return &replacer{re: re, content: content}, nil
 	}
-	return nil, fmt.Errorf("Replace needs a String or Regex pattern")
+	return nil, fmt.Errorf("pattern needs a String or a Regex")
 }
 
 func (r *replacer) apply(s string) string {

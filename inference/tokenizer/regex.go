@@ -127,11 +127,6 @@ func compileRegex(pattern string) (*Regexp, error) {
 
 func (p *reParser) more() bool { return p.pos < len(p.src) }
 
-func (p *reParser) peek() rune {
-	r, _ := utf8.DecodeRuneInString(p.src[p.pos:])
-	return r
-}
-
 func (p *reParser) next() rune {
 	r, n := utf8.DecodeRuneInString(p.src[p.pos:])
 	p.pos += n

@@ -123,7 +123,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 			t.special[a.Content] = true
 		}
 	}
-	if maxID >= sparseLimit(len(t.model.vocab)+len(t.added)) {
+	if maxID >= sparseLimit(t.model.vocab.len()+len(t.added)) {
 		return nil, fmt.Errorf("added_tokens: highest id %d: ids too sparse", maxID)
 	}
 	t.vocabSize = maxID + 1
@@ -174,7 +174,7 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 		if s != "" {
 			return s, true
 		}
-		if v, ok := t.model.vocab[""]; ok && v == id {
+		if v, ok := t.model.vocab.get(""); ok && v == id {
 			return "", true
 		}
 	}
@@ -186,7 +186,7 @@ func (t *Tokenizer) TokenID(s string) (int, bool) {
 	if id, ok := t.addedIDs[s]; ok {
 		return id, true
 	}
-	id, ok := t.model.vocab[s]
+	id, ok := t.model.vocab.get(s)
 	return id, ok
 }
 
