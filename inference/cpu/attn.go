@@ -20,13 +20,13 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		return err
 	}
 	if len(a.shape) < 1 || len(b.shape) < 2 {
-		return fmt.Errorf("Addmm: shapes %v @ %v", a.shape, b.shape)
+		return fmt.Errorf("addmm: shapes %v @ %v", a.shape, b.shape)
 	}
 	K := a.shape[len(a.shape)-1]
 	var out *tensor
 	if len(b.shape) == 2 {
 		if b.shape[0] != K {
-			return fmt.Errorf("Addmm: shapes %v @ %v", a.shape, b.shape)
+			return fmt.Errorf("addmm: shapes %v @ %v", a.shape, b.shape)
 		}
 		N := b.shape[1]
 		rows := a.numel() / max(K, 1)
@@ -91,7 +91,7 @@ func (s *session) addmm(n *g.AddmmNode) error {
 		}
 		bv, err := s.broadcastView(bias, out.shape)
 		if err != nil {
-			return fmt.Errorf("Addmm bias: %w", err)
+			return fmt.Errorf("addmm bias: %w", err)
 		}
 		bf := s.fl(bv)
 		for i := range out.f {
@@ -110,12 +110,12 @@ func (s *session) batchedMatmul(a, b *tensor) (*tensor, error) {
 	ra, rb := len(a.shape), len(b.shape)
 	M, K := a.shape[ra-2], a.shape[ra-1]
 	if b.shape[rb-2] != K {
-		return nil, fmt.Errorf("Addmm: shapes %v @ %v", a.shape, b.shape)
+		return nil, fmt.Errorf("addmm: shapes %v @ %v", a.shape, b.shape)
 	}
 	N := b.shape[rb-1]
 	batch, err := broadcastShapesInto(s.scratch[0], a.shape[:ra-2], b.shape[:rb-2])
 	if err != nil {
-		return nil, fmt.Errorf("Addmm: %w", err)
+		return nil, fmt.Errorf("addmm: %w", err)
 	}
 	s.scratch[0] = batch
 	sh := append(s.tmp(1, batch...), M, K)
@@ -253,12 +253,12 @@ func (s *session) sdpa(n *g.SdpaNode) error {
 		return err
 	}
 	if len(q.shape) != 4 || len(k.shape) != 4 || len(v.shape) != 4 || q.shape[0] != 1 || k.shape[0] != 1 {
-		return fmt.Errorf("Sdpa: shapes q %v k %v v %v (want [1, H, T, D])", q.shape, k.shape, v.shape)
+		return fmt.Errorf("sdpa: shapes q %v k %v v %v (want [1, H, T, D])", q.shape, k.shape, v.shape)
 	}
 	hq, T, D := q.shape[1], q.shape[2], q.shape[3]
 	hkv, S := k.shape[1], k.shape[2]
 	if hkv == 0 || hq%hkv != 0 || k.shape[3] != D || v.shape[1] != hkv || v.shape[2] != S || v.shape[3] != D {
-		return fmt.Errorf("Sdpa: shapes q %v k %v v %v", q.shape, k.shape, v.shape)
+		return fmt.Errorf("sdpa: shapes q %v k %v v %v", q.shape, k.shape, v.shape)
 	}
 	o, err := s.allocF(hq * T * D)
 	if err != nil {

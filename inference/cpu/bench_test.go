@@ -141,8 +141,6 @@ func BenchmarkPrefill(b *testing.B) {
 	}
 }
 
-var sink float32
-
 var sinkU uint64
 
 // readBandwidth measures how fast all cores can stream-read a buffer of

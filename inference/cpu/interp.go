@@ -311,7 +311,7 @@ func (s *session) exec(in g.Instruction) error {
 			return err
 		}
 		if len(n.Perm) != len(x.shape) {
-			return fmt.Errorf("Transpose: perm %v for rank %d", n.Perm, len(x.shape))
+			return fmt.Errorf("transpose: perm %v for rank %d", n.Perm, len(x.shape))
 		}
 		shape, st := s.tmp(0, x.shape...), s.tmp(1, x.strides...)
 		seen := s.tmp(2, x.shape...)
@@ -322,7 +322,7 @@ func (s *session) exec(in g.Instruction) error {
 				return err
 			}
 			if seen[a] != 0 {
-				return fmt.Errorf("Transpose: perm %v repeats an axis", n.Perm)
+				return fmt.Errorf("transpose: perm %v repeats an axis", n.Perm)
 			}
 			seen[a] = 1
 			shape[i], st[i] = x.shape[a], x.strides[a]
@@ -341,7 +341,7 @@ func (s *session) exec(in g.Instruction) error {
 		}
 		cnt, err := checkElems(shape)
 		if err != nil {
-			return fmt.Errorf("Full: %w", err)
+			return fmt.Errorf("full: %w", err)
 		}
 		fv := n.V.Literal
 		if n.V.IsVid {
@@ -604,7 +604,7 @@ func (s *session) take(n *g.TakeNode) error {
 			idx = clampI32(v.i)
 		}
 		if idx < -dim || idx >= dim {
-			return fmt.Errorf("Take: index %d out of range for axis of size %d", idx, dim)
+			return fmt.Errorf("take: index %d out of range for axis of size %d", idx, dim)
 		}
 		if idx < 0 {
 			idx += dim
@@ -619,7 +619,7 @@ func (s *session) take(n *g.TakeNode) error {
 		return err
 	}
 	if !it.isInt() {
-		return fmt.Errorf("Take: float index tensor")
+		return fmt.Errorf("take: float index tensor")
 	}
 	idx := it.ints()
 	outer, inner := 1, 1
@@ -637,7 +637,7 @@ func (s *session) take(n *g.TakeNode) error {
 	}
 	for _, v := range idx {
 		if v < int64(-dim) || v >= int64(dim) {
-			return fmt.Errorf("Take: index %d out of range for axis of size %d (token id outside the vocabulary?)", v, dim)
+			return fmt.Errorf("take: index %d out of range for axis of size %d (token id outside the vocabulary?)", v, dim)
 		}
 	}
 	if x.isInt() {
@@ -752,21 +752,21 @@ func (s *session) reshape(n *g.ReshapeNode) error {
 		case d == -1 && neg < 0:
 			neg = i
 		case d < 0:
-			return fmt.Errorf("Reshape: bad shape %v", shape)
+			return fmt.Errorf("reshape: bad shape %v", shape)
 		default:
 			known *= d
 			if known > maxElems {
-				return fmt.Errorf("Reshape: shape %v too large", shape)
+				return fmt.Errorf("reshape: shape %v too large", shape)
 			}
 		}
 	}
 	if neg >= 0 {
 		if known == 0 || total%known != 0 {
-			return fmt.Errorf("Reshape: cannot infer -1 in %v from %d elements", shape, total)
+			return fmt.Errorf("reshape: cannot infer -1 in %v from %d elements", shape, total)
 		}
 		shape[neg] = total / known
 	} else if known != total {
-		return fmt.Errorf("Reshape: %v (%d elements) to %v", x.shape, total, shape)
+		return fmt.Errorf("reshape: %v (%d elements) to %v", x.shape, total, shape)
 	}
 	if x.contiguous() {
 		return s.set(n.Out, s.view(x, shape, nil, x.off))
@@ -804,7 +804,7 @@ func (s *session) slice(n *g.SliceNode) error {
 		return err
 	}
 	if n.Step <= 0 {
-		return fmt.Errorf("Slice: step %d not supported", n.Step)
+		return fmt.Errorf("slice: step %d not supported", n.Step)
 	}
 	dim := x.shape[ax]
 	start, stop = clampIdx(start, dim), clampIdx(stop, dim)
@@ -856,7 +856,7 @@ func (s *session) asType(xt, out g.Tid, st int) error {
 
 func (s *session) concat(n *g.ConcatenateNode) error {
 	if len(n.Tensors) == 0 {
-		return fmt.Errorf("Concatenate of nothing")
+		return fmt.Errorf("concatenate of nothing")
 	}
 	ts := s.cat[:0]
 	for _, id := range n.Tensors {
@@ -877,11 +877,11 @@ func (s *session) concat(n *g.ConcatenateNode) error {
 	allInt := true
 	for _, t := range ts {
 		if len(t.shape) != rank {
-			return fmt.Errorf("Concatenate: ranks differ")
+			return fmt.Errorf("concatenate: ranks differ")
 		}
 		for d := range shape {
 			if d != ax && t.shape[d] != shape[d] {
-				return fmt.Errorf("Concatenate: shapes %v and %v differ off axis %d", ts[0].shape, t.shape, ax)
+				return fmt.Errorf("concatenate: shapes %v and %v differ off axis %d", ts[0].shape, t.shape, ax)
 			}
 		}
 		shape[ax] += t.shape[ax]
@@ -1043,7 +1043,7 @@ func (s *session) sliceUpdate(n *g.SliceUpdateNode) error {
 	// buffer replaced last step when there is one, else fresh.
 	o := s.spare[n.Out]
 	delete(s.spare, n.Out)
-	if len(o) != cnt || (dst.f != nil && len(dst.f) > 0 && &o[0] == &dst.f[0]) {
+	if len(o) != cnt || (len(dst.f) > 0 && &o[0] == &dst.f[0]) {
 		o = make([]float32, cnt)
 	}
 	copy(o, dst.floats(o[:0]))

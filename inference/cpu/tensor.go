@@ -70,19 +70,6 @@ func (t *tensor) contiguous() bool {
 	return true
 }
 
-func newF(dt int, shape []int, data []float32) *tensor {
-	return &tensor{dt: dt, shape: shape, strides: contiguousStrides(shape), f: data}
-}
-
-func newI(dt int, shape []int, data []int64) *tensor {
-	return &tensor{dt: dt, shape: shape, strides: contiguousStrides(shape), i: data}
-}
-
-// view returns a tensor sharing t's storage with a new geometry.
-func (t *tensor) view(shape, strides []int, off int) *tensor {
-	return &tensor{dt: t.dt, shape: shape, strides: strides, off: off, f: t.f, h: t.h, i: t.i}
-}
-
 func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // f32ToBF16 rounds to nearest even.
@@ -243,8 +230,6 @@ func (t *tensor) ints() []int64 {
 	return dst
 }
 
-func shapeStr(s []int) string { return fmt.Sprint(s) }
-
 func normAxis(axis, rank int, op string) (int, error) {
 	if axis < -rank || axis >= rank {
 		return 0, fmt.Errorf("%s: axis %d out of range for rank %d", op, axis, rank)
@@ -253,55 +238,6 @@ func normAxis(axis, rank int, op string) (int, error) {
 		axis += rank
 	}
 	return axis, nil
-}
-
-// broadcastShapes is numpy broadcasting of two shapes.
-func broadcastShapes(a, b []int) ([]int, error) {
-	n := max(len(a), len(b))
-	out := make([]int, n)
-	for i := 0; i < n; i++ {
-		da, db := 1, 1
-		if j := i - (n - len(a)); j >= 0 {
-			da = a[j]
-		}
-		if j := i - (n - len(b)); j >= 0 {
-			db = b[j]
-		}
-		switch {
-		case da == db || db == 1:
-			out[i] = da
-		case da == 1:
-			out[i] = db
-		default:
-			return nil, fmt.Errorf("shapes %v and %v do not broadcast", a, b)
-		}
-	}
-	return out, nil
-}
-
-// broadcastView views t as shape out (right-aligned, stride 0 on expanded
-// dimensions).
-func (t *tensor) broadcastView(out []int) (*tensor, error) {
-	if len(out) < len(t.shape) {
-		return nil, fmt.Errorf("cannot broadcast %v to %v", t.shape, out)
-	}
-	st := make([]int, len(out))
-	lead := len(out) - len(t.shape)
-	for i := range out {
-		j := i - lead
-		if j < 0 {
-			continue
-		}
-		switch {
-		case t.shape[j] == out[i]:
-			st[i] = t.strides[j]
-		case t.shape[j] == 1:
-			st[i] = 0
-		default:
-			return nil, fmt.Errorf("cannot broadcast %v to %v", t.shape, out)
-		}
-	}
-	return t.view(append([]int(nil), out...), st, t.off), nil
 }
 
 // hdrs hands out the tensor headers of one step. The interpreter runs the
