@@ -133,9 +133,24 @@ type bpeJSON struct {
 	IgnoreMerges bool     `json:"ignore_merges"`
 }
 
+// preModel holds the vocabulary and merges when read during the scan of
+// the file (see Parse).
+type preModel struct {
+	vocabSet  bool
+	vocab     *vocabTable
+	idToTok   []string
+	vocabErr  error
+	mergesSet bool
+	pairs     [][2]string
+	mergesErr error
+}
+
 // parseModel reads the model object raw; fs are its fields if already
-// split.
-func parseModel(raw []byte, fs []rawField) (*bpe, error) {
+// split, and pre what was read of them.
+func parseModel(raw []byte, fs []rawField, pre *preModel) (*bpe, error) {
+	if pre == nil {
+		pre = &preModel{}
+	}
 	if fs == nil {
 		var err error
 		if fs, err = objectFields(raw); err != nil {
@@ -178,17 +193,20 @@ func parseModel(raw []byte, fs []rawField) (*bpe, error) {
 		return nil, fmt.Errorf("model BPE: missing merges")
 	}
 	// Read the merges' strings while the vocabulary is built.
-	pairs := make([][2]string, 0, len(rawMerges)/16)
-	var mergesErr error
+	pairs, mergesErr := pre.pairs, pre.mergesErr
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		mergesErr = parseMerges(rawMerges, func(a, b string) error {
-			pairs = append(pairs, [2]string{a, b})
-			return nil
-		})
-	}()
-	vocab, idToTok, err := parseVocab(rawVocab)
+	if pre.mergesSet {
+		close(done)
+	} else {
+		go func() {
+			defer close(done)
+			pairs, _, mergesErr = parseMergePairs(rawMerges, 0)
+		}()
+	}
+	vocab, idToTok, err := pre.vocab, pre.idToTok, pre.vocabErr
+	if !pre.vocabSet {
+		vocab, idToTok, err = parseVocab(rawVocab)
+	}
 	<-done
 	if err != nil {
 		return nil, err
@@ -318,6 +336,16 @@ func parseModel(raw []byte, fs []rawField) (*bpe, error) {
 	}
 	m.merges.buildFilter()
 	return m, nil
+}
+
+// parseMergePairs reads the merges at d[i:] and returns the array's end.
+func parseMergePairs(d []byte, i int) ([][2]string, int, error) {
+	pairs := make([][2]string, 0, (len(d)-i)/24)
+	end, err := parseMergesAt(d, i, func(a, b string) error {
+		pairs = append(pairs, [2]string{a, b})
+		return nil
+	})
+	return pairs, end, err
 }
 
 // symbol is one part of a word during merging.

@@ -219,6 +219,16 @@ func objectFields(d []byte) ([]rawField, error) {
 // end; the value of the field named descend, if an object, is split too
 // (in the same pass: the model's object is most of the file).
 func objectFieldsAt(d []byte, i int, descend string) ([]rawField, int, error) {
+	return objectFieldsHook(d, i, descend, nil, nil)
+}
+
+// fieldHook parses the value of field key at d[s:] itself and returns its
+// end; ok false leaves it to be skipped.
+type fieldHook func(key string, d []byte, s int) (end int, ok bool)
+
+// objectFieldsHook is objectFieldsAt with hook for the fields of this
+// object and inner for those of the object descended into.
+func objectFieldsHook(d []byte, i int, descend string, hook, inner fieldHook) ([]rawField, int, error) {
 	i = skipWS(d, i)
 	if i >= len(d) || d[i] != '{' {
 		return nil, 0, jsonErr(i, "expected an object")
@@ -241,9 +251,15 @@ func objectFieldsAt(d []byte, i int, descend string) ([]rawField, int, error) {
 		s := skipWS(d, i+1)
 		var e int
 		var sub []rawField
-		if descend != "" && k == descend && s < len(d) && d[s] == '{' {
-			sub, e, err = objectFieldsAt(d, s, "")
-		} else {
+		hooked := false
+		if hook != nil {
+			e, hooked = hook(k, d, s)
+		}
+		switch {
+		case hooked:
+		case descend != "" && k == descend && s < len(d) && d[s] == '{':
+			sub, e, err = objectFieldsHook(d, s, "", inner, nil)
+		default:
 			e, err = skipValue(d, s)
 		}
 		if err != nil {
@@ -293,22 +309,47 @@ func isNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // parseVocab decodes {"token": id, ...} into a table and its inverse.
 func parseVocab(d []byte) (*vocabTable, []string, error) {
-	i := skipWS(d, 0)
+	v, ids, _, err := parseVocabAt(d, 0, len(d))
+	return v, ids, err
+}
+
+// parseVocabAt is parseVocab for the object at d[i:], about sizeHint
+// bytes long; it also returns the object's end.
+func parseVocabAt(d []byte, i, sizeHint int) (*vocabTable, []string, int, error) {
+	i = skipWS(d, i)
 	if i >= len(d) || d[i] != '{' {
-		return nil, nil, fmt.Errorf("tokenizer.json: model.vocab is not an object")
+		return nil, nil, 0, fmt.Errorf("tokenizer.json: model.vocab is not an object")
 	}
+	start := i
+	// Keys without escapes share one copy of the vocabulary's text
+	// instead of one allocation each: while parsing they are views of d,
+	// moved to the copy at the end (and offsets count from start).
+	d0 := d
+	d = d[start:]
 	if len(d) >= escBit {
-		return nil, nil, fmt.Errorf("tokenizer.json: model.vocab is too large")
+		return nil, nil, 0, fmt.Errorf("tokenizer.json: model.vocab is too large")
 	}
-	// Keys without escapes share one copy of the text instead of one
-	// allocation each.
-	arena := string(d)
-	vocab := newVocabTable(arena, len(d)/24)
+	arena := unsafe.String(&d[0], len(d))
+	vocab := newVocabTable(arena, min(len(d), sizeHint)/24)
 	var idToTok []string
 	entries := 0
-	i = skipWS(d, i+1)
+	i = skipWS(d, 1)
+	finish := func(end int) (*vocabTable, []string, int, error) {
+		vocab.arena = string(d[:end])
+		base := uintptr(unsafe.Pointer(&d[0]))
+		for id, t := range idToTok {
+			if t == "" {
+				continue
+			}
+			if p := uintptr(unsafe.Pointer(unsafe.StringData(t))); p >= base && p-base < uintptr(end) {
+				off := int(p - base)
+				idToTok[id] = vocab.arena[off : off+len(t)]
+			}
+		}
+		return &vocab, idToTok, start + end, nil
+	}
 	if i < len(d) && d[i] == '}' {
-		return &vocab, idToTok, nil
+		return finish(i + 1)
 	}
 	// Keys go in by batches (vslot.id holding the id, not plus one).
 	var batch [64]vslot
@@ -327,15 +368,16 @@ func parseVocab(d []byte) (*vocabTable, []string, error) {
 			koff, klen = uint32(i+1), uint32(j-i-1)
 		} else {
 			var err error
-			if k, n, err = parseString(d, i); err != nil {
-				return nil, nil, err
+			if k, n, err = parseString(d0, start+i); err != nil {
+				return nil, nil, 0, err
 			}
+			n -= start
 			koff, klen = uint32(len(vocab.esc)), escBit
 			vocab.esc = append(vocab.esc, k)
 		}
 		i = skipWS(d, n)
 		if i >= len(d) || d[i] != ':' {
-			return nil, nil, jsonErr(i, "expected ':'")
+			return nil, nil, 0, jsonErr(start+i, "expected ':'")
 		}
 		i = skipWS(d, i+1)
 		j = i
@@ -343,12 +385,12 @@ func parseVocab(d []byte) (*vocabTable, []string, error) {
 		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
 			id = id*10 + int(d[j]-'0')
 			if id >= maxTokenID {
-				return nil, nil, jsonErr(i, "vocabulary id out of range")
+				return nil, nil, 0, jsonErr(start+i, "vocabulary id out of range")
 			}
 			j++
 		}
 		if j == i {
-			return nil, nil, jsonErr(i, fmt.Sprintf("vocabulary id of %q is not a non-negative integer", k))
+			return nil, nil, 0, jsonErr(start+i, fmt.Sprintf("vocabulary id of %q is not a non-negative integer", k))
 		}
 		batch[nb] = vslot{off: koff, n: klen, id: int32(id)}
 		if nb++; nb == len(batch) {
@@ -362,48 +404,50 @@ func parseVocab(d []byte) (*vocabTable, []string, error) {
 		idToTok[id] = k
 		i = skipWS(d, j)
 		if i >= len(d) {
-			return nil, nil, jsonErr(i, "unterminated vocab")
+			return nil, nil, 0, jsonErr(start+i, "unterminated vocab")
 		}
 		if d[i] == '}' {
 			vocab.putBatch(batch[:nb])
 			if len(idToTok) > sparseLimit(entries) {
-				return nil, nil, fmt.Errorf("tokenizer.json: model.vocab: highest id %d for %d entries: ids too sparse", len(idToTok)-1, entries)
+				return nil, nil, 0, fmt.Errorf("tokenizer.json: model.vocab: highest id %d for %d entries: ids too sparse", len(idToTok)-1, entries)
 			}
 			if entries != vocab.len() { // a repeated key: the table has the last
+				vocab.arena = string(d[:i+1])
 				clear(idToTok)
 				vocab.all(func(t string, id int) { idToTok[id] = t })
+				return &vocab, idToTok, start + i + 1, nil
 			}
-			return &vocab, idToTok, nil
+			return finish(i + 1)
 		}
 		if d[i] != ',' {
-			return nil, nil, jsonErr(i, "expected ',' or '}'")
+			return nil, nil, 0, jsonErr(start+i, "expected ',' or '}'")
 		}
 		i++
 	}
 }
 
-// parseMerges decodes ["a b", ...] or [["a","b"], ...] calling fn for each
-// merge in rank order.
-func parseMerges(d []byte, fn func(a, b string) error) error {
-	i := skipWS(d, 0)
+// parseMergesAt decodes the array ["a b", ...] or [["a","b"], ...] at d[i:]
+// calling fn for each merge in rank order, and returns the array's end.
+func parseMergesAt(d []byte, i int, fn func(a, b string) error) (int, error) {
+	i = skipWS(d, i)
 	if i >= len(d) || d[i] != '[' {
-		return fmt.Errorf("tokenizer.json: model.merges is not an array")
+		return 0, fmt.Errorf("tokenizer.json: model.merges is not an array")
 	}
 	i = skipWS(d, i+1)
 	if i < len(d) && d[i] == ']' {
-		return nil
+		return i + 1, nil
 	}
 	rank := 0
 	for {
 		i = skipWS(d, i)
 		if i >= len(d) {
-			return jsonErr(i, "unterminated merges")
+			return 0, jsonErr(i, "unterminated merges")
 		}
 		var a, b string
 		if d[i] == '"' {
 			s, n, err := parseStr(d, i, true)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			i = n
 			// Files written by old versions may carry a "#version" line.
@@ -421,45 +465,45 @@ func parseMerges(d []byte, fn func(a, b string) error) error {
 				}
 			}
 			if sp < 0 {
-				return fmt.Errorf("tokenizer.json: merge %d %q is not two tokens separated by one space", rank, s)
+				return 0, fmt.Errorf("tokenizer.json: merge %d %q is not two tokens separated by one space", rank, s)
 			}
 			a, b = s[:sp], s[sp+1:]
 		} else if d[i] == '[' {
 			var err error
 			a, i, err = parseStr(d, i+1, true)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			i = skipWS(d, i)
 			if i >= len(d) || d[i] != ',' {
-				return fmt.Errorf("tokenizer.json: merge %d is not a pair of strings", rank)
+				return 0, fmt.Errorf("tokenizer.json: merge %d is not a pair of strings", rank)
 			}
 			b, i, err = parseStr(d, i+1, true)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			i = skipWS(d, i)
 			if i >= len(d) || d[i] != ']' {
-				return fmt.Errorf("tokenizer.json: merge %d is not a pair of strings", rank)
+				return 0, fmt.Errorf("tokenizer.json: merge %d is not a pair of strings", rank)
 			}
 			i++
 		} else {
-			return jsonErr(i, "a merge must be a string or a pair of strings")
+			return 0, jsonErr(i, "a merge must be a string or a pair of strings")
 		}
 		if err := fn(a, b); err != nil {
-			return err
+			return 0, err
 		}
 		rank++
 	next:
 		i = skipWS(d, i)
 		if i >= len(d) {
-			return jsonErr(i, "unterminated merges")
+			return 0, jsonErr(i, "unterminated merges")
 		}
 		if d[i] == ']' {
-			return nil
+			return i + 1, nil
 		}
 		if d[i] != ',' {
-			return jsonErr(i, "expected ',' or ']'")
+			return 0, jsonErr(i, "expected ',' or ']'")
 		}
 		i++
 	}

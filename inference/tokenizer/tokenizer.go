@@ -24,6 +24,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -66,7 +67,64 @@ func Load(path string) (*Tokenizer, error) {
 
 // Parse reads the contents of a tokenizer.json file.
 func Parse(data []byte) (*Tokenizer, error) {
-	fs, _, err := objectFieldsAt(data, 0, "model")
+	// The model's vocabulary and merges are most of the file: they are
+	// read during the one scan of it, the merges (at the first "merges":
+	// [ of the file, most likely the model's) on another core from the
+	// start, and used if the scan finds them where this guessed.
+	var spec struct {
+		start, end int
+		pairs      [][2]string
+		err        error
+		done       chan struct{}
+	}
+	spec.start = -1
+	for from := 0; from < len(data); {
+		g := bytes.Index(data[from:], []byte(`"merges"`))
+		if g < 0 {
+			break
+		}
+		g += from
+		from = g + 1
+		i := skipWS(data, g+len(`"merges"`))
+		if i >= len(data) || data[i] != ':' {
+			continue
+		}
+		if s := skipWS(data, i+1); s < len(data) && data[s] == '[' {
+			spec.start, spec.done = s, make(chan struct{})
+			go func() {
+				defer close(spec.done)
+				spec.pairs, spec.end, spec.err = parseMergePairs(data, s)
+			}()
+			defer func() { <-spec.done }()
+		}
+		break
+	}
+	pre := &preModel{}
+	hook := func(key string, d []byte, s int) (int, bool) {
+		switch {
+		case key == "vocab" && !pre.vocabSet && s < len(d) && d[s] == '{':
+			hint := len(d) - s
+			if spec.start > s {
+				hint = spec.start - s
+			}
+			var end int
+			pre.vocab, pre.idToTok, end, pre.vocabErr = parseVocabAt(d, s, hint)
+			pre.vocabSet = true
+			return end, pre.vocabErr == nil
+		case key == "merges" && !pre.mergesSet && s < len(d) && d[s] == '[':
+			var end int
+			if s == spec.start {
+				<-spec.done
+				pre.pairs, end, pre.mergesErr = spec.pairs, spec.end, spec.err
+			} else {
+				pre.pairs, end, pre.mergesErr = parseMergePairs(d, s)
+			}
+			pre.mergesSet = true
+			return end, pre.mergesErr == nil
+		}
+		return 0, false
+	}
+	fs, _, err := objectFieldsHook(data, 0, "model", nil, hook)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +139,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t.model, modelErr = parseModel(modelRaw, subFields(fs, "model"))
+		t.model, modelErr = parseModel(modelRaw, subFields(fs, "model"), pre)
 	}()
 	defer wg.Wait()
 	if t.norm, err = parseNormalizer(field(fs, "normalizer")); err != nil {

@@ -369,3 +369,40 @@ func TestLlama31PostProcessor(t *testing.T) {
 		t.Errorf("decode %q", got)
 	}
 }
+
+// Parse reads the merges ahead at the first "merges": [ of the file; a
+// decoy there (an ignored top-level field) and repeated vocabulary keys
+// must not change the tokenizer.
+func TestParseMergesDecoy(t *testing.T) {
+	data, err := os.ReadFile(fixtures.Tokenizer(t, fixtures.Llama3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := load(t, fixtures.Llama3)
+	decoy := slices.Concat([]byte(`{"merges": [["x","y"], 1], "vocab": {"a": 1},`), data[1:])
+	// The same key twice in the vocabulary: the later id is kept.
+	i := bytes.Index(decoy, []byte(`"vocab"`))
+	j := i + bytes.IndexByte(decoy[i:], '{') + 1
+	i = bytes.Index(decoy[j:], []byte(`"vocab"`)) + j
+	j = i + bytes.IndexByte(decoy[i:], '{') + 1
+	dup := slices.Concat(decoy[:j], []byte(`"Hello": 5, `), decoy[j:])
+	for _, d := range [][]byte{decoy, dup} {
+		tk, err := Parse(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := mixedText(1 << 14)
+		if got, want := tk.Encode(text, true), base.Encode(text, true); !slices.Equal(got, want) {
+			t.Errorf("ids differ from the fixture's")
+		}
+		if id, ok := tk.TokenID("Hello"); !ok || id != 9906 {
+			t.Errorf("Hello: %d %v", id, ok)
+		}
+		for _, id := range []int{5, 9906} {
+			s, ok := tk.Token(id)
+			if want, _ := base.Token(id); !ok || s != want {
+				t.Errorf("%d: %q %v, want %q", id, s, ok, want)
+			}
+		}
+	}
+}
