@@ -101,6 +101,25 @@ func (t *mergeTable) put(key uint64, m merge) {
 	}
 }
 
+// putAll puts the merges of slots, by batches whose first slots are read
+// together (so that their cache misses overlap).
+func (t *mergeTable) putAll(slots []mergeSlot) {
+	const batch = 32
+	for k0 := 0; k0 < len(slots); k0 += batch {
+		b := slots[k0:min(k0+batch, len(slots))]
+		if 3*(t.n+len(b)) <= 2*len(t.slots) {
+			var sum int32
+			for _, s := range b {
+				sum += t.slots[(s.key*0x9E3779B97F4A7C15)>>t.shift].id
+			}
+			sink.Add(uint32(sum))
+		}
+		for _, s := range b {
+			t.put(s.key, s.merge)
+		}
+	}
+}
+
 func (t *mergeTable) get(key uint64) (merge, bool) {
 	if t.filter != nil {
 		h := (key * 0xC2B2AE3D27D4EB4F) >> t.filterShift
@@ -331,16 +350,19 @@ func parseModel(raw []byte, fs []rawField, pre *preModel) (*bpe, error) {
 		}
 	}
 	m.merges = newMergeTable(len(pairs))
-	for _, sl := range slots {
-		m.merges.put(sl.key, sl.merge)
-	}
+	m.merges.putAll(slots)
 	m.merges.buildFilter()
 	return m, nil
 }
 
 // parseMergePairs reads the merges at d[i:] and returns the array's end.
 func parseMergePairs(d []byte, i int) ([][2]string, int, error) {
-	pairs := make([][2]string, 0, (len(d)-i)/24)
+	// About 20 bytes a merge as strings "a b", 50 as pretty-printed pairs.
+	per := 16
+	if j := skipWS(d, i+1); j < len(d) && d[j] == '[' {
+		per = 40
+	}
+	pairs := make([][2]string, 0, (len(d)-i)/per)
 	end, err := parseMergesAt(d, i, func(a, b string) error {
 		pairs = append(pairs, [2]string{a, b})
 		return nil

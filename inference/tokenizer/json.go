@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -32,6 +33,10 @@ func skipWS(d []byte, i int) int {
 		switch d[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
+			// Pretty-printed files indent with runs of spaces.
+			for i+8 <= len(d) && binary.LittleEndian.Uint64(d[i:]) == 0x2020202020202020 {
+				i += 8
+			}
 		default:
 			return i
 		}
