@@ -12,6 +12,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
+	"etchat/internal/benchstore"
 	"etchat/store"
 )
 
@@ -118,7 +119,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	var saveErr error
 	o.Result = func(r *bench.Result) {
 		if db != nil && saveErr == nil {
-			saveErr = bench.Save(ctx, db, []*bench.Result{r})
+			saveErr = benchstore.Save(ctx, db, []*bench.Result{r})
 		}
 	}
 	results, runErr := bench.Run(ctx, o)

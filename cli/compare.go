@@ -11,6 +11,7 @@ import (
 
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
+	"etchat/internal/benchstore"
 	"etchat/store"
 )
 
@@ -70,7 +71,7 @@ func runCompare(ctx context.Context, env *Env, args []string) error {
 	defer db.Close()
 	var sides [2][]*bench.Result
 	for i, name := range []string{"baseline", "candidate"} {
-		if sides[i], err = bench.Select(ctx, db, sels[i]); err != nil {
+		if sides[i], err = benchstore.Select(ctx, db, sels[i]); err != nil {
 			return fmt.Errorf("%s %q: %w", name, fs.Arg(i), err)
 		}
 	}

@@ -3,10 +3,10 @@
 // history (sortable, filtered by model), a t/s-over-time chart, and a
 // comparison of two runs with a bar chart.
 //
-// ViewModel holds the state and does the work (package inference/bench,
-// the store) without a window, so tests drive it headless; NewView builds
-// the Fyne widgets over it. Long work runs on its own goroutine and the
-// view redraws through fyne.Do when OnChange fires.
+// ViewModel holds the state and does the work (packages inference/bench,
+// internal/benchstore, the store) without a window, so tests drive it
+// headless; NewView builds the Fyne widgets over it. Long work runs on its
+// own goroutine and the view redraws through fyne.Do when OnChange fires.
 package benchmarks
 
 import (
@@ -27,6 +27,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
+	"etchat/internal/benchstore"
 	"etchat/store"
 )
 
@@ -339,7 +340,7 @@ func (vm *ViewModel) Start(ctx context.Context) error {
 	}
 	o.Result = func(r *bench.Result) {
 		if vm.deps.DB != nil && saveErr == nil {
-			saveErr = bench.Save(rctx, vm.deps.DB, []*bench.Result{r})
+			saveErr = benchstore.Save(rctx, vm.deps.DB, []*bench.Result{r})
 		}
 	}
 	go func() {
@@ -430,7 +431,7 @@ func (vm *ViewModel) Refresh(ctx context.Context) error {
 		var runs []store.Run
 		if runs, err = vm.deps.DB.ListRuns(ctx, store.RunFilter{Kind: "bench", Limit: 2000}); err == nil {
 			var rs []*bench.Result
-			if rs, err = bench.Load(ctx, vm.deps.DB, runs); err == nil {
+			if rs, err = benchstore.Load(ctx, vm.deps.DB, runs); err == nil {
 				for _, r := range rs {
 					rows = append(rows, Row{RunID: r.RunID, Started: r.TestTime, Model: r.Model.Name, Engine: r.Engine,
 						Test: r.Test.Name(), Cache: r.Test.Cache.String(), AvgTS: r.AvgTS(), SDTS: r.StddevTS(),
@@ -607,7 +608,7 @@ func (vm *ViewModel) compare(ctx context.Context, baseline, candidate string) er
 		if err != nil {
 			return &FieldError{name, err}
 		}
-		if sides[i], err = bench.Select(ctx, vm.deps.DB, sel); err != nil {
+		if sides[i], err = benchstore.Select(ctx, vm.deps.DB, sel); err != nil {
 			return &FieldError{name, err}
 		}
 	}

@@ -6,10 +6,11 @@
 // repetitions give a mean ± standard deviation in tokens per second.
 //
 // The package also writes results in llama-bench's formats (md, csv, json,
-// jsonl, sql), stores them with the machine's description (package store),
-// reads them back, and compares two stored runs test by test, flagging the
-// changes larger than the repetitions' noise (Welch's t-test). Package
-// bench/plot draws the charts.
+// jsonl, sql), describes the machine they ran on, and compares two sets of
+// results test by test, flagging the changes larger than the repetitions'
+// noise (Welch's t-test). It does not know the store: package
+// internal/benchstore saves results there, reads them back and selects
+// them. Package bench/plot draws the charts.
 //
 // What is timed, exactly:
 //   - pp: the wall time of the prefill forwards (all chunks of at most the

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"etchat/store"
 )
 
 // Selector picks stored bench results: run ids, filters, and "latest".
@@ -84,73 +81,9 @@ func ParseSelector(s string) (Selector, error) {
 	return sel, nil
 }
 
-// Select reads the stored bench results a selector picks, in test order.
-// It is an error when nothing matches.
-func Select(ctx context.Context, db *store.DB, sel Selector) ([]*Result, error) {
-	var results []*Result
-	if len(sel.IDs) > 0 {
-		for _, id := range sel.IDs {
-			run, samples, err := db.GetRun(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			r, err := FromRun(run, samples)
-			if err != nil {
-				return nil, err
-			}
-			results = append(results, r)
-		}
-	} else {
-		runs, err := db.ListRuns(ctx, store.RunFilter{Kind: "bench", Model: sel.Model, Since: sel.Since})
-		if err != nil {
-			return nil, err
-		}
-		var keep []store.Run
-		for _, r := range runs {
-			if sel.Engine == "" || strings.EqualFold(r.Engine, sel.Engine) {
-				keep = append(keep, r)
-			}
-		}
-		if results, err = Load(ctx, db, keep); err != nil {
-			return nil, err
-		}
-	}
-	var out []*Result
-	for _, r := range results {
-		if len(sel.IDs) > 0 && !sel.matches(r) {
-			continue
-		}
-		if sel.Batch != "" && r.Batch != sel.Batch {
-			continue
-		}
-		out = append(out, r)
-	}
-	if sel.Latest && len(out) > 0 {
-		newest := out[0]
-		for _, r := range out {
-			if r.TestTime.After(newest.TestTime) {
-				newest = r
-			}
-		}
-		var same []*Result
-		for _, r := range out {
-			if r.Batch == newest.Batch {
-				same = append(same, r)
-			}
-		}
-		out = same
-	}
-	if len(sel.IDs) == 0 {
-		out = newestPerTest(out)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no stored benchmark runs match")
-	}
-	return out, nil
-}
-
-// matches applies the model, engine and since filters to a run picked by id.
-func (sel Selector) matches(r *Result) bool {
+// Matches applies the selector's model, engine and since filters to one
+// result (a run picked by id).
+func (sel Selector) Matches(r *Result) bool {
 	if sel.Engine != "" && !strings.EqualFold(r.Engine, sel.Engine) {
 		return false
 	}
@@ -161,7 +94,9 @@ func (sel Selector) matches(r *Result) bool {
 	return sel.Since.IsZero() || !r.TestTime.Before(sel.Since)
 }
 
-func newestPerTest(rs []*Result) []*Result {
+// NewestPerTest keeps, of the results sharing a test identity, the newest
+// (the higher run id on a tie), in test order.
+func NewestPerTest(rs []*Result) []*Result {
 	best := map[string]*Result{}
 	var order []string
 	for _, r := range rs {

@@ -1,4 +1,8 @@
-package bench
+// Package benchstore keeps benchmark results in etchat's store: it maps
+// bench.Result to store runs and samples and back, saves them, and selects
+// stored results for comparison. It is the glue the CLI and the app share,
+// so that neither inference/bench nor store knows the other.
+package benchstore
 
 import (
 	"context"
@@ -7,6 +11,7 @@ import (
 	"fmt"
 	"math"
 
+	"etchat/inference/bench"
 	"etchat/store"
 )
 
@@ -14,17 +19,17 @@ import (
 // test identity and everything needed to rebuild the Result, including
 // the precise per-repetition timings (the store's stats are milliseconds).
 type runConfig struct {
-	Batch    string `json:"batch"`
-	Test     Test   `json:"test"`
-	Model    Model  `json:"model"`
-	Backends string `json:"backends"`
-	Warmup   bool   `json:"warmup"`
-	Seed     uint64 `json:"seed"`
-	LoadNs   int64  `json:"load_ns"`
-	Reps     []Rep  `json:"reps"`
+	Batch    string      `json:"batch"`
+	Test     bench.Test  `json:"test"`
+	Model    bench.Model `json:"model"`
+	Backends string      `json:"backends"`
+	Warmup   bool        `json:"warmup"`
+	Seed     uint64      `json:"seed"`
+	LoadNs   int64       `json:"load_ns"`
+	Reps     []bench.Rep `json:"reps"`
 }
 
-func storeStats(p Rep) store.Stats {
+func storeStats(p bench.Rep) store.Stats {
 	return store.Stats{
 		ModelLoadStartMs: p.ModelLoadStartMs, ModelLoadEndMs: p.ModelLoadEndMs,
 		InferenceStartMs: p.InferenceStartMs, PromptEvalEndMs: p.PromptEvalEndMs,
@@ -36,7 +41,7 @@ func storeStats(p Rep) store.Stats {
 
 // ToRun is a result as the store's run (one per test) and samples (one
 // per repetition). The run's stats are the last repetition's.
-func ToRun(r *Result) (store.Run, []store.Sample, error) {
+func ToRun(r *bench.Result) (store.Run, []store.Sample, error) {
 	if len(r.Reps) == 0 {
 		return store.Run{}, nil, errors.New("result has no repetitions")
 	}
@@ -65,7 +70,7 @@ func ToRun(r *Result) (store.Run, []store.Sample, error) {
 }
 
 // Save stores each result as a bench run and sets its RunID.
-func Save(ctx context.Context, db *store.DB, results []*Result) error {
+func Save(ctx context.Context, db *store.DB, results []*bench.Result) error {
 	for _, r := range results {
 		run, samples, err := ToRun(r)
 		if err != nil {
@@ -83,7 +88,7 @@ func Save(ctx context.Context, db *store.DB, results []*Result) error {
 // FromRun rebuilds a result from a stored bench run and its samples. A run
 // saved by another writer (no etchat bench config) is rebuilt from the
 // store's columns, its timings from the samples' rates.
-func FromRun(run store.Run, samples []store.Sample) (*Result, error) {
+func FromRun(run store.Run, samples []store.Sample) (*bench.Result, error) {
 	if run.Kind != "bench" {
 		return nil, fmt.Errorf("run %d is a %s run, not a benchmark", run.ID, run.Kind)
 	}
@@ -93,7 +98,7 @@ func FromRun(run store.Run, samples []store.Sample) (*Result, error) {
 			return nil, fmt.Errorf("run %d: config: %w", run.ID, err)
 		}
 	}
-	r := &Result{
+	r := &bench.Result{
 		RunID: run.ID, Batch: cfg.Batch, Test: cfg.Test, Model: cfg.Model, Engine: run.Engine, Backends: cfg.Backends,
 		AppVersion: run.AppVersion, Warmup: cfg.Warmup, Seed: cfg.Seed, TestTime: run.Started, Ended: run.Ended,
 		LoadNs: cfg.LoadNs, Reps: cfg.Reps,
@@ -113,7 +118,7 @@ func FromRun(run store.Run, samples []store.Sample) (*Result, error) {
 	if len(r.Reps) == 0 {
 		n := float64(r.Test.NPrompt + r.Test.NGen)
 		for _, s := range samples {
-			p := Rep{
+			p := bench.Rep{
 				ModelLoadStartMs: s.Stats.ModelLoadStartMs, ModelLoadEndMs: s.Stats.ModelLoadEndMs,
 				InferenceStartMs: s.Stats.InferenceStartMs, PromptEvalEndMs: s.Stats.PromptEvalEndMs,
 				FirstTokenMs: s.Stats.FirstTokenMs, InferenceEndMs: s.Stats.InferenceEndMs,
@@ -131,8 +136,8 @@ func FromRun(run store.Run, samples []store.Sample) (*Result, error) {
 }
 
 // Load reads stored bench runs back as results (with their repetitions).
-func Load(ctx context.Context, db *store.DB, runs []store.Run) ([]*Result, error) {
-	out := make([]*Result, 0, len(runs))
+func Load(ctx context.Context, db *store.DB, runs []store.Run) ([]*bench.Result, error) {
+	out := make([]*bench.Result, 0, len(runs))
 	for _, run := range runs {
 		if run.Kind != "bench" {
 			continue
