@@ -160,7 +160,7 @@ type preModel struct {
 	idToTok   []string
 	vocabErr  error
 	mergesSet bool
-	pairs     [][2]string
+	pairs     *mergePairs
 	mergesErr error
 }
 
@@ -276,13 +276,14 @@ func parseModel(raw []byte, fs []rawField, pre *preModel) (*bpe, error) {
 			m.byteLevelID[b] = id
 		}
 	}
-	// Resolve the merges to ids on all cores.
-	slots := make([]mergeSlot, len(pairs))
-	workers := max(1, min(runtime.GOMAXPROCS(0), 8, len(pairs)/4096))
+	// Resolve the merges to ids on all cores, each slot written over its
+	// pair once read.
+	slots := unsafe.Slice((*mergeSlot)(unsafe.Pointer(unsafe.SliceData(pairs.refs))), len(pairs.refs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8, pairs.len()/4096))
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
-		lo, hi := len(pairs)*w/workers, len(pairs)*(w+1)/workers
+		lo, hi := pairs.len()*w/workers, pairs.len()*(w+1)/workers
 		wg.Add(1)
 		go func(w, lo, hi int) {
 			defer wg.Done()
@@ -297,7 +298,7 @@ func parseModel(raw []byte, fs []rawField, pre *preModel) (*bpe, error) {
 				buf = buf[:0]
 				var sum uint32
 				for k := k0; k < k1; k++ {
-					a, b := pairs[k][0], pairs[k][1]
+					a, b := pairs.pair(k)
 					rest := b
 					if len(m.prefix) <= len(b) {
 						rest = b[len(m.prefix):]
@@ -319,7 +320,7 @@ func parseModel(raw []byte, fs []rawField, pre *preModel) (*bpe, error) {
 				sink.Add(sum)
 				st := 0
 				for k := k0; k < k1; k++ {
-					a, b := pairs[k][0], pairs[k][1]
+					a, b := pairs.pair(k)
 					j := 3 * (k - k0)
 					ida, ok := vocab.getHash(a, hs[j])
 					if !ok {
@@ -349,25 +350,72 @@ func parseModel(raw []byte, fs []rawField, pre *preModel) (*bpe, error) {
 			return nil, e // the first chunk's error has the lowest rank
 		}
 	}
-	m.merges = newMergeTable(len(pairs))
+	m.merges = newMergeTable(len(slots))
 	m.merges.putAll(slots)
 	m.merges.buildFilter()
 	return m, nil
 }
 
+// mergePairs are the merges' strings as read: each of refs is a pair of
+// strings, each string packed as offset<<32 | length into d, or with
+// escBit in the length, its index in esc. Being 16 bytes without pointers,
+// like a mergeSlot, refs is turned into the merges' slots in place.
+type mergePairs struct {
+	d    []byte
+	refs []pairRef
+	esc  []string
+}
+
+type pairRef struct{ a, b uint64 }
+
+func (p *mergePairs) len() int { return len(p.refs) }
+
+func (p *mergePairs) str(r uint64) string {
+	off, n := uint32(r>>32), uint32(r)
+	if n&escBit != 0 {
+		return p.esc[off]
+	}
+	if n == 0 {
+		return ""
+	}
+	return unsafe.String(&p.d[off], n)
+}
+
+func (p *mergePairs) pair(k int) (string, string) {
+	return p.str(p.refs[k].a), p.str(p.refs[k].b)
+}
+
+// ref packs s, a view of p.d or not.
+func (p *mergePairs) ref(s string) uint64 {
+	if s == "" {
+		return 0
+	}
+	if len(p.d) > 0 {
+		base := uintptr(unsafe.Pointer(unsafe.SliceData(p.d)))
+		if q := uintptr(unsafe.Pointer(unsafe.StringData(s))); q >= base && q-base < uintptr(len(p.d)) && len(s) < escBit {
+			return uint64(q-base)<<32 | uint64(len(s))
+		}
+	}
+	p.esc = append(p.esc, s)
+	return uint64(len(p.esc)-1)<<32 | escBit
+}
+
 // parseMergePairs reads the merges at d[i:] and returns the array's end.
-func parseMergePairs(d []byte, i int) ([][2]string, int, error) {
+func parseMergePairs(d []byte, i int) (*mergePairs, int, error) {
+	if len(d) >= 1<<32 {
+		return nil, 0, fmt.Errorf("tokenizer.json: too large")
+	}
 	// About 20 bytes a merge as strings "a b", 50 as pretty-printed pairs.
 	per := 16
 	if j := skipWS(d, i+1); j < len(d) && d[j] == '[' {
 		per = 40
 	}
-	pairs := make([][2]string, 0, (len(d)-i)/per)
+	p := &mergePairs{d: d, refs: make([]pairRef, 0, (len(d)-i)/per)}
 	end, err := parseMergesAt(d, i, func(a, b string) error {
-		pairs = append(pairs, [2]string{a, b})
+		p.refs = append(p.refs, pairRef{p.ref(a), p.ref(b)})
 		return nil
 	})
-	return pairs, end, err
+	return p, end, err
 }
 
 // symbol is one part of a word during merging.
@@ -591,3 +639,6 @@ func decodeRune(s string, i, w int) rune {
 	r, _ := utf8.DecodeRuneInString(s[i : i+w])
 	return r
 }
+
+// A pairRef and a mergeSlot must have the same size (see mergePairs).
+var _ = [1]struct{}{}[unsafe.Sizeof(pairRef{})-unsafe.Sizeof(mergeSlot{})]

@@ -336,7 +336,7 @@ func parseVocabAt(d []byte, i, sizeHint int) (*vocabTable, []string, int, error)
 	}
 	arena := unsafe.String(&d[0], len(d))
 	vocab := newVocabTable(arena, min(len(d), sizeHint)/24)
-	var idToTok []string
+	idToTok := make([]string, 0, min(len(d), sizeHint)/24)
 	entries := 0
 	i = skipWS(d, 1)
 	finish := func(end int) (*vocabTable, []string, int, error) {
@@ -404,7 +404,11 @@ func parseVocabAt(d []byte, i, sizeHint int) (*vocabTable, []string, int, error)
 		}
 		entries++
 		if id >= len(idToTok) {
-			idToTok = append(idToTok, make([]string, id+1-len(idToTok))...)
+			if id < cap(idToTok) {
+				idToTok = idToTok[:id+1] // zero from make
+			} else {
+				idToTok = append(idToTok, make([]string, id+1-len(idToTok))...)
+			}
 		}
 		idToTok[id] = k
 		i = skipWS(d, j)

@@ -26,7 +26,6 @@ package tokenizer
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -54,11 +53,12 @@ type Tokenizer struct {
 
 // Load reads a tokenizer.json file.
 func Load(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, release, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
 	t, err := Parse(data)
+	release()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -73,7 +73,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 	// start, and used if the scan finds them where this guessed.
 	var spec struct {
 		start, end int
-		pairs      [][2]string
+		pairs      *mergePairs
 		err        error
 		done       chan struct{}
 	}
