@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -31,12 +32,20 @@ func jsonErr(off int, msg string) error {
 func skipWS(d []byte, i int) int {
 	for i < len(d) {
 		switch d[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-			// Pretty-printed files indent with runs of spaces.
-			for i+8 <= len(d) && binary.LittleEndian.Uint64(d[i:]) == 0x2020202020202020 {
-				i += 8
+		case ' ':
+			// Pretty-printed files indent with runs of spaces: up to
+			// eight at a time.
+			if i+8 <= len(d) {
+				if x := binary.LittleEndian.Uint64(d[i:]) ^ 0x2020202020202020; x != 0 {
+					i += bits.TrailingZeros64(x) >> 3
+				} else {
+					i += 8
+				}
+				continue
 			}
+			i++
+		case '\t', '\n', '\r':
+			i++
 		default:
 			return i
 		}

@@ -406,3 +406,27 @@ func TestParseMergesDecoy(t *testing.T) {
 		}
 	}
 }
+
+// skipWS skips runs of spaces several at a time: the same as one by one.
+func TestSkipWS(t *testing.T) {
+	naive := func(d []byte, i int) int {
+		for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+			i++
+		}
+		return i
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		d := make([]byte, r.IntN(40))
+		for k := range d {
+			d[k] = " \t\n\rx\"["[r.IntN(7)]
+			if r.IntN(3) > 0 {
+				d[k] = ' '
+			}
+		}
+		i := r.IntN(len(d) + 1)
+		if got, want := skipWS(d, i), naive(d, i); got != want {
+			t.Fatalf("skipWS(%q, %d) = %d, want %d", d, i, got, want)
+		}
+	}
+}
