@@ -185,8 +185,16 @@ func Parse(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("added_tokens: highest id %d: ids too sparse", maxID)
 	}
 	t.vocabSize = maxID + 1
-	t.idTok = make([]string, t.vocabSize)
-	copy(t.idTok, t.model.idToTok)
+	// idTok shares the model's table (its added ids are overwritten, which
+	// Token allows for by looking at added tokens first).
+	t.idTok = t.model.idToTok
+	if n := t.vocabSize - len(t.idTok); n > 0 {
+		if t.vocabSize <= cap(t.idTok) {
+			t.idTok = t.idTok[:t.vocabSize] // the rest is zero
+		} else {
+			t.idTok = append(t.idTok, make([]string, n)...)
+		}
+	}
 	for i, a := range t.added {
 		if a.Content == "" {
 			continue
