@@ -348,18 +348,51 @@ func parseVocabAt(d []byte, i, sizeHint int) (*vocabTable, []string, int, error)
 	idToTok := make([]string, 0, min(len(d), sizeHint)/24)
 	entries := 0
 	i = skipWS(d, 1)
+	// shared: some id has two keys, or a key is empty (then the
+	// vocabulary's text is copied whole rather than its keys alone).
+	shared := false
 	finish := func(end int) (*vocabTable, []string, int, error) {
-		vocab.arena = string(d[:end])
 		base := uintptr(unsafe.Pointer(&d[0]))
-		for id, t := range idToTok {
-			if t == "" {
-				continue
+		view := func(t string) (int, bool) {
+			p := uintptr(unsafe.Pointer(unsafe.StringData(t)))
+			return int(p - base), t != "" && p >= base && p-base < uintptr(end)
+		}
+		if shared {
+			vocab.arena = string(d[:end])
+			for id, t := range idToTok {
+				if off, ok := view(t); ok {
+					idToTok[id] = vocab.arena[off : off+len(t)]
+				}
 			}
-			if p := uintptr(unsafe.Pointer(unsafe.StringData(t))); p >= base && p-base < uintptr(end) {
-				off := int(p - base)
-				idToTok[id] = vocab.arena[off : off+len(t)]
+			return &vocab, idToTok, start + end, nil
+		}
+		// Copy the keys alone, in id order, and point the table at them.
+		n := 0
+		for _, t := range idToTok {
+			if _, ok := view(t); ok {
+				n += len(t)
 			}
 		}
+		buf := make([]byte, 0, n)
+		newOff := make([]uint32, len(idToTok))
+		for id, t := range idToTok {
+			if _, ok := view(t); ok {
+				newOff[id] = uint32(len(buf))
+				buf = append(buf, t...)
+			}
+		}
+		arena := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+		for id, t := range idToTok {
+			if _, ok := view(t); ok {
+				idToTok[id] = arena[newOff[id] : newOff[id]+uint32(len(t))]
+			}
+		}
+		for i := range vocab.slots {
+			if sl := &vocab.slots[i]; sl.id != 0 && sl.n&escBit == 0 {
+				sl.off = newOff[sl.id-1]
+			}
+		}
+		vocab.arena = arena
 		return &vocab, idToTok, start + end, nil
 	}
 	if i < len(d) && d[i] == '}' {
@@ -412,6 +445,9 @@ func parseVocabAt(d []byte, i, sizeHint int) (*vocabTable, []string, int, error)
 			nb = 0
 		}
 		entries++
+		if k == "" || id < len(idToTok) && idToTok[id] != "" {
+			shared = true
+		}
 		if id >= len(idToTok) {
 			if id < cap(idToTok) {
 				idToTok = idToTok[:id+1] // zero from make

@@ -386,7 +386,9 @@ func TestParseMergesDecoy(t *testing.T) {
 	i = bytes.Index(decoy[j:], []byte(`"vocab"`)) + j
 	j = i + bytes.IndexByte(decoy[i:], '{') + 1
 	dup := slices.Concat(decoy[:j], []byte(`"Hello": 5, `), decoy[j:])
-	for _, d := range [][]byte{decoy, dup} {
+	// Two keys for one id, and an empty key.
+	shared := slices.Concat(decoy[:j], []byte(`"HelloX": 9906, "": 5, `), decoy[j:])
+	for _, d := range [][]byte{decoy, dup, shared} {
 		tk, err := Parse(d)
 		if err != nil {
 			t.Fatal(err)
@@ -397,6 +399,9 @@ func TestParseMergesDecoy(t *testing.T) {
 		}
 		if id, ok := tk.TokenID("Hello"); !ok || id != 9906 {
 			t.Errorf("Hello: %d %v", id, ok)
+		}
+		if id, ok := tk.TokenID("HelloX"); ok != (&d[0] == &shared[0]) || ok && id != 9906 {
+			t.Errorf("HelloX: %d %v", id, ok)
 		}
 		for _, id := range []int{5, 9906} {
 			s, ok := tk.Token(id)
