@@ -18,7 +18,7 @@ type piece struct {
 	// claimed; the model maps its bytes to the byte-level alphabet.
 	mapped bool
 	// added is an added token's id plus one; 0 for text.
-	added int
+	added int32
 }
 
 // preTokenizer appends the pieces p splits into to dst.
@@ -350,7 +350,8 @@ func parsePreTokenizer(raw []byte) (preTokenizer, error) {
 		return func(dst []piece, p piece) []piece {
 			// Stage by stage; the last one writes to dst directly.
 			cur := []piece{p}
-			var next []piece
+			// Sized for the pieces of long text (growing would copy).
+			next := make([]piece, 0, len(p.s)/2+1)
 			for _, st := range seq[:len(seq)-1] {
 				next = next[:0]
 				for _, q := range cur {

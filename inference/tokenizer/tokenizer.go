@@ -381,11 +381,13 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int, withTokens
 		segs = out
 	}
 	// 4. pre-tokenization; token segments become pieces with an id.
-	items := make([]piece, 0, len(text)/4+8)
+	// Generous capacities: growing a slice copies it and leaves garbage,
+	// while capacity never used costs little.
+	items := make([]piece, 0, len(text)/2+8)
 	total := 0
 	for _, sg := range segs {
 		if sg.id >= 0 {
-			items = append(items, piece{s: sg.s, added: sg.id + 1})
+			items = append(items, piece{s: sg.s, added: int32(sg.id) + 1})
 			continue
 		}
 		if sg.s == "" {
@@ -406,7 +408,11 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int, withTokens
 	}
 	run := func(items []piece) result {
 		st := &encodeState{cache: make(map[string][]int, 1024)}
-		out := make([]int, 0, len(items)+len(items)/2)
+		n := 0
+		for _, it := range items {
+			n += len(it.s)
+		}
+		out := make([]int, 0, n/2+16)
 		var toks []string
 		for _, it := range items {
 			if it.added > 0 {
@@ -416,7 +422,7 @@ func (t *Tokenizer) encode(text string, addSpecial bool, workers int, withTokens
 					}
 					toks = append(toks, it.s)
 				}
-				out = append(out, it.added-1)
+				out = append(out, int(it.added)-1)
 				continue
 			}
 			if len(it.s) <= 64 {
