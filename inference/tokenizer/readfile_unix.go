@@ -11,7 +11,9 @@ import (
 // A large file is mapped rather than read: its pages come from the page
 // cache without a copy, 64 KB a fault instead of 4 KB (and tokenizer.json
 // files run to tens of MB). Parse keeps no reference to its input, so the
-// mapping is released once Parse returns.
+// mapping is released once Parse returns. (As with any mapping, a file
+// truncated by another process during those tenths of a second would
+// fault.)
 func readFile(path string) ([]byte, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
