@@ -240,8 +240,8 @@ func Argmax(x []float32) (int, error) {
 		mid := n / 2
 		var hi int
 		done := make(chan struct{})
-		go func() { hi = argmax4(x[mid:]); close(done) }()
-		lo := argmax4(x[:mid])
+		go func() { hi = argmaxRow(x[mid:]); close(done) }()
+		lo := argmaxRow(x[:mid])
 		<-done
 		switch {
 		case hi >= 0 && (lo < 0 || x[mid+hi] > x[lo]):
@@ -249,7 +249,7 @@ func Argmax(x []float32) (int, error) {
 		case lo >= 0:
 			return lo, nil
 		}
-	} else if i := argmax4(x); i >= 0 {
+	} else if i := argmaxRow(x); i >= 0 {
 		return i, nil
 	}
 	// Nothing above -Inf: the first -Inf if any, else the row is all NaN.
@@ -307,7 +307,9 @@ const negligible = 30
 
 // allCandidates weighs every token (0 for negligible ones and NaN) and files
 // the others into the histogram; a large vocabulary is split between two
-// goroutines, each with its own lists.
+// goroutines, each with its own lists. The weights come first, from weigh
+// (AVX2 where the CPU has it, the same bits as weighGo), then a scalar pass
+// files them.
 func (s *Sampler) allCandidates(logits []float32, maxv, invT float32) {
 	n := len(logits)
 	if cap(s.w) < n {
@@ -320,15 +322,13 @@ func (s *Sampler) allCandidates(logits []float32, maxv, invT float32) {
 	// finite even for a vanishing temperature.
 	scale := min(invT*expSteps, math.MaxFloat32)
 	fill := func(lo, hi int, mass []float64, head []int32) {
+		weigh(logits[lo:hi], s.w[lo:hi], maxv, floor, scale)
 		w, next := s.w[:hi], s.next[:hi]
 		for i := lo; i < hi; i++ {
-			l := logits[i]
-			if !(l >= floor) { // NaN too
-				w[i] = 0
+			x := w[i]
+			if x == 0 { // below the floor, or NaN
 				continue
 			}
-			x := weightScaled((l - maxv) * scale)
-			w[i] = x
 			k := histKey(x)
 			mass[k] += float64(x)
 			next[i] = head[k]
@@ -516,6 +516,19 @@ func (s *Sampler) threshold(acc, target float64) (theta float32, ties int) {
 	return theta, min(max(ties, 1), len(v))
 }
 
+// weighGo sets w[i] to weightScaled((l[i] - maxv)·scale) where l[i] ≥
+// floor, else 0 (NaN too): the portable kernel of weigh.
+func weighGo(l, w []float32, maxv, floor, scale float32) {
+	w = w[:len(l)]
+	for i, l := range l {
+		if !(l >= floor) {
+			w[i] = 0
+			continue
+		}
+		w[i] = weightScaled(float32((l - maxv) * scale)) // rounded, as the vector kernel's
+	}
+}
+
 // weightNear is e^x for -30.5 ≤ x ≤ 0 to about 2e-7.
 func weightNear(x float32) float32 { return weightScaled(x * expSteps) }
 
@@ -528,7 +541,11 @@ func weightScaled(y float32) float32 {
 	t := shifter - y
 	j := math.Float32bits(t) & (expTabLen - 1)
 	d := y + (t - shifter)
-	return expTab[j] * (1 + d*(1.0/expSteps+d*(0.5/(expSteps*expSteps))))
+	// The conversions keep each product rounded (never fused into an
+	// FMA), as the vector kernel computes it.
+	p := float32(d*(0.5/(expSteps*expSteps))) + 1.0/expSteps
+	p = float32(d*p) + 1
+	return expTab[j] * p
 }
 
 // weight is e^x for any x ≤ 0 (0 below -87).

@@ -519,3 +519,91 @@ func TestSamplerGemmaNucleusMatchesReference(t *testing.T) {
 		t.Errorf("%d draws from a %d-token nucleus gave only %d distinct ids", n, len(keep), len(got))
 	}
 }
+
+func TestWeighVectorMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 64, 1001} {
+		for _, temp := range []float32{0.05, 0.8, 1, 3} {
+			row := make([]float32, n)
+			for i := range row {
+				row[i] = float32(r.NormFloat64() * 4)
+				switch r.IntN(20) {
+				case 0:
+					row[i] = nan
+				case 1:
+					row[i] = -inf
+				}
+			}
+			maxv := float32(10)
+			if n > 0 {
+				row[r.IntN(n)] = maxv
+			}
+			invT := 1 / temp
+			floor := maxv - negligible/invT
+			if n > 2 {
+				row[1] = floor
+				row[2] = math.Nextafter32(floor, -inf)
+			}
+			scale := invT * expSteps
+			got, want := make([]float32, n), make([]float32, n)
+			weigh(row, got, maxv, floor, scale)
+			weighGo(row, want, maxv, floor, scale)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n %d T %v: weight of %v = %v, want %v", n, temp, row[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func TestArgmaxVectorMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for trial := range 400 {
+		n := r.IntN(200)
+		row := make([]float32, n)
+		for i := range row {
+			switch r.IntN(8) {
+			case 0:
+				row[i] = nan
+			case 1:
+				row[i] = -inf
+			case 2:
+				row[i] = float32(r.IntN(3)) // ties
+			case 3:
+				row[i] = float32(math.Copysign(0, float64(r.IntN(2)*2-1)))
+			default:
+				row[i] = float32(r.NormFloat64())
+			}
+		}
+		if trial%10 == 0 && n > 0 {
+			row[r.IntN(n)] = inf
+		}
+		if got, want := argmaxRow(row), argmax4(row); got != want {
+			t.Fatalf("row %v: argmaxRow %d, argmax4 %d", row, got, want)
+		}
+	}
+}
+
+func TestSamplerVectorMatchesGo(t *testing.T) {
+	// The vector kernels must leave every draw as the portable code makes it.
+	row := fixtures.Logits(t, fixtures.Gemma3, "chat1_prefill_last_logits.bin")
+	cfgs := []Sampling{{Temperature: 0.9, TopP: 0.8, Seed: 3}, {Temperature: 1.3, Seed: 4}, {Temperature: 0.5, TopK: 40, TopP: 0.3, Seed: 5}}
+	run := func(vec bool) [][]int {
+		defer func(v bool) { useAVX2 = v }(useAVX2)
+		useAVX2 = vec && useAVX2
+		var out [][]int
+		for _, c := range cfgs {
+			out = append(out, distributionSeq(t, c, row, 40))
+		}
+		return out
+	}
+	scalar, vector := run(false), run(true)
+	for i := range cfgs {
+		if !equalInts(scalar[i], vector[i]) {
+			t.Errorf("%+v: portable %v, vector %v", cfgs[i], scalar[i], vector[i])
+		}
+	}
+}
