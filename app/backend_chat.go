@@ -13,7 +13,7 @@ import (
 	"etchat/inference/chattmpl"
 	"etchat/inference/cpu"
 	"etchat/inference/kvcache"
-	"etchat/inference/metal"
+	"etchat/inference/mlx"
 	"etchat/inference/tokenizer"
 )
 
@@ -32,7 +32,7 @@ func (o *engineOpener) selectEngine(kind string) (inference.Engine, string, erro
 	if o.prefs != nil {
 		lib = o.prefs.RunnerLibrary()
 	}
-	metalCtor := func() (inference.Engine, error) { return metal.New(metal.Options{Library: lib}) }
+	metalCtor := func() (inference.Engine, error) { return mlx.New(mlx.Options{Library: lib}) }
 	cpuCtor := func() (inference.Engine, error) { return cpu.New(cpu.Options{}), nil }
 	switch kind {
 	case "", "auto":

@@ -1,6 +1,6 @@
 // Package engine defines the contract between etchat's generation code and
 // the engines that execute a .pte: the CPU interpreter (inference/cpu) and the
-// Metal runner behind purego (inference/metal). It owns no implementation; it
+// Metal runner behind purego (inference/mlx). It owns no implementation; it
 // sits below both engines and below package inference so that every one of
 // them can name the same types without an import cycle.
 package engine

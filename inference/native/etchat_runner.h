@@ -24,7 +24,7 @@
  *     serialises execution internally (MLX's default stream is process-wide).
  *   - Out-parameters are written only on success.
  *
- * Sections (the Go binding in inference/metal has one file per section):
+ * Sections (the Go binding in inference/mlx has one file per section):
  *   1. version and errors   2. program   3. session   4. memory
  */
 #ifndef ETCHAT_RUNNER_H

@@ -1,7 +1,7 @@
 // runner_backend.h — what the C ABI layer (etchat_runner.cpp) needs from a
 // model runtime. backend_executorch.cpp implements it over ExecuTorch's
 // Module and the MLX delegate; the Go tests implement it with a fake
-// (inference/metal/testdata/fake_backend.cpp), so the ABI layer itself —
+// (inference/mlx/testdata/fake_backend.cpp), so the ABI layer itself —
 // handle registry, argument checks, error mapping, length tracking, logits
 // conversion — runs under the same tests as the Go binding. Nothing here
 // includes an ExecuTorch header.

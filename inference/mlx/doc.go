@@ -1,4 +1,4 @@
-// Package metal is etchat's Metal engine: ExecuTorch with the MLX delegate,
+// Package mlx is etchat's native engine: ExecuTorch with the MLX delegate,
 // reached through libetchat_runner, a small native library of ours whose C
 // ABI is inference/native/etchat_runner.h. The library is loaded at run time
 // with purego (no cgo), so etchat builds and runs everywhere and simply
@@ -14,4 +14,4 @@
 // last error on the same OS thread) and wrap the engine's sentinels
 // (ErrRewindRefused, ErrCacheFull, ErrUnsupported, ErrClosed), so callers
 // can fall back to the CPU engine on any error without special cases.
-package metal
+package mlx

@@ -1,6 +1,6 @@
 //go:build darwin || linux || freebsd || netbsd
 
-package metal
+package mlx
 
 import (
 	"context"

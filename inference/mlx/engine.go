@@ -1,4 +1,4 @@
-package metal
+package mlx
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package metal
+package mlx
 
 // Header section 2: program.
 
