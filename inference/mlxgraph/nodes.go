@@ -222,6 +222,26 @@ type (
 	}
 	ArgminNode ArgmaxNode
 
+	// QuantizedMatmulNode is mlx::quantized_matmul(x, w, scales, biases,
+	// transpose, group_size, bits, mode): w packed in uint32 words.
+	QuantizedMatmulNode struct {
+		X, W, Scales, Out Tid
+		Biases            *Tid // affine mode only
+		GroupSize, Bits   int32
+		Mode              string
+		Transpose         bool
+	}
+	// DequantizeNode is mlx::dequantize(w, scales, biases, group_size,
+	// bits, mode, global_scale, dtype).
+	DequantizeNode struct {
+		W, Scales, Out  Tid
+		Biases          *Tid
+		GroupSize, Bits int32
+		Mode            string
+		GlobalScale     *Tid  // nvfp4 only
+		DType           *int8 // ExecuTorch ScalarType of the output; nil: the scales'
+	}
+
 	AddNode          BinaryNode
 	MultiplyNode     BinaryNode
 	DivideNode       BinaryNode
@@ -526,6 +546,16 @@ var decoders = map[string]func(t table) any{
 	"CumsumNode": func(t table) any {
 		return &CumsumNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), Axis: t.i32(2, 0), Reverse: t.boolean(3, false),
 			Inclusive: t.boolean(4, true)}
+	},
+	"QuantizedMatmulNode": func(t table) any {
+		t.required(7, "mode")
+		return &QuantizedMatmulNode{X: t.tid(0, "x"), W: t.tid(1, "w"), Scales: t.tid(2, "scales"), Out: t.tid(3, "out"),
+			Biases: t.optTid(4), GroupSize: t.i32(5, 0), Bits: t.i32(6, 0), Mode: t.str(7), Transpose: t.boolean(8, true)}
+	},
+	"DequantizeNode": func(t table) any {
+		t.required(6, "mode")
+		return &DequantizeNode{W: t.tid(0, "w"), Scales: t.tid(1, "scales"), Out: t.tid(2, "out"), Biases: t.optTid(3),
+			GroupSize: t.i32(4, 0), Bits: t.i32(5, 0), Mode: t.str(6), GlobalScale: t.optTid(7), DType: t.optI8(8)}
 	},
 	"StackNode": func(t table) any {
 		t.required(0, "tensors")

@@ -151,8 +151,11 @@ type Info struct {
 	Delegates []Delegate   `json:"delegates"`
 	NamedData int          `json:"named_data"`
 	Weights   Weights      `json:"weights"`
-	MLX       *MLX         `json:"mlx"`
-	Companion Companions   `json:"companions"`
+	// Quantization: the quantized weight groups and a short summary
+	// ("4-bit", "8-bit", "bf16", "fp32").
+	Quantization Quantization `json:"quantization"`
+	MLX          *MLX         `json:"mlx"`
+	Companion    Companions   `json:"companions"`
 	// NamedKeys are the named_data keys, in file order.
 	NamedKeys []string `json:"-"`
 	// File is the parsed container (segments, named data with absolute
@@ -289,6 +292,7 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 		info.MLX.BlobBytes, info.MLX.BlobDataBytes = mlxDelegate.Size, blobData
 	}
 	info.weights(f)
+	info.quantization(f)
 
 	if err := info.classify(f, forward, hasForward, mlxDelegate); err != nil {
 		return nil, err

@@ -330,3 +330,55 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// The quantization record against the fixtures' READMEs: llama-bench-q4
+// states its packed and scale bytes; the tiny ones their formats.
+func TestQuantization(t *testing.T) {
+	for _, c := range []struct {
+		name, summary string
+		groups        []QuantGroup
+		bytes         int64 // 0: not stated by the README
+	}{
+		{fixtures.Llama3Q4, "4-bit", []QuantGroup{{4, 32, "affine", "matmul", 15, 0}, {4, 32, "affine", "embedding", 1, 0}}, 0},
+		{fixtures.Qwen3Q8, "8-bit", []QuantGroup{{8, 64, "affine", "matmul", 13, 0}, {8, 128, "affine", "matmul", 2, 0},
+			{8, 64, "affine", "embedding", 1, 0}}, 0},
+		{fixtures.BenchQ4, "4-bit", []QuantGroup{{4, 32, "affine", "matmul", 57, 0}, {4, 32, "affine", "embedding", 1, 0}},
+			16_252_928 + 2_031_616},
+		{fixtures.Llama3, "fp32", nil, 0},
+		{fixtures.BenchBF16, "bf16", nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			info, err := Load(fixtures.PTE(c.name), Options{NoCompanions: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := info.Quantization
+			if q.Summary != c.summary {
+				t.Errorf("summary %q, want %q", q.Summary, c.summary)
+			}
+			if len(q.Groups) != len(c.groups) {
+				t.Fatalf("groups %+v, want %+v", q.Groups, c.groups)
+			}
+			var sum int64
+			for i, g := range q.Groups {
+				want := c.groups[i]
+				want.Bytes = g.Bytes
+				if g != want {
+					t.Errorf("group %d: %+v, want %+v", i, g, want)
+				}
+				sum += g.Bytes
+			}
+			if sum != q.QuantizedBytes || (len(c.groups) > 0 && (sum <= 0 || sum >= info.Weights.Bytes)) {
+				t.Errorf("quantized bytes %d (groups %d), weights %d", q.QuantizedBytes, sum, info.Weights.Bytes)
+			}
+			if c.bytes > 0 && q.QuantizedBytes != c.bytes {
+				t.Errorf("quantized bytes %d, want %d", q.QuantizedBytes, c.bytes)
+			}
+			// The embedding of a tied model shares the matmul's bytes.
+			if n := len(q.Groups); n > 0 && q.Groups[n-1].Use == "embedding" && q.Groups[n-1].Bytes != 0 {
+				t.Errorf("tied embedding counted twice: %+v", q.Groups[n-1])
+			}
+			t.Log(q.String())
+		})
+	}
+}
