@@ -1,0 +1,171 @@
+package cpu
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Quantized weights, as MLX stores them (mlx/ops.cpp affine_quantize and
+// affine_dequantize, mlx/backend/cpu/quantized.cpp at v0.32.0).
+//
+// Contract for the kernels in this file and for faster versions of them
+// (qkernel_amd64.go etc. replace qMatMulRange in an init function when the
+// CPU allows; they never change qMatrix):
+//
+//   - qMatrix is W[Rows][Cols], affine-quantized along Cols in groups of
+//     GroupSize consecutive elements (GroupSize divides Cols; per-channel
+//     quantization is GroupSize == Cols).
+//   - Packed holds Rows·Cols·Bits/32 words, row-major: row r is the words
+//     Packed[r·wpr : (r+1)·wpr], wpr = Cols·Bits/32. Bits is 4 or 8 (the
+//     only widths the engine accepts), so a word holds 32/Bits whole
+//     elements: element k of a row is the unsigned integer
+//     Q = (word[k / (32/Bits)] >> ((k % (32/Bits))·Bits)) & (2^Bits − 1),
+//     least significant bits first.
+//   - Scales and Biases hold Rows·Cols/GroupSize fp32 values, row-major:
+//     group g of row r uses s = Scales[r·G + g], b = Biases[r·G + g],
+//     G = Cols/GroupSize (bf16/fp16 scales are converted at load).
+//   - W[r][k] = s·Q + b, computed in fp32 (MLX: scale * w + bias).
+//
+// qMatMulRange(out, x, n, w, r0, r1) sets out[i·Rows + r] = Σ_k x[i·Cols +
+// k] · W[r][k] for every input row i < n and every r in [r0, r1), and
+// writes nothing else of out. It must not allocate nor materialise W. Its
+// results may differ from qMatMulRef's by fp32 rounding of the sums (the
+// reference tests allow 1e-5 relative to Σ|x·W|); each implementation is
+// deterministic: the same inputs give the same bits whatever r0, r1 and
+// the number of threads.
+
+// qMatrix is a quantized weight matrix; see the contract above.
+type qMatrix struct {
+	Bits, GroupSize, Rows, Cols int
+	Packed                      []uint32
+	Scales, Biases              []float32
+}
+
+// wordsPerRow is the number of packed words of one row.
+func (w *qMatrix) wordsPerRow() int { return w.Cols * w.Bits / 32 }
+
+// groups is the number of groups per row.
+func (w *qMatrix) groups() int { return w.Cols / w.GroupSize }
+
+// qDequantRow writes row r of W into dst[:Cols].
+func qDequantRow(dst []float32, w *qMatrix, row int) {
+	G, wpr := w.groups(), w.wordsPerRow()
+	words := w.Packed[row*wpr : (row+1)*wpr]
+	dequantWords(dst[:w.Cols], words, w.Bits, w.GroupSize, w.Scales[row*G:(row+1)*G], w.Biases[row*G:(row+1)*G])
+}
+
+// dequantWords unpacks len(dst) elements from words (groups of gs elements
+// with one scale and bias each): dst[k] = s·Q + b.
+func dequantWords(dst []float32, words []uint32, bits, gs int, scales, biases []float32) {
+	per := 32 / bits
+	mask := uint32(1)<<bits - 1
+	for g := range len(dst) / gs {
+		s, b := scales[g], biases[g]
+		out := dst[g*gs : (g+1)*gs]
+		ws := words[g*gs/per : (g+1)*gs/per]
+		for j, wd := range ws {
+			for e := 0; e < per; e++ {
+				out[j*per+e] = s*float32(wd>>(e*bits)&mask) + b
+			}
+		}
+	}
+}
+
+// qMatMulRef is the definition: each weight dequantized (s·Q + b) and
+// multiplied in fp32, summed in order. Tests compare the kernels with it.
+func qMatMulRef(out, x []float32, n int, w *qMatrix) {
+	row := make([]float32, w.Cols)
+	for r := 0; r < w.Rows; r++ {
+		qDequantRow(row, w, r)
+		for i := 0; i < n; i++ {
+			xi := x[i*w.Cols : (i+1)*w.Cols]
+			var sum float32
+			for k, v := range row {
+				sum += xi[k] * v
+			}
+			out[i*w.Rows+r] = sum
+		}
+	}
+}
+
+// qMatMulRange is the kernel in use; a faster build replaces it at init.
+var qMatMulRange = qMatMulRangeGo
+
+// qMatMulRangeGo is the portable kernel. Per group it sums x·Q and x
+// separately and adds s·Σx·Q + b·Σx, so each packed word is unpacked once
+// per input row and no weight is dequantized.
+func qMatMulRangeGo(out, x []float32, n int, w *qMatrix, r0, r1 int) {
+	G, wpr, gs, bits := w.groups(), w.wordsPerRow(), w.GroupSize, w.Bits
+	per := 32 / bits
+	mask := uint32(1)<<bits - 1
+	wpg := gs / per // words per group
+	for r := r0; r < r1; r++ {
+		words := w.Packed[r*wpr : (r+1)*wpr]
+		scales, biases := w.Scales[r*G:(r+1)*G], w.Biases[r*G:(r+1)*G]
+		for i := 0; i < n; i++ {
+			xi := x[i*w.Cols : (i+1)*w.Cols]
+			var acc float32
+			for g := 0; g < G; g++ {
+				xg := xi[g*gs : (g+1)*gs]
+				var sq, sx float32
+				for j, wd := range words[g*wpg : (g+1)*wpg] {
+					xs := xg[j*per : (j+1)*per]
+					for e, xv := range xs {
+						sq += xv * float32(wd>>(e*bits)&mask)
+						sx += xv
+					}
+				}
+				acc += scales[g]*sq + biases[g]*sx
+			}
+			out[i*w.Rows+r] = acc
+		}
+	}
+}
+
+// qMatMul computes out[n][Rows] = x[n][Cols] · Wᵀ on up to threads
+// goroutines (the caller's included), over blocks of rows of W.
+func qMatMul(out, x []float32, n int, w *qMatrix, threads int) {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	work := n * w.Rows * w.Cols
+	nt := threads
+	if work < mmParallelMin {
+		nt = 1
+	}
+	nt = max(1, min(nt, w.Rows/16))
+	if nt == 1 {
+		qMatMulRange(out, x, n, w, 0, w.Rows)
+		return
+	}
+	// Blocks of whole 16-row tiles, one per goroutine.
+	per := (w.Rows/nt + 15) &^ 15
+	var wg sync.WaitGroup
+	for r0 := per; r0 < w.Rows; r0 += per {
+		wg.Add(1)
+		go func(r0 int) {
+			defer wg.Done()
+			qMatMulRange(out, x, n, w, r0, min(r0+per, w.Rows))
+		}(r0)
+	}
+	qMatMulRange(out, x, n, w, 0, min(per, w.Rows))
+	wg.Wait()
+}
+
+// qMatMulNoTrans computes out[n][Cols] = x[n][Rows] · W (MLX's
+// quantized_matmul with transpose false: W is stored [K][N]), one
+// dequantized row of W at a time in row (len ≥ Cols).
+func qMatMulNoTrans(out, x []float32, n int, w *qMatrix, row []float32) {
+	row = row[:w.Cols]
+	clear(out[:n*w.Cols])
+	for k := 0; k < w.Rows; k++ {
+		qDequantRow(row, w, k)
+		for i := 0; i < n; i++ {
+			xv := x[i*w.Rows+k]
+			o := out[i*w.Cols : (i+1)*w.Cols]
+			for j, v := range row {
+				o[j] += xv * v
+			}
+		}
+	}
+}

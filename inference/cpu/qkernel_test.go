@@ -1,0 +1,142 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// quantizeAffine packs w[rows][cols] the way MLX's affine_quantize lays
+// it out (elements LSB first in uint32 words; per group a scale and a
+// bias with w ≈ s·Q + b), with a plain min/max choice of s and b: the
+// kernels only need some valid packing.
+func quantizeAffine(w []float32, rows, cols, bits, gs int) *qMatrix {
+	q := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols,
+		Packed: make([]uint32, rows*cols*bits/32), Scales: make([]float32, rows*cols/gs), Biases: make([]float32, rows*cols/gs)}
+	per, levels := 32/bits, float32(int(1)<<bits-1)
+	for r := 0; r < rows; r++ {
+		for g := 0; g < cols/gs; g++ {
+			grp := w[r*cols+g*gs : r*cols+(g+1)*gs]
+			lo, hi := grp[0], grp[0]
+			for _, v := range grp {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			s := max((hi-lo)/levels, 1e-7)
+			q.Scales[r*cols/gs+g], q.Biases[r*cols/gs+g] = s, lo
+			for j, v := range grp {
+				k := g*gs + j
+				Q := uint32(min(levels, max(0, float32(math.Round(float64((v-lo)/s))))))
+				q.Packed[(r*cols+k)/per] |= Q << ((k % per) * bits)
+			}
+		}
+	}
+	return q
+}
+
+func randMat(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// A hand-packed word: elements come out least significant bits first.
+func TestQDequantRowPacking(t *testing.T) {
+	w := &qMatrix{Bits: 4, GroupSize: 8, Rows: 1, Cols: 8, Packed: []uint32{0xF6543210}, Scales: []float32{2}, Biases: []float32{-8}}
+	got := make([]float32, 8)
+	qDequantRow(got, w, 0)
+	want := []float32{-8, -6, -4, -2, 0, 2, 4, 22}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("4-bit row %v, want %v", got, want)
+		}
+	}
+	w8 := &qMatrix{Bits: 8, GroupSize: 4, Rows: 1, Cols: 8, Packed: []uint32{0x80FF0100, 0x04030201}, Scales: []float32{0.5, 1}, Biases: []float32{-64, 0}}
+	qDequantRow(got, w8, 0)
+	want = []float32{-64, -63.5, 63.5, 0, 1, 2, 3, 4}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("8-bit row %v, want %v", got, want)
+		}
+	}
+}
+
+// The kernel against the definition, for every format the engine takes.
+func TestQMatMulAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, bits := range []int{4, 8} {
+		for _, c := range []struct{ rows, cols, gs int }{{48, 64, 32}, {40, 128, 64}, {33, 256, 128}, {17, 64, 64}, {8, 128, 128}} {
+			for _, n := range []int{1, 3, 5} {
+				t.Run(fmt.Sprintf("q%d_g%d_%dx%d_n%d", bits, c.gs, c.rows, c.cols, n), func(t *testing.T) {
+					w := quantizeAffine(randMat(rng, c.rows*c.cols), c.rows, c.cols, bits, c.gs)
+					x := randMat(rng, n*c.cols)
+					want := make([]float32, n*c.rows)
+					qMatMulRef(want, x, n, w)
+					got := make([]float32, n*c.rows)
+					qMatMulRange(got, x, n, w, 0, w.Rows)
+					for i := 0; i < n; i++ {
+						for r := 0; r < w.Rows; r++ {
+							// tolerance: 1e-5 of Σ|x·W|
+							row := make([]float32, w.Cols)
+							qDequantRow(row, w, r)
+							var mag float64
+							for k, v := range row {
+								mag += math.Abs(float64(x[i*w.Cols+k] * v))
+							}
+							if d := math.Abs(float64(got[i*w.Rows+r] - want[i*w.Rows+r])); d > 1e-5*mag+1e-6 {
+								t.Fatalf("out[%d][%d] = %v, reference %v (Σ|xw| %.3g)", i, r, got[i*w.Rows+r], want[i*w.Rows+r], mag)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// Threads split rows; every row's result is the same bits whatever the
+// split.
+func TestQMatMulThreadsBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	rows, cols, n := 512, 512, 4
+	w := quantizeAffine(randMat(rng, rows*cols), rows, cols, 4, 32)
+	x := randMat(rng, n*cols)
+	one := make([]float32, n*rows)
+	qMatMul(one, x, n, w, 1)
+	for _, th := range []int{2, 3, 8} {
+		got := make([]float32, n*rows)
+		qMatMul(got, x, n, w, th)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(one[i]) {
+				t.Fatalf("threads %d: out[%d] %v, 1 thread %v", th, i, got[i], one[i])
+			}
+		}
+	}
+}
+
+// transpose=false: W stored [K][N], out = x · W.
+func TestQMatMulNoTrans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	K, N, n := 24, 64, 3
+	w := quantizeAffine(randMat(rng, K*N), K, N, 8, 32)
+	x := randMat(rng, n*K)
+	dense := make([]float32, K*N)
+	for k := 0; k < K; k++ {
+		qDequantRow(dense[k*N:(k+1)*N], w, k)
+	}
+	got := make([]float32, n*N)
+	qMatMulNoTrans(got, x, n, w, make([]float32, N))
+	for i := 0; i < n; i++ {
+		for j := 0; j < N; j++ {
+			var want float64
+			for k := 0; k < K; k++ {
+				want += float64(x[i*K+k]) * float64(dense[k*N+j])
+			}
+			if math.Abs(float64(got[i*N+j])-want) > 1e-4 {
+				t.Fatalf("out[%d][%d] %v, want %v", i, j, got[i*N+j], want)
+			}
+		}
+	}
+}
