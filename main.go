@@ -1,5 +1,6 @@
 // Command etchat is a desktop app and command line for ExecuTorch MLX .pte
-// language models. main only wires: a subcommand goes to package cli,
+// language models. main only wires: it registers the engines linked in
+// (package internal/engines), then a subcommand goes to package cli and
 // anything else opens the window.
 package main
 
@@ -10,10 +11,12 @@ import (
 
 	"etchat/app"
 	"etchat/cli"
+	"etchat/internal/engines"
 	_ "etchat/internal/locale" // before Fyne initialises: see the package doc
 )
 
 func main() {
+	engines.Register()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	var code int
 	if cli.IsCommand(os.Args[1:]) {

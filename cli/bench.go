@@ -12,6 +12,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
+	"etchat/inference/engine"
 	"etchat/internal/benchstore"
 	"etchat/store"
 )
@@ -78,10 +79,8 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	if !slices.Contains(bench.Formats, *out) {
 		return Usagef("invalid value %q for flag -o: want %s", *out, strings.Join(bench.Formats, ", "))
 	}
-	switch strings.ToLower(*eng) {
-	case inference.EngineAuto, inference.EngineCPU, inference.EngineMetal:
-	default:
-		return Usagef("invalid value %q for flag -engine: auto, cpu or metal", *eng)
+	if _, err := engine.Canonical(*eng); err != nil {
+		return Usagef("invalid value %q for flag -engine: %v", *eng, err)
 	}
 	if *plotFile != "" && !strings.HasSuffix(strings.ToLower(*plotFile), ".png") {
 		return Usagef("invalid value %q for flag -plot: want a .png file name", *plotFile)

@@ -35,6 +35,7 @@ func (c ChatTemplate) Render(msgs []Message, addGenerationPrompt bool) (string, 
 // tokenizer, its chat template (nil for raw text), and the tokens that end
 // a reply.
 type Chat struct {
+	Path      string // the tokenizer.json
 	HF        *tokenizer.Tokenizer
 	Tokenizer Tokenizer
 	Template  Template // nil: raw text, encoded with the tokenizer's special tokens
@@ -55,16 +56,19 @@ type Chat struct {
 func LoadChat(tokenizerPath, modelDir, chat string, extraStop []int) (*Chat, error) {
 	tok, err := tokenizer.Load(tokenizerPath)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
+		return nil, &TokenizerError{Path: tokenizerPath, Given: true, Err: err}
 	}
 	if modelDir == "" {
 		modelDir = filepath.Dir(tokenizerPath)
 	}
+	if chat == "" {
+		chat = "auto"
+	}
 	tmpl, why, err := chattmpl.Choose(modelDir, chat)
 	if err != nil {
-		return nil, fmt.Errorf("chat template: %w", err)
+		return nil, &TemplateError{Choice: chat, Err: err}
 	}
-	c := &Chat{HF: tok, Tokenizer: HFTokenizer{tok}, TemplateName: tmpl.Name, Why: why}
+	c := &Chat{Path: tokenizerPath, HF: tok, Tokenizer: HFTokenizer{tok}, TemplateName: tmpl.Name, Why: why}
 	if tmpl.Name != "none" {
 		c.Template = ChatTemplate{T: tmpl}
 	}

@@ -1,18 +1,18 @@
-// Package inference is etchat's engine-neutral generation layer: it re-exports
-// the engine contract (package inference/engine), picks an engine
-// (auto|cpu|metal), runs the generation loop (chunked prefill, sampling, stop
+// Package inference is etchat's engine-neutral generation layer: it
+// re-exports the engine contract (package inference/engine), picks an
+// engine from the registry there, loads a model with everything a run
+// needs (Load), runs the generation loop (chunked prefill, sampling, stop
 // set, streaming, ExecuTorch-style stats) and keeps conversations (turns,
 // cache positions, undo / reset / regenerate / edit with a re-prefill
-// fallback when the cache refuses a rewind). It knows engine sessions and
-// tokenizers, not the GUI, the store or the command line.
+// fallback when the cache refuses a rewind). It imports no engine (the
+// program's wiring registers them: package internal/engines), and knows
+// neither the GUI, the store nor the command line.
 package inference
 
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
 	"etchat/inference/engine"
 )
@@ -33,128 +33,109 @@ var (
 	ErrCacheFull     = engine.ErrCacheFull
 	ErrUnsupported   = engine.ErrUnsupported
 	ErrClosed        = engine.ErrClosed
+	// ErrNoEngine: the asked engine is not part of this build or cannot run
+	// on this machine.
+	ErrNoEngine = engine.ErrNotAvailable
 )
 
-// Engine kinds accepted by OpenEngine.
-const (
-	EngineAuto  = "auto"
-	EngineCPU   = "cpu"
-	EngineMetal = "metal"
-)
-
-// Constructor makes an engine; it fails with a reason a person can read when
-// the engine cannot run here (for Metal: no native runner library, not macOS).
-type Constructor func() (Engine, error)
-
-var (
-	registryMu sync.Mutex
-	registry   = map[string]Constructor{}
-)
-
-// RegisterEngine makes an engine available to OpenEngine under name ("cpu",
-// "metal"). The program's wiring (main, the CLI, the app) registers the
-// engines it links in, so this package imports none of them and the engines
-// import only inference/engine. Registering a name again replaces it; a nil
-// constructor removes it.
-func RegisterEngine(name string, ctor Constructor) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if ctor == nil {
-		delete(registry, name)
-		return
-	}
-	registry[name] = ctor
+// Selection is the engine chosen for a model and why.
+type Selection struct {
+	Engine Engine
+	Name   string // canonical: "cpu" or "mlx"
+	Device string // what it computes on: "cpu", "metal" or "cuda"
+	Reason string // why this one, e.g. "auto: native runner library not found"
+	// Auto is set when the choice was auto; Fallback when auto wanted the
+	// native engine and fell back to the CPU engine.
+	Auto, Fallback bool
 }
 
-// RegisterEngineDefault registers ctor under name unless something is
-// registered there already.
-func RegisterEngineDefault(name string, ctor Constructor) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, ok := registry[name]; !ok && ctor != nil {
-		registry[name] = ctor
+// String is the one-line announcement: "engine: cpu on cpu (auto: …)".
+func (s Selection) String() string {
+	out := fmt.Sprintf("engine: %s on %s", s.Name, s.Device)
+	if s.Reason != "" {
+		out += " (" + s.Reason + ")"
 	}
-}
-
-func lookup(name string) Constructor {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	return registry[name]
-}
-
-// Engines lists the registered engine names, sorted.
-func Engines() []string {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
 	return out
 }
 
-// Selection is the engine OpenEngine chose and why.
-type Selection struct {
-	Engine Engine
-	Name   string // "cpu" or "metal"
-	Reason string // why this one, e.g. "auto: native runner library not found"
+// cpuFaster is what auto says when the native engine would run on MLX's
+// CPU backend (measured on llama-bench-bf16, see docs/performance.md).
+const cpuFaster = "ExecuTorch + MLX would run on MLX's CPU backend here; the Go CPU engine is ~6–9× faster"
+
+// OpenEngine picks an engine by choice (see engine.Choices) without a
+// runner library override. See SelectEngine.
+func OpenEngine(choice string) (Selection, error) { return SelectEngine(choice, engine.Config{}) }
+
+// SelectEngine picks an engine: an explicit choice is that engine or an
+// error (wrapping ErrNoEngine, and the constructor's own typed error such
+// as *engine.LibraryError); auto is the native engine when it loads and
+// runs on a GPU, else the CPU engine, with the reason. An unknown choice is
+// an *engine.UnknownError.
+func SelectEngine(choice string, cfg engine.Config) (Selection, error) {
+	name, err := engine.Canonical(choice)
+	if err != nil {
+		return Selection{}, err
+	}
+	if name != engine.Auto {
+		e, err := construct(name, cfg)
+		if err != nil {
+			return Selection{}, err
+		}
+		return Selection{Engine: e, Name: name, Device: engine.DeviceOf(e, engine.HostOS), Reason: "asked for"}, nil
+	}
+	why := "no native engine in this build"
+	for _, k := range engine.Kinds() {
+		if !k.Native || engine.Lookup(k.Name) == nil {
+			continue
+		}
+		e, err := construct(k.Name, cfg)
+		if err != nil {
+			why = summary(err)
+			continue
+		}
+		dev := engine.DeviceOf(e, engine.HostOS)
+		if !engine.IsGPU(dev) {
+			why = cpuFaster
+			continue
+		}
+		return Selection{Engine: e, Name: k.Name, Device: dev, Reason: "auto: native runner library loaded, " + dev, Auto: true}, nil
+	}
+	return cpuFallback(why, cfg)
 }
 
-// String is the one-line announcement: "engine: cpu (auto: …)".
-func (s Selection) String() string {
-	if s.Reason == "" {
-		return "engine: " + s.Name
+// cpuFallback is auto's CPU choice, saying why.
+func cpuFallback(why string, cfg engine.Config) (Selection, error) {
+	e, err := construct(engine.CPU, cfg)
+	if err != nil {
+		return Selection{}, fmt.Errorf("%w (native: %s)", err, why)
 	}
-	return fmt.Sprintf("engine: %s (%s)", s.Name, s.Reason)
+	return Selection{Engine: e, Name: engine.CPU, Device: engine.DeviceOf(e, engine.HostOS), Reason: "auto: " + why, Auto: true, Fallback: true}, nil
 }
 
-// ErrNoEngine: the asked engine is not available in this build or on this
-// machine.
-var ErrNoEngine = errors.New("engine not available")
+func construct(name string, cfg engine.Config) (Engine, error) {
+	ctor := engine.Lookup(name)
+	if ctor == nil {
+		return nil, fmt.Errorf("%w: the %s engine is not part of this build", ErrNoEngine, name)
+	}
+	e, err := ctor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoEngine, name, err)
+	}
+	return e, nil
+}
 
-// OpenEngine picks an engine: "cpu", "metal", or "auto" (Metal when its
-// native runner loads, else the CPU engine, saying why). An unknown kind is
-// an error naming the choices.
-func OpenEngine(kind string) (Selection, error) {
-	k := strings.ToLower(strings.TrimSpace(kind))
-	if k == "" {
-		k = EngineAuto
+// summary is a failure in one line for an announcement: a library
+// problem's summary, else the error's text on one line.
+func summary(err error) string {
+	var le *engine.LibraryError
+	if errors.As(err, &le) {
+		return le.Summary()
 	}
-	switch k {
-	case EngineCPU, EngineMetal:
-		ctor := lookup(k)
-		if ctor == nil {
-			return Selection{}, fmt.Errorf("%w: the %s engine is not part of this build", ErrNoEngine, k)
-		}
-		e, err := ctor()
-		if err != nil {
-			if strings.HasPrefix(err.Error(), k+":") {
-				return Selection{}, fmt.Errorf("%w: %v", ErrNoEngine, err)
-			}
-			return Selection{}, fmt.Errorf("%w: %s: %v", ErrNoEngine, k, err)
-		}
-		return Selection{Engine: e, Name: k, Reason: "asked for"}, nil
-	case EngineAuto:
-		why := "native runner library not found"
-		if ctor := lookup(EngineMetal); ctor != nil {
-			e, err := ctor()
-			if err == nil {
-				return Selection{Engine: e, Name: EngineMetal, Reason: "auto: native runner library loaded"}, nil
-			}
-			why, _, _ = strings.Cut(err.Error(), "\n") // the first line; the rest is the search list
-			why = strings.TrimSuffix(strings.TrimSpace(why), ";")
-			why = strings.TrimSuffix(why, "; tried:")
-		}
-		ctor := lookup(EngineCPU)
-		if ctor == nil {
-			return Selection{}, fmt.Errorf("%w: no engine registered (metal: %s)", ErrNoEngine, why)
-		}
-		e, err := ctor()
-		if err != nil {
-			return Selection{}, fmt.Errorf("%w: cpu: %v (metal: %s)", ErrNoEngine, err, why)
-		}
-		return Selection{Engine: e, Name: EngineCPU, Reason: "auto: " + why}, nil
-	}
-	return Selection{}, fmt.Errorf("unknown engine %q (auto|cpu|metal)", kind)
+	return oneLine(err)
+}
+
+// oneLine is an error's text for a one-line announcement (formatting only:
+// nothing is decided on it).
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
 }

@@ -8,87 +8,272 @@ import (
 	"path/filepath"
 	"time"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 )
 
-// LoadOptions choose how OpenModel loads a model.
+// LoadOptions say how Load loads a model. The zero value is: engine auto,
+// the default cache policy, the tokenizer beside the .pte if there is one,
+// the chat template chosen automatically.
 type LoadOptions struct {
-	Engine    string         // auto (default), cpu or metal
-	Policy    kvcache.Policy // off-graph cache policy; the zero value is kvcache.DefaultPolicy()
-	Tokenizer string         // tokenizer.json; "" = the one next to the .pte (optional then)
-	Chat      string         // chat template choice; "" = auto
+	// Engine is an engine choice (engine.Choices: auto, cpu, mlx; aliases
+	// such as metal are accepted). "" is auto.
+	Engine string
+	// Library is the native runner library to load; "" = the usual search.
+	Library string
+	// Policy is the off-graph cache policy; the zero value is
+	// kvcache.DefaultPolicy(). In-graph models ignore it.
+	Policy kvcache.Policy
+	// Tokenizer is a tokenizer.json; "" = the one beside the .pte.
+	Tokenizer string
+	// NeedTokenizer makes a missing tokenizer an error (*TokenizerError);
+	// without it a model without one loads with Chat nil (ids only).
+	NeedTokenizer bool
+	// Chat is the chat template: "" or "auto", a built-in name (llama3,
+	// gemma, gemma4, chatml), or "0"/"none" for raw text.
+	Chat string
+	// Hash computes the file's sha256 into Info.SHA256 (reads the file).
+	Hash bool
+	// Progress, when set, is told each step of the load.
+	Progress func(LoadStep)
 }
 
-// Model is a loaded model with everything a chat or a run needs: what the
-// file is, the cache configuration, the engine and its session, and the
-// tokenizer/template/stop set (Chat is nil when no tokenizer was found).
+// LoadStep is one step of a load, for a progress display.
+type LoadStep struct {
+	Stage       string // one of the Stage constants
+	Done, Total int    // steps done of all
+}
+
+// Load stages, in order.
+const (
+	StageModel     = "reading the model"
+	StageTokenizer = "loading the tokenizer"
+	StageEngine    = "choosing the engine"
+	StageProgram   = "loading the program"
+	StageReady     = "ready"
+)
+
+// Model is a loaded model with everything a chat, a run or a benchmark
+// needs: what the file is, the cache configuration, the engine chosen and
+// why, its session, and the tokenizer, template and stop set (Chat is nil
+// when no tokenizer was found and none was needed).
 type Model struct {
-	Info         *modelinfo.Info
-	Cache        *kvcache.Config // nil for in-graph models
+	Path  string
+	Info  *modelinfo.Info
+	Cache *kvcache.Config // nil for in-graph models
+	Chat  *Chat
+	// StopIDs end a reply: the .pte's get_eos_ids, generation_config.json's
+	// EOS, the tokenizer's EOS and the template's turn end (Chat.StopIDs);
+	// without a tokenizer the .pte's and generation_config.json's.
+	StopIDs []int
+
+	// Set by Open.
 	Engine       Selection
 	Session      Session
-	Chat         *Chat
 	LoadStart    time.Time
 	LoadEnd      time.Time
 	MemAfterLoad Memory
+
+	opts LoadOptions
 }
 
-// OpenModel reads the .pte at path, builds its cache configuration,
-// loads the tokenizer and chat template, picks the engine and opens a
-// session. Problems with the files are reported before the engine loads
-// the program.
-func OpenModel(ctx context.Context, path string, o LoadOptions) (*Model, error) {
-	info, err := modelinfo.Load(path, modelinfo.Options{})
+// Load is the one way a model is loaded (CLI, app and benchmark): it reads
+// the .pte at path, builds its cache configuration from o.Policy, loads
+// the tokenizer and chat template and checks that the tokenizer belongs to
+// the model (Prepare), then picks the engine and opens a session (Open).
+//
+// Engine choice: an explicit engine is that engine or its full error; auto
+// is the native engine (ExecuTorch + MLX) when its library loads and runs
+// on a GPU, else the CPU engine; and when auto chose the native engine but
+// it cannot open the program or its first forward fails (no device, no
+// metallib, the backend refuses the program), Load falls back to the CPU
+// engine and Model.Engine.Reason says why. Problems with the files are
+// reported before any engine loads.
+//
+// Errors a user fixes are typed: *UnsupportedModelError, *CacheConfigError,
+// *TokenizerError, *TemplateError, *VocabMismatchError, *engine.UnknownError,
+// *engine.LibraryError (wrapped with ErrNoEngine).
+func Load(ctx context.Context, path string, o LoadOptions) (*Model, error) {
+	m, err := Prepare(path, o)
 	if err != nil {
 		return nil, err
 	}
-	if info.Kind == modelinfo.Unsupported {
-		return nil, fmt.Errorf("%s: etchat cannot run this program: %s", path, info.KindReason)
+	if err := m.Open(ctx); err != nil {
+		return nil, err
 	}
-	m := &Model{Info: info}
-	if info.Kind == modelinfo.OffGraph {
-		p := o.Policy
-		if p == (kvcache.Policy{}) {
-			p = kvcache.DefaultPolicy()
-		}
-		if m.Cache, err = info.CacheConfig(p); err != nil {
-			return nil, fmt.Errorf("cache config: %w", err)
-		}
+	return m, nil
+}
+
+// OpenModel is Load (the name older callers use).
+func OpenModel(ctx context.Context, path string, o LoadOptions) (*Model, error) {
+	return Load(ctx, path, o)
+}
+
+const loadSteps = 4
+
+func (o *LoadOptions) step(stage string, done int) {
+	if o.Progress != nil {
+		o.Progress(LoadStep{Stage: stage, Done: done, Total: loadSteps})
 	}
+}
+
+// Prepare is Load's first half: everything but the engine. The Model it
+// returns has no session until Open.
+func Prepare(path string, o LoadOptions) (*Model, error) {
+	if _, err := engine.Canonical(o.Engine); err != nil {
+		return nil, err
+	}
+	o.step(StageModel, 0)
+	info, err := modelinfo.Load(path, modelinfo.Options{Hash: o.Hash})
+	if err != nil {
+		return nil, err
+	}
+	if info.Kind != modelinfo.OffGraph && info.Kind != modelinfo.InGraph {
+		return nil, &UnsupportedModelError{Path: path, Reason: info.KindReason}
+	}
+	m := &Model{Path: path, Info: info, opts: o}
+	if err := m.configure(o.Policy); err != nil {
+		return nil, err
+	}
+	o.step(StageTokenizer, 1)
 	tokPath := o.Tokenizer
 	if tokPath == "" {
 		tokPath = filepath.Join(filepath.Dir(path), modelinfo.TokenizerFile)
-		if _, err := os.Stat(tokPath); err != nil {
-			tokPath = ""
-		}
 	}
-	if tokPath != "" {
-		chat := o.Chat
-		if chat == "" {
-			chat = "auto"
+	if _, err := os.Stat(tokPath); err != nil {
+		if o.Tokenizer != "" || o.NeedTokenizer {
+			return nil, &TokenizerError{Path: tokPath, Given: o.Tokenizer != "", Err: err}
 		}
-		if m.Chat, err = LoadChat(tokPath, ChatDir(path, o.Tokenizer), chat, info.EOSIDs); err != nil {
-			return nil, err
-		}
-		if info.VocabSize > 0 && m.Chat.HF.VocabSize() > info.VocabSize {
-			return nil, fmt.Errorf("the tokenizer %s has %d tokens but the model's vocabulary is %d: it does not belong to %s", tokPath, m.Chat.HF.VocabSize(), info.VocabSize, path)
-		}
+		tokPath = ""
 	}
-	if m.Engine, err = OpenEngine(o.Engine); err != nil {
+	if tokPath == "" {
+		m.StopIDs = appendNew(appendNew(nil, info.EOSIDs...), info.Companion.GenerationEOS...)
+		return m, nil
+	}
+	if m.Chat, err = LoadChat(tokPath, ChatDir(path, o.Tokenizer), o.Chat, info.EOSIDs); err != nil {
 		return nil, err
 	}
+	if info.VocabSize > 0 && m.Chat.HF.VocabSize() > info.VocabSize {
+		return nil, &VocabMismatchError{Tokenizer: tokPath, TokenizerVocab: m.Chat.HF.VocabSize(), Model: path, ModelVocab: info.VocabSize}
+	}
+	m.StopIDs = m.Chat.StopIDs
+	return m, nil
+}
+
+// configure builds the cache configuration for p.
+func (m *Model) configure(p kvcache.Policy) error {
+	m.Cache = nil
+	if m.Info.Kind != modelinfo.OffGraph {
+		return nil
+	}
+	if p == (kvcache.Policy{}) {
+		p = kvcache.DefaultPolicy()
+	}
+	cfg, err := m.Info.CacheConfig(p)
+	if err != nil {
+		return &CacheConfigError{Err: err}
+	}
+	m.Cache = cfg
+	return nil
+}
+
+// WithPolicy is a copy of a prepared model with another cache policy (a
+// benchmark tests several); it shares the tokenizer and has no session.
+func (m *Model) WithPolicy(p kvcache.Policy) (*Model, error) {
+	c := &Model{Path: m.Path, Info: m.Info, Chat: m.Chat, StopIDs: m.StopIDs, opts: m.opts}
+	c.opts.Policy = p
+	if err := c.configure(p); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Open is Load's second half: it picks the engine (see Load) and opens a
+// session on it.
+func (m *Model) Open(ctx context.Context) error {
+	m.opts.step(StageEngine, 2)
+	sel, err := SelectEngine(m.opts.Engine, engine.Config{Library: m.opts.Library})
+	if err != nil {
+		return err
+	}
+	return m.OpenOn(ctx, sel)
+}
+
+// OpenOn opens a session on an engine already chosen. When sel is auto's
+// native choice and the program does not open or its first forward fails,
+// it falls back to the CPU engine (saying why in m.Engine.Reason); any
+// other failure is returned whole.
+func (m *Model) OpenOn(ctx context.Context, sel Selection) error {
+	if m.Session != nil {
+		return errors.New("model already open")
+	}
+	m.opts.step(StageProgram, 3)
 	m.LoadStart = time.Now()
-	if m.Session, err = m.Engine.Engine.Open(ctx, path, m.Cache); err != nil {
-		return nil, fmt.Errorf("loading %s on %s: %w", path, m.Engine.Name, err)
+	sess, err := m.openProbed(ctx, sel)
+	if err != nil && sel.Auto && !sel.Fallback && ctx.Err() == nil {
+		why := fmt.Sprintf("%s on %s failed (%s)", sel.Name, sel.Device, oneLine(err))
+		if sel, err = cpuFallback(why, engine.Config{Library: m.opts.Library}); err != nil {
+			return err
+		}
+		sess, err = m.openProbed(ctx, sel)
+	}
+	if err != nil {
+		return err
 	}
 	m.LoadEnd = time.Now()
-	m.MemAfterLoad = m.Session.Memory()
-	if m.Chat != nil && m.Chat.HF.VocabSize() > m.Session.Vocab() {
-		m.Session.Close()
-		return nil, fmt.Errorf("the tokenizer has %d tokens but the model's logits cover %d", m.Chat.HF.VocabSize(), m.Session.Vocab())
+	m.Engine, m.Session = sel, sess
+	m.MemAfterLoad = sess.Memory()
+	if m.Chat != nil && m.Chat.HF.VocabSize() > sess.Vocab() {
+		sess.Close()
+		m.Session = nil
+		return &VocabMismatchError{Tokenizer: m.Chat.Path, TokenizerVocab: m.Chat.HF.VocabSize(), Model: m.Path, ModelVocab: sess.Vocab()}
 	}
-	return m, nil
+	m.opts.step(StageReady, loadSteps)
+	return nil
+}
+
+// openProbed opens a session; for auto's native choice it also runs one
+// forward (then clears, or reopens an in-graph program, which cannot
+// clear), so that a backend that loads but cannot execute is found here,
+// where auto can still fall back.
+func (m *Model) openProbed(ctx context.Context, sel Selection) (Session, error) {
+	sess, err := sel.Engine.Open(ctx, m.Path, m.Cache)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s on %s: %w", m.Path, sel.Name, err)
+	}
+	if !sel.Auto || sel.Fallback {
+		return sess, nil
+	}
+	if _, err := sess.Forward(ctx, []int64{0}, []int64{0}); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("first forward of %s on %s: %w", m.Path, sel.Name, err)
+	}
+	if m.Cache != nil {
+		if err := sess.Clear(); err != nil {
+			sess.Close()
+			return nil, err
+		}
+		return sess, nil
+	}
+	sess.Close()
+	if sess, err = sel.Engine.Open(ctx, m.Path, m.Cache); err != nil {
+		return nil, fmt.Errorf("loading %s on %s: %w", m.Path, sel.Name, err)
+	}
+	return sess, nil
+}
+
+func appendNew(dst []int, ids ...int) []int {
+	for _, id := range ids {
+		dup := false
+		for _, d := range dst {
+			dup = dup || d == id
+		}
+		if id >= 0 && !dup {
+			dst = append(dst, id)
+		}
+	}
+	return dst
 }
 
 // ChatDir is the folder whose tokenizer_config.json (chat template, EOS)
@@ -114,14 +299,21 @@ func (m *Model) PrefillChunk() int {
 	return m.Info.PrefillChunk
 }
 
+// Capacity is the most tokens the cache admits: the configuration's
+// capacity, or the in-graph program's max context.
+func (m *Model) Capacity() int {
+	if m.Cache != nil {
+		return m.Cache.Capacity
+	}
+	return m.Info.MaxCtxLen
+}
+
 // Generation is generation options for this model: its stop set, turn
 // end, prefill chunk and decoder, with the given budget and sampling.
 func (m *Model) Generation(maxNew int, s Sampling) Options {
-	o := Options{MaxNewTokens: maxNew, Sampling: s, PrefillChunk: m.PrefillChunk()}
+	o := Options{MaxNewTokens: maxNew, Sampling: s, PrefillChunk: m.PrefillChunk(), StopIDs: m.StopIDs}
 	if m.Chat != nil {
-		o.StopIDs, o.TurnEndIDs, o.Decoder = m.Chat.StopIDs, m.Chat.TurnEndIDs, m.Chat.Tokenizer
-	} else {
-		o.StopIDs = append(append([]int(nil), m.Info.EOSIDs...), m.Info.Companion.GenerationEOS...)
+		o.TurnEndIDs, o.Decoder = m.Chat.TurnEndIDs, m.Chat.Tokenizer
 	}
 	return o
 }
@@ -130,7 +322,7 @@ func (m *Model) Generation(maxNew int, s Sampling) Options {
 // it). system, when not empty, is the system prompt.
 func (m *Model) NewConversation(system string, gen Options) (*Conversation, error) {
 	if m.Chat == nil {
-		return nil, errors.New("a conversation needs a tokenizer: none was found next to the model")
+		return nil, &TokenizerError{Path: filepath.Join(filepath.Dir(m.Path), modelinfo.TokenizerFile), Err: os.ErrNotExist}
 	}
 	return NewConversation(m.Session, ConversationOptions{Tokenizer: m.Chat.Tokenizer, Template: m.Chat.Template,
 		System: system, Generation: gen, Cache: m.Cache})
@@ -139,14 +331,13 @@ func (m *Model) NewConversation(system string, gen Options) (*Conversation, erro
 // ResumeConversation restores stored messages on the model's session.
 func (m *Model) ResumeConversation(ctx context.Context, msgs []Message, gen Options) (*Conversation, error) {
 	if m.Chat == nil {
-		return nil, errors.New("a conversation needs a tokenizer: none was found next to the model")
+		return nil, &TokenizerError{Path: filepath.Join(filepath.Dir(m.Path), modelinfo.TokenizerFile), Err: os.ErrNotExist}
 	}
 	return Resume(ctx, m.Session, ConversationOptions{Tokenizer: m.Chat.Tokenizer, Template: m.Chat.Template,
 		Generation: gen, Cache: m.Cache}, msgs)
 }
 
-// StatsBase is a Stats with the load interval and memory filled in, for
-// Generate's result to start from.
+// StatsBase fills in a Stats' load interval and memory after load.
 func (m *Model) StatsBase(st *Stats) {
 	st.SetLoad(m.LoadStart, m.LoadEnd)
 	st.MemAfterLoad = m.MemAfterLoad

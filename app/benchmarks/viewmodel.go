@@ -27,6 +27,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
+	"etchat/inference/engine"
 	"etchat/internal/benchstore"
 	"etchat/store"
 )
@@ -87,10 +88,8 @@ func (f Form) Options() (bench.Options, error) {
 		}
 		return o, err
 	}
-	switch strings.ToLower(strings.TrimSpace(f.Engine)) {
-	case "", inference.EngineAuto, inference.EngineCPU, inference.EngineMetal:
-	default:
-		return o, &FieldError{"Engine", fmt.Errorf("%q: auto, cpu or metal", f.Engine)}
+	if _, err := engine.Canonical(f.Engine); err != nil {
+		return o, &FieldError{"Engine", err}
 	}
 	return o, nil
 }

@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// The engine choices. Auto lets etchat pick; the others name one engine.
+const (
+	Auto = "auto"
+	CPU  = "cpu"
+	MLX  = "mlx"
+)
+
+// Devices an engine reports.
+const (
+	DeviceCPU   = "cpu"
+	DeviceMetal = "metal"
+	DeviceCUDA  = "cuda"
+)
+
+// Kind is one engine etchat knows. The table below is the only list of
+// engine names: flag help, validation and the app's lists read it.
+type Kind struct {
+	Name        string
+	Aliases     []string // older or other names accepted for it (stored rows keep them)
+	Description string
+	// Native engines run ExecuTorch through the runner library; auto prefers
+	// one when it runs on a GPU.
+	Native bool
+}
+
+var kinds = []Kind{
+	{Name: CPU, Description: "etchat's pure-Go engine, which executes the .pte's MLX graph on the CPU"},
+	{Name: MLX, Aliases: []string{"metal"}, Native: true,
+		Description: "ExecuTorch + MLX through the native runner library (Metal on a Mac, CUDA on NVIDIA, MLX's CPU backend otherwise)"},
+}
+
+const autoDescription = "the native engine when it runs on a GPU, else cpu"
+
+// Kinds lists the engines etchat knows, in the order choices are shown.
+func Kinds() []Kind { return append([]Kind(nil), kinds...) }
+
+// Choices are the values an engine choice accepts, for lists: auto, then
+// every engine's name (aliases are accepted but not listed).
+func Choices() []string {
+	out := []string{Auto}
+	for _, k := range kinds {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+// Help is the engine choices for a flag's help text.
+func Help() string {
+	parts := []string{Auto + " (" + autoDescription + ")"}
+	for _, k := range kinds {
+		p := k.Name + " (" + k.Description
+		if len(k.Aliases) > 0 {
+			p += "; also " + strings.Join(k.Aliases, ", ")
+		}
+		parts = append(parts, p+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// UnknownError is an engine choice that names no engine.
+type UnknownError struct{ Name string }
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown engine %q: choose %s (or an alias: %s)", e.Name, strings.Join(Choices(), ", "), strings.Join(aliases(), ", "))
+}
+
+func aliases() []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, k.Aliases...)
+	}
+	return out
+}
+
+// Canonical is the engine a choice names: "" and "auto" are Auto, an alias
+// is its engine's name ("metal" is "mlx"), case and spaces aside. Anything
+// else is an *UnknownError.
+func Canonical(choice string) (string, error) {
+	c := strings.ToLower(strings.TrimSpace(choice))
+	if c == "" || c == Auto {
+		return Auto, nil
+	}
+	for _, k := range kinds {
+		if c == k.Name {
+			return k.Name, nil
+		}
+		for _, a := range k.Aliases {
+			if c == a {
+				return k.Name, nil
+			}
+		}
+	}
+	return "", &UnknownError{Name: choice}
+}
+
+// Same reports whether two engine names (say, a stored row's and a filter's)
+// name the same engine: "metal" and "mlx" do.
+func Same(a, b string) bool {
+	ca, errA := Canonical(a)
+	cb, errB := Canonical(b)
+	if errA != nil || errB != nil {
+		return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+	}
+	return ca == cb
+}
+
+// KindOf is the Kind of a canonical name.
+func KindOf(name string) (Kind, bool) {
+	for _, k := range kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Config is what a constructor may be told: the runner library to load
+// ("" = the usual search). Engines ignore what does not concern them.
+type Config struct {
+	Library string
+}
+
+// Constructor makes an engine. It fails with an error a person can act on
+// when the engine cannot run here; a native engine's missing or mismatched
+// library is a *LibraryError.
+type Constructor func(Config) (Engine, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Constructor{}
+)
+
+// Register makes the engine name available. The program's wiring (main,
+// through package internal/engines) registers the engines it links in, so
+// that no library package imports an engine. Registering again replaces;
+// a nil constructor removes. name must be one of Kinds' names.
+func Register(name string, ctor Constructor) {
+	if _, ok := KindOf(name); !ok {
+		panic("engine: Register of unknown engine " + name)
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if ctor == nil {
+		delete(registry, name)
+		return
+	}
+	registry[name] = ctor
+}
+
+// Lookup is the constructor registered for a canonical name, or nil.
+func Lookup(name string) Constructor {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return registry[name]
+}
+
+// Registered lists the names with a constructor, in Kinds' order.
+func Registered() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	var out []string
+	for _, k := range kinds {
+		if registry[k.Name] != nil {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// Devicer is implemented by engines that know the device they compute on.
+type Devicer interface {
+	Device() string
+}
+
+// DeviceOf is the device e computes on: what e reports when it can say,
+// else its kind's default on goos (DefaultDevice).
+func DeviceOf(e Engine, goos string) string {
+	if d, ok := e.(Devicer); ok {
+		if dev := d.Device(); dev != "" {
+			return dev
+		}
+	}
+	k, _ := Canonical(e.Name())
+	return DefaultDevice(k, goos)
+}
+
+// DefaultDevice is the device an engine that does not report one runs on:
+// the CPU, except the native engine on macOS, which runs on Metal. (The
+// native binding will ask the library once the C ABI says.)
+func DefaultDevice(name, goos string) string {
+	if k, ok := KindOf(name); ok && k.Native && (goos == "darwin" || goos == "ios") {
+		return DeviceMetal
+	}
+	return DeviceCPU
+}
+
+// IsGPU reports whether a device is a GPU.
+func IsGPU(device string) bool { return device == DeviceMetal || device == DeviceCUDA }
+
+// HostOS is runtime.GOOS, for callers of DeviceOf.
+const HostOS = runtime.GOOS
+
+// LibraryProblem is what is wrong with a native runner library.
+type LibraryProblem int
+
+// The library problems a user fixes.
+const (
+	LibraryMissing     LibraryProblem = iota // no candidate path holds a loadable library
+	LibraryABIMismatch                       // built against another etchat_runner.h
+	LibraryUnloadable                        // found, but it does not load (architecture, dependencies)
+)
+
+// LibraryError: the native engine's runner library cannot be used. Err is
+// the binding's own error (paths tried, loader messages).
+type LibraryError struct {
+	Problem LibraryProblem
+	Err     error
+}
+
+func (e *LibraryError) Error() string { return e.Err.Error() }
+func (e *LibraryError) Unwrap() error { return e.Err }
+
+// Summary is the problem in a few words, for a one-line announcement.
+func (e *LibraryError) Summary() string {
+	switch e.Problem {
+	case LibraryMissing:
+		return "native runner library not found"
+	case LibraryABIMismatch:
+		return "native runner library built for another etchat (ABI version mismatch)"
+	}
+	return "native runner library does not load"
+}
+
+// ErrNotAvailable: the engine asked for is not part of this build or
+// cannot run on this machine.
+var ErrNotAvailable = errors.New("engine not available")

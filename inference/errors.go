@@ -1,0 +1,57 @@
+package inference
+
+import (
+	"fmt"
+)
+
+// The errors below are what a user fixes (a flag, a file); the edges (the
+// CLI, the app) map them to hints with errors.As.
+
+// UnsupportedModelError: the .pte is not a program etchat can run.
+type UnsupportedModelError struct{ Path, Reason string }
+
+func (e *UnsupportedModelError) Error() string {
+	return fmt.Sprintf("%s: etchat cannot run this program: %s", e.Path, e.Reason)
+}
+
+// CacheConfigError: the cache policy does not fit the model (a capacity,
+// dtype, initial capacity or windows value).
+type CacheConfigError struct{ Err error }
+
+func (e *CacheConfigError) Error() string { return "cache config: " + e.Err.Error() }
+func (e *CacheConfigError) Unwrap() error { return e.Err }
+
+// TokenizerError: the tokenizer is missing or unreadable. Given says it
+// was named explicitly (not looked for beside the model).
+type TokenizerError struct {
+	Path  string
+	Given bool
+	Err   error
+}
+
+func (e *TokenizerError) Error() string { return fmt.Sprintf("tokenizer %s: %v", e.Path, e.Err) }
+func (e *TokenizerError) Unwrap() error { return e.Err }
+
+// TemplateError: the chat template asked for, or the model's own, cannot be
+// used.
+type TemplateError struct {
+	Choice string
+	Err    error
+}
+
+func (e *TemplateError) Error() string { return "chat template: " + e.Err.Error() }
+func (e *TemplateError) Unwrap() error { return e.Err }
+
+// VocabMismatchError: the tokenizer has more tokens than the model's
+// vocabulary: it belongs to another model.
+type VocabMismatchError struct {
+	Tokenizer      string
+	TokenizerVocab int
+	Model          string
+	ModelVocab     int
+}
+
+func (e *VocabMismatchError) Error() string {
+	return fmt.Sprintf("the tokenizer %s has %d tokens but the model's vocabulary is %d: it does not belong to %s",
+		e.Tokenizer, e.TokenizerVocab, e.ModelVocab, e.Model)
+}
