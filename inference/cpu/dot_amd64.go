@@ -114,3 +114,20 @@ func gemv(out, x []float32, w *wmat, n0, n1 int) bool {
 	}
 	return true
 }
+
+//go:noescape
+func readSumAVX2(p *uint64, n int) uint64
+
+// readSum sums p with the widest loads the machine has: the bandwidth
+// probe's loop (bench_test.go), which must be bound by memory alone.
+func readSum(p []uint64) uint64 {
+	n := len(p) &^ 63
+	if !useAVX2 || n == 0 {
+		return readSumGo(p)
+	}
+	s := readSumAVX2(&p[0], n)
+	for _, v := range p[n:] {
+		s += v
+	}
+	return s
+}

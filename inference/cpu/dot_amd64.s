@@ -391,3 +391,60 @@ gemvBF16AVX2sum:
 gemvBF16AVX2end:
 	VZEROUPPER
 	RET
+
+// func readSumAVX2(p *uint64, n int) uint64
+// Sums n uint64 words (n a multiple of 64: 512 bytes per pass) with
+// 256-bit loads into eight accumulators, so that only memory bounds it:
+// the read-bandwidth probe's loop.
+TEXT ·readSumAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $6, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+rsloop:
+	TESTQ CX, CX
+	JZ    rsdone
+	VPADDQ 0(SI), Y0, Y0
+	VPADDQ 32(SI), Y1, Y1
+	VPADDQ 64(SI), Y2, Y2
+	VPADDQ 96(SI), Y3, Y3
+	VPADDQ 128(SI), Y4, Y4
+	VPADDQ 160(SI), Y5, Y5
+	VPADDQ 192(SI), Y6, Y6
+	VPADDQ 224(SI), Y7, Y7
+	VPADDQ 256(SI), Y0, Y0
+	VPADDQ 288(SI), Y1, Y1
+	VPADDQ 320(SI), Y2, Y2
+	VPADDQ 352(SI), Y3, Y3
+	VPADDQ 384(SI), Y4, Y4
+	VPADDQ 416(SI), Y5, Y5
+	VPADDQ 448(SI), Y6, Y6
+	VPADDQ 480(SI), Y7, Y7
+	ADDQ  $512, SI
+	DECQ  CX
+	JMP   rsloop
+
+rsdone:
+	VPADDQ Y1, Y0, Y0
+	VPADDQ Y3, Y2, Y2
+	VPADDQ Y5, Y4, Y4
+	VPADDQ Y7, Y6, Y6
+	VPADDQ Y2, Y0, Y0
+	VPADDQ Y6, Y4, Y4
+	VPADDQ Y4, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDQ X1, X0, X0
+	VMOVQ X0, AX
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET

@@ -3,6 +3,8 @@ package cpu
 import (
 	"math"
 	"math/rand"
+	"slices"
+	"sync"
 	"testing"
 )
 
@@ -110,4 +112,73 @@ func TestGemv(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReadSum checks the bandwidth probe's loop against the Go sum.
+func TestReadSum(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for _, n := range []int{0, 1, 63, 64, 65, 1000, 4096} {
+		p := make([]uint64, n)
+		for i := range p {
+			p[i] = r.Uint64()
+		}
+		if got, want := readSum(p), readSumGo(p); got != want {
+			t.Errorf("n=%d: %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestMatmulPool runs matmuls from several goroutines at once through the
+// shared workers (each with its own job, reused from call to call, and
+// some with fresh ones) and checks every result against one thread's.
+func TestMatmulPool(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	const K, N = 64, 1024
+	w := wmat{h: make([]uint16, N*K), n: N, k: K, ld: K}
+	for i := range w.h {
+		w.h[i] = f32ToBF16(r.Float32() - 0.5)
+	}
+	xs := make([][]float32, 4)
+	want := make([][]float32, len(xs))
+	for c := range xs {
+		xs[c] = make([]float32, 3*K)
+		for i := range xs[c] {
+			xs[c][i] = r.Float32() - 0.5
+		}
+		want[c] = make([]float32, 3*N)
+		matmul(nil, want[c], xs[c], 3, &w, 1)
+	}
+	var wg sync.WaitGroup
+	for c := range xs {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			var job mmJob
+			out := make([]float32, 3*N)
+			for it := 0; it < 50; it++ {
+				j := &job
+				if it%5 == 4 {
+					j = nil
+				}
+				rows := 1 + it%3
+				clear(out)
+				matmul(j, out, xs[c], rows, &w, 2+it%3)
+				for i := 0; i < rows*N; i++ {
+					if out[i] != want[c][i] && rows > 1 {
+						t.Errorf("caller %d rows %d: out[%d] = %g, want %g", c, rows, i, out[i], want[c][i])
+						return
+					}
+				}
+				if rows == 1 {
+					var one [N]float32
+					matmul(nil, one[:], xs[c], 1, &w, 1)
+					if !slices.Equal(one[:], out[:N]) {
+						t.Errorf("caller %d: one-row result depends on the thread count", c)
+						return
+					}
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
 }

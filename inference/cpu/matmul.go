@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -183,92 +184,194 @@ func scratchFor(rows int, w *wmat) []float32 {
 	return make([]float32, 2*w.k)
 }
 
-// mmJob is one matmul, shared by its caller and the idle workers that
-// join it; a session keeps one so a step allocates none.
+// mmJob is one matmul, shared by its caller and the workers that join
+// it; a session keeps one so a step allocates none.
 type mmJob struct {
 	out, x []float32
 	rows   int
 	w      *wmat
-	next   atomic.Int64 // the next block of output columns
-	wg     sync.WaitGroup
+	q      *qMatrix      // when set, a quantized matmul (w unused)
+	block  int           // output columns per block
+	next   atomic.Int64  // the next block of output columns
+	seq    atomic.Uint64 // the matmul's number, 0 while none is posted
+	seats  atomic.Int32  // workers that may still join
+	refs   atomic.Int32  // workers inside run
 }
 
-// mmBlock: columns are handed out in blocks of 64 through a counter so
-// that uneven cores still finish together.
-const mmBlock = 64
+func (j *mmJob) cols() int {
+	if j.q != nil {
+		return j.q.Rows
+	}
+	return j.w.n
+}
 
 func (j *mmJob) run() {
-	scratch := scratchFor(j.rows, j.w)
-	N := j.w.n
+	var scratch []float32
+	if j.q == nil {
+		scratch = scratchFor(j.rows, j.w)
+	}
+	N, B := j.cols(), j.block
 	for {
-		n0 := int(j.next.Add(mmBlock) - mmBlock)
+		n0 := int(j.next.Add(int64(B)) - int64(B))
 		if n0 >= N {
 			return
 		}
-		matmulRange(j.out, j.x, j.rows, j.w, n0, min(n0+mmBlock, N), scratch)
+		n1 := min(n0+B, N)
+		if j.q != nil {
+			qMatMulRange(j.out, j.x, j.rows, j.q, n0, n1)
+		} else {
+			matmulRange(j.out, j.x, j.rows, j.w, n0, n1, scratch)
+		}
 	}
 }
 
-// The matmul workers: started once, one per CPU, each waiting for a job
-// to join. A matmul hands its job only to workers idle at that moment and
-// works on it itself, so it never waits for a busy worker.
+// The matmul workers: GOMAXPROCS−1 of them, started on first use. A
+// matmul is posted in mmPosted; workers that are spinning (for mmSpin
+// after their last job) join it at once, parked ones are woken through
+// mmWake. A decode step is ~60 matmuls a few µs to a few hundred µs
+// apart: the spin keeps the second core on them without a wake-up
+// (futex, ~5–20 µs) each, while an idle engine parks after 50 µs.
+//
+// A worker enters a job by counting itself in refs and then checking
+// that the job is still posted under the same number; the caller, done
+// with its share, unposts the job and waits for refs to drain before it
+// reuses it. Either the worker's check sees the unposting and it leaves
+// without touching the job, or the caller's wait sees the worker.
 var (
-	mmQueue = make(chan *mmJob)
-	mmStart sync.Once
+	mmPosted   atomic.Pointer[mmJob]
+	mmSeq      atomic.Uint64
+	mmSleepers atomic.Int32
+	mmWake     chan struct{}
+	mmStart    sync.Once
 )
 
+const mmSpin = 50 * time.Microsecond
+
 func mmWorker() {
-	for j := range mmQueue {
-		j.run()
-		j.wg.Done()
+	var last uint64
+	idle := time.Now()
+	for {
+		if j := mmPosted.Load(); j != nil {
+			if seq := j.seq.Load(); seq != last && seq != 0 {
+				last = seq
+				if j.seats.Add(-1) >= 0 {
+					j.refs.Add(1)
+					if mmPosted.Load() == j && j.seq.Load() == seq {
+						j.run()
+					}
+					j.refs.Add(-1)
+				}
+				idle = time.Now()
+				continue
+			}
+		}
+		if time.Since(idle) < mmSpin {
+			runtime.Gosched()
+			continue
+		}
+		mmSleepers.Add(1)
+		if j := mmPosted.Load(); j != nil && j.seq.Load() != last {
+			mmSleepers.Add(-1)
+			continue
+		}
+		<-mmWake
+		mmSleepers.Add(-1)
+		idle = time.Now()
 	}
 }
 
 // matmul computes out[rows][N] = x[rows][K] · Wᵀ on the calling goroutine
-// and up to threads-1 idle workers, over blocks of output columns. job
-// (nil: a fresh one) carries the work.
+// and up to threads-1 workers, over blocks of output columns. job (nil: a
+// fresh one) carries the work.
 func matmul(job *mmJob, out, x []float32, rows int, w *wmat, threads int) {
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
 	N, K := w.n, w.k
-	work := rows * N * K
-	nt := threads
-	if work < mmParallelMin {
-		nt = 1
-	}
-	if nt > N/16 {
-		nt = max(1, N/16)
-	}
+	nt := mmThreads(threads, rows*N*K, N)
 	if nt <= 1 {
 		matmulRange(out, x, rows, w, 0, N, scratchFor(rows, w))
 		return
 	}
-	mmStart.Do(func() {
-		for range runtime.NumCPU() {
-			go mmWorker()
-		}
-	})
 	if job == nil {
 		job = new(mmJob)
 	}
-	job.out, job.x, job.rows, job.w = out, x, rows, w
+	job.out, job.x, job.rows, job.w, job.q = out, x, rows, w, nil
+	job.post(nt)
+}
+
+// qMatMulJob is qMatMul through the workers.
+func qMatMulJob(job *mmJob, out, x []float32, rows int, w *qMatrix, threads int) {
+	nt := mmThreads(threads, rows*w.Rows*w.Cols, w.Rows)
+	if nt <= 1 {
+		qMatMulRange(out, x, rows, w, 0, w.Rows)
+		return
+	}
+	if job == nil {
+		job = new(mmJob)
+	}
+	job.out, job.x, job.rows, job.w, job.q = out, x, rows, nil, w
+	job.post(nt)
+}
+
+// mmThreads is how many goroutines share a matmul of work
+// multiply-adds and N output columns.
+func mmThreads(threads, work, N int) int {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if work < mmParallelMin {
+		return 1
+	}
+	return max(1, min(threads, N/16))
+}
+
+// post runs the job on the caller and up to nt-1 workers.
+func (job *mmJob) post(nt int) {
+	mmStart.Do(func() {
+		n := runtime.GOMAXPROCS(0) - 1
+		mmWake = make(chan struct{}, max(n, 1))
+		for range n {
+			go mmWorker()
+		}
+	})
+	N := job.cols()
+	// blocks of 16 to 64 columns, about eight per goroutine, so that
+	// uneven cores still finish together
+	job.block = min(64, max(16, (N/(8*nt)+15)&^15))
 	job.next.Store(0)
-	for t := 1; t < nt; t++ {
-		job.wg.Add(1)
+	job.seats.Store(int32(nt - 1))
+	job.seq.Store(mmSeq.Add(1))
+	mmPosted.Store(job)
+	for i := mmSleepers.Load(); i > 0; i-- {
 		select {
-		case mmQueue <- job:
-		default: // none idle: the others do its share
-			job.wg.Done()
+		case mmWake <- struct{}{}:
+		default:
 		}
 	}
 	job.run()
-	job.wg.Wait()
-	job.out, job.x, job.w = nil, nil, nil
+	mmPosted.CompareAndSwap(job, nil)
+	for job.refs.Load() != 0 {
+		runtime.Gosched()
+	}
+	job.seq.Store(0)
+	job.out, job.x, job.w, job.q = nil, nil, nil, nil
 }
 
 // mmParallelMin is the work (rows·N·K) from which a matmul is shared with
-// the workers: below it (a decode step's K and V projections, 64 K
-// weights; Q and O, 256 K) handing the job over costs more than the
-// second core saves.
-const mmParallelMin = 1 << 19
+// the workers: a decode step's K and V projections (64 K weights) are,
+// a posting costs well under a µs while a worker spins.
+const mmParallelMin = 1 << 15
+
+func readSumGo(p []uint64) uint64 {
+	var a, b, c, d uint64
+	i := 0
+	for ; i+4 <= len(p); i += 4 {
+		q := (*[4]uint64)(p[i : i+4])
+		a += q[0]
+		b += q[1]
+		c += q[2]
+		d += q[3]
+	}
+	for ; i < len(p); i++ {
+		a += p[i]
+	}
+	return a + b + c + d
+}
