@@ -51,21 +51,36 @@ var supported = map[string]bool{
 	"AsTypeNode": true, "ConcatenateNode": true, "FullNode": true, "SliceUpdateNode": true, "NotEqualNode": true,
 	"EqualNode": true, "SinNode": true, "CosNode": true, "NegNode": true, "ExpNode": true, "SqrtNode": true,
 	"SumNode": true, "MaximumNode": true, "MinimumNode": true, "SquareNode": true, "AbsNode": true,
+	"QuantizedMatmulNode": true, "DequantizeNode": true,
 }
 
 // checkNodes refuses a graph with a node type the interpreter does not
-// execute, naming every such type.
+// execute, in the main or the init chain, naming every such type, and a
+// quantized node in a format it does not run.
 func checkNodes(g *mlxgraph.Graph) error {
+	chains := [][]mlxgraph.Instruction{g.Instructions}
+	if g.InitChain >= 0 && g.InitChain != g.MainChain && g.InitChain < len(g.Chains) {
+		chains = append(chains, g.Chains[g.InitChain])
+	}
 	var bad []string
 	seen := map[string]bool{}
-	for _, in := range g.Instructions {
-		if (!supported[in.Kind] || in.Op == nil) && !seen[in.Kind] {
-			seen[in.Kind] = true
-			bad = append(bad, in.Kind)
+	for _, c := range chains {
+		for _, in := range c {
+			if (!supported[in.Kind] || in.Op == nil) && !seen[in.Kind] {
+				seen[in.Kind] = true
+				bad = append(bad, in.Kind)
+			}
 		}
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("unsupported MLX node type(s): %s", strings.Join(bad, ", "))
+	}
+	for _, c := range chains {
+		for _, in := range c {
+			if err := checkQuant(in); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -89,6 +104,13 @@ type model struct {
 	// computes that product for the last row only.
 	headInst int
 	maxCtx   int
+	// initSlots: what the init chain wrote outside the constant slots
+	// (results it wrote into constant slots replace consts); qmats: each
+	// QuantizedMatmulNode's prepared matrix; heapBytes: what both hold on
+	// the heap.
+	initSlots []initSlot
+	qmats     map[*mlxgraph.QuantizedMatmulNode]*qMatrix
+	heapBytes int64
 }
 
 // Open loads the program at path.
@@ -164,9 +186,6 @@ func (m *model) bind() error {
 		return err
 	}
 	m.graph = g
-	if g.InitChain >= 0 && len(g.Chains[g.InitChain]) > 0 {
-		return errors.New("graphs with an init chain are not supported")
-	}
 	if err := checkNodes(g); err != nil {
 		return err
 	}
@@ -210,6 +229,12 @@ func (m *model) bind() error {
 		if t == nil {
 			return fmt.Errorf("constant tensor slot %d is not bound to any named data", i)
 		}
+	}
+	if err := m.runInit(); err != nil {
+		return err
+	}
+	if err := m.prepareQuant(); err != nil {
+		return err
 	}
 
 	// I/O: input_ids and cache_position tensors, and the float output with
@@ -259,6 +284,10 @@ func (m *model) bind() error {
 			if n.Out == m.logits {
 				m.headInst = i
 			}
+		case *mlxgraph.QuantizedMatmulNode:
+			if n.Out == m.logits {
+				m.headInst = i
+			}
 		}
 		break
 	}
@@ -281,7 +310,7 @@ func (m *model) weight(name string, meta *mlxgraph.TensorMeta, nd pte.NamedData)
 	}
 	var size int64
 	switch meta.DType {
-	case stF32, stI32:
+	case stF32, stI32, stU32:
 		size = 4
 	case stBF16, stF16:
 		size = 2
@@ -312,6 +341,18 @@ func (m *model) weight(name string, meta *mlxgraph.TensorMeta, nd pte.NamedData)
 		}
 		if t.f == nil {
 			t.f = []float32{}
+		}
+	case stU32:
+		if n > 0 && uintptr(unsafe.Pointer(&raw[0]))%4 == 0 {
+			t.u = unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), n)
+		} else {
+			t.u = make([]uint32, n)
+			for i := range t.u {
+				t.u[i] = le32(raw[4*i:])
+			}
+		}
+		if t.u == nil {
+			t.u = []uint32{}
 		}
 	case stBF16, stF16:
 		if n > 0 && uintptr(unsafe.Pointer(&raw[0]))%2 == 0 {

@@ -34,7 +34,7 @@ func (s *session) set(t g.Tid, x *tensor) error {
 	if int(t) >= len(s.slots) {
 		return fmt.Errorf("tensor slot %d out of range (%d slots)", t, len(s.slots))
 	}
-	if int(t) < len(s.m.consts) {
+	if int(t) < len(s.m.consts) && !s.init {
 		return fmt.Errorf("instruction writes constant slot %d", t)
 	}
 	s.slots[t] = x
@@ -413,6 +413,10 @@ func (s *session) exec(in g.Instruction) error {
 		return s.sum(n)
 	case *g.SliceUpdateNode:
 		return s.sliceUpdate(n)
+	case *g.QuantizedMatmulNode:
+		return s.quantizedMatmul(n)
+	case *g.DequantizeNode:
+		return s.dequantize(n)
 	}
 	return fmt.Errorf("unsupported MLX node %s", in.Kind)
 }
@@ -639,6 +643,24 @@ func (s *session) take(n *g.TakeNode) error {
 		if v < int64(-dim) || v >= int64(dim) {
 			return fmt.Errorf("take: index %d out of range for axis of size %d (token id outside the vocabulary?)", v, dim)
 		}
+	}
+	if x.u != nil {
+		// packed quantized rows (an embedding's words)
+		xs := x.uints()
+		o := make([]uint32, 0, cnt)
+		for oi := 0; oi < outer; oi++ {
+			for _, v := range idx {
+				if v < 0 {
+					v += int64(dim)
+				}
+				b := (oi*dim + int(v)) * inner
+				o = append(o, xs[b:b+inner]...)
+			}
+		}
+		t := s.hdrs.get()
+		t.dt, t.u = x.dt, o
+		t.setContiguous(shape)
+		return s.set(n.Out, t)
 	}
 	if x.isInt() {
 		xs := x.ints()

@@ -80,6 +80,9 @@ type session struct {
 	mm       mmJob // addmm's matmul, shared with the workers
 	scoreBuf []float32
 	spare    map[g.Tid][]float32 // in-graph: last step's buffers, to reuse
+	// init: this is the scratch session that runs the init chain at load,
+	// which may write constant slots.
+	init bool
 }
 
 var _ engine.Session = (*session)(nil)
@@ -208,6 +211,9 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	clear(s.slots)
 	clear(s.vals)
 	copy(s.slots, s.m.consts)
+	for _, it := range s.m.initSlots {
+		s.slots[it.t] = it.x
+	}
 	for t, x := range s.mut {
 		s.slots[t] = x
 	}
@@ -380,7 +386,9 @@ func (s *session) Memory() engine.Memory {
 	for _, t := range s.mut {
 		kv += int64(len(t.f)) * 4
 	}
-	active := kv + s.arena.bytes() + int64(cap(s.logitsBuf)+cap(s.kbuf)+cap(s.vbuf))*4
+	// The program's heap (init-chain results, converted quantization
+	// scales) counts too; its mapped weights do not.
+	active := kv + s.arena.bytes() + int64(cap(s.logitsBuf)+cap(s.kbuf)+cap(s.vbuf))*4 + s.m.heapBytes
 	return engine.Memory{KVBytes: kv, ActiveBytes: active, PeakBytes: max(s.peak, active)}
 }
 

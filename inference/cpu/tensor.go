@@ -17,17 +17,18 @@ const (
 	stF64  = 7
 	stBool = 11
 	stBF16 = 15
+	stU32  = 28 // packed quantized weights
 )
 
 func isFloatST(st int) bool { return st == stF16 || st == stF32 || st == stF64 || st == stBF16 }
 
 func isIntST(st int) bool {
-	return st == stU8 || st == stI8 || st == stI16 || st == stI32 || st == stI64 || st == stBool
+	return st == stU8 || st == stI8 || st == stI16 || st == stI32 || st == stI64 || st == stBool || st == stU32
 }
 
-// tensor is a strided view over one of three storages: f (fp32 values), h
-// (bf16 or fp16 bits, per dt; only weights and caches) or i (integers and
-// bools). dt is the logical ExecuTorch dtype; float tensors computed by the
+// tensor is a strided view over one of four storages: f (fp32 values), h
+// (bf16 or fp16 bits, per dt; only weights and caches), u (uint32 words:
+// packed quantized weights) or i (other integers and bools). dt is the logical ExecuTorch dtype; float tensors computed by the
 // interpreter are held in fp32 whatever their logical dtype.
 type tensor struct {
 	dt      int
@@ -36,6 +37,7 @@ type tensor struct {
 	off     int
 	f       []float32
 	h       []uint16
+	u       []uint32
 	i       []int64
 }
 
@@ -206,6 +208,8 @@ func (t *tensor) floats(dst []float32) []float32 {
 		iterate(t.shape, t.strides, t.off, func(k int) { dst[j] = t.f[k]; j++ })
 	case t.h != nil:
 		iterate(t.shape, t.strides, t.off, func(k int) { dst[j] = t.halfAt(k); j++ })
+	case t.u != nil:
+		iterate(t.shape, t.strides, t.off, func(k int) { dst[j] = float32(t.u[k]); j++ })
 	default:
 		iterate(t.shape, t.strides, t.off, func(k int) { dst[j] = float32(t.i[k]); j++ })
 	}
@@ -224,6 +228,8 @@ func (t *tensor) ints() []int64 {
 		iterate(t.shape, t.strides, t.off, func(k int) { dst = append(dst, int64(t.f[k])) })
 	case t.h != nil:
 		iterate(t.shape, t.strides, t.off, func(k int) { dst = append(dst, int64(t.halfAt(k))) })
+	case t.u != nil:
+		iterate(t.shape, t.strides, t.off, func(k int) { dst = append(dst, int64(t.u[k])) })
 	default:
 		iterate(t.shape, t.strides, t.off, func(k int) { dst = append(dst, t.i[k]) })
 	}
@@ -296,7 +302,7 @@ func (s *session) newI(dt int, shape []int, data []int64) *tensor {
 // strides (nil strides: row-major).
 func (s *session) view(x *tensor, shape, strides []int, off int) *tensor {
 	t := s.hdrs.get()
-	t.dt, t.off, t.f, t.h, t.i = x.dt, off, x.f, x.h, x.i
+	t.dt, t.off, t.f, t.h, t.u, t.i = x.dt, off, x.f, x.h, x.u, x.i
 	if strides == nil {
 		t.setContiguous(shape)
 		return t
@@ -312,7 +318,7 @@ func (s *session) broadcastView(x *tensor, out []int) (*tensor, error) {
 		return nil, fmt.Errorf("cannot broadcast %v to %v", x.shape, out)
 	}
 	t := s.hdrs.get()
-	t.dt, t.off, t.f, t.h, t.i = x.dt, x.off, x.f, x.h, x.i
+	t.dt, t.off, t.f, t.h, t.u, t.i = x.dt, x.off, x.f, x.h, x.u, x.i
 	t.shape = append(t.shape, out...)
 	t.strides = append(t.strides, out...)
 	lead := len(out) - len(x.shape)

@@ -1,0 +1,296 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+
+	g "etchat/inference/mlxgraph"
+)
+
+// Quantized exports (export_llm_hf.py --qlinear/--qembedding): MLX's
+// QuantizedMatmulNode and DequantizeNode over uint32-packed weights, and
+// the init chain that computes their affine biases at load.
+
+// quantBits are the widths the engine runs; MLX also packs 2, 3, 5 and 6
+// bits, which ExecuTorch's export does not produce.
+var quantBits = map[int32]bool{4: true, 8: true}
+
+// checkQuant refuses, at load, a quantized node in a format the engine
+// does not run, naming the node and the format.
+func checkQuant(in g.Instruction) error {
+	var bits, gs int32
+	var mode string
+	switch n := in.Op.(type) {
+	case *g.QuantizedMatmulNode:
+		bits, gs, mode = n.Bits, n.GroupSize, n.Mode
+		if mode == "affine" && n.Biases == nil {
+			return fmt.Errorf("%s: affine mode without biases", in.Kind)
+		}
+	case *g.DequantizeNode:
+		bits, gs, mode = n.Bits, n.GroupSize, n.Mode
+		if mode == "affine" && n.Biases == nil {
+			return fmt.Errorf("%s: affine mode without biases", in.Kind)
+		}
+	default:
+		return nil
+	}
+	switch {
+	case mode != "affine":
+		return fmt.Errorf("%s: quantization mode %q is not supported (affine 4- and 8-bit are)", in.Kind, mode)
+	case !quantBits[bits]:
+		return fmt.Errorf("%s: %d-bit affine weights are not supported (4- and 8-bit are)", in.Kind, bits)
+	case gs <= 0 || gs%(32/bits) != 0:
+		return fmt.Errorf("%s: group size %d is not supported for %d-bit weights", in.Kind, gs, bits)
+	}
+	return nil
+}
+
+// initSlot is a non-constant slot the init chain wrote, kept for every
+// step.
+type initSlot struct {
+	t g.Tid
+	x *tensor
+}
+
+// runInit executes the graph's init chain once, on a scratch session over
+// the bound constants. What it writes (MLX's affine biases B = −2^(bits−1)·s,
+// written into placeholder constant slots) replaces those constants, or is
+// kept beside them, for every session and step of this program.
+func (m *model) runInit() error {
+	gr := m.graph
+	if gr.InitChain < 0 || len(gr.Chains[gr.InitChain]) == 0 {
+		return nil
+	}
+	s := &session{m: m, threads: 1, slots: make([]*tensor, gr.NumTensors()), vals: make([]value, gr.NumValues), init: true}
+	copy(s.slots, m.consts)
+	if err := s.run(context.Background(), gr.Chains[gr.InitChain]); err != nil {
+		return fmt.Errorf("init chain: %w", err)
+	}
+	for t, x := range s.slots {
+		if x == nil || (t < len(m.consts) && x == m.consts[t]) {
+			continue
+		}
+		// Own the result: a fresh contiguous copy, not a step header or a
+		// view of the scratch session's buffers.
+		own := &tensor{dt: x.dt, shape: append([]int(nil), x.shape...)}
+		own.strides = contiguousStrides(own.shape)
+		switch {
+		case x.u != nil:
+			own.u = x.uints()
+			m.heapBytes += int64(len(own.u)) * 4
+		case x.isInt():
+			own.i = append([]int64(nil), x.ints()...)
+			m.heapBytes += int64(len(own.i)) * 8
+		default:
+			own.f = append([]float32(nil), x.floats(nil)...)
+			m.heapBytes += int64(len(own.f)) * 4
+		}
+		if t < len(m.consts) {
+			m.consts[t] = own
+		} else {
+			m.initSlots = append(m.initSlots, initSlot{g.Tid(t), own})
+		}
+	}
+	return nil
+}
+
+// prepareQuant builds, once per program, the qMatrix of every
+// QuantizedMatmulNode whose weight, scales and biases are constants (after
+// the init chain): scales and biases in fp32, the packed words a view of
+// the mapping. Tied matrices share one.
+func (m *model) prepareQuant() error {
+	type key struct{ w, s, b g.Tid }
+	built := map[key]*qMatrix{}
+	m.qmats = map[*g.QuantizedMatmulNode]*qMatrix{}
+	for _, in := range m.graph.Instructions {
+		n, ok := in.Op.(*g.QuantizedMatmulNode)
+		if !ok || n.Biases == nil {
+			continue
+		}
+		k := key{n.W, n.Scales, *n.Biases}
+		if q := built[k]; q != nil {
+			m.qmats[n] = q
+			continue
+		}
+		c := func(t g.Tid) *tensor {
+			if int(t) < len(m.consts) {
+				return m.consts[t]
+			}
+			return nil
+		}
+		w, sc, bi := c(n.W), c(n.Scales), c(*n.Biases)
+		if w == nil || sc == nil || bi == nil {
+			continue // computed at run time: built per step
+		}
+		q, err := newQMatrix(w, sc, bi, int(n.Bits), int(n.GroupSize))
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.Kind, err)
+		}
+		if &q.Scales[0] != firstF(sc) {
+			m.heapBytes += int64(len(q.Scales)) * 4
+		}
+		if &q.Biases[0] != firstF(bi) {
+			m.heapBytes += int64(len(q.Biases)) * 4
+		}
+		built[k] = q
+		m.qmats[n] = q
+	}
+	return nil
+}
+
+func firstF(t *tensor) *float32 {
+	if len(t.f) > t.off {
+		return &t.f[t.off]
+	}
+	return nil
+}
+
+// newQMatrix checks the shapes of a packed weight [rows, cols·bits/32] and
+// its scales and biases [rows, cols/gs], and views or converts them.
+func newQMatrix(w, sc, bi *tensor, bits, gs int) (*qMatrix, error) {
+	if w.u == nil || len(w.shape) != 2 {
+		return nil, fmt.Errorf("weight of shape %v is not a 2-D uint32 matrix", w.shape)
+	}
+	rows, wpr := w.shape[0], w.shape[1]
+	cols := wpr * 32 / bits
+	if rows <= 0 || cols <= 0 || cols%gs != 0 {
+		return nil, fmt.Errorf("weight of shape %v does not hold whole groups of %d %d-bit values", w.shape, gs, bits)
+	}
+	groups := rows * cols / gs
+	if sc.isInt() || bi.isInt() || sc.numel() != groups || bi.numel() != groups {
+		return nil, fmt.Errorf("scales %v and biases %v for a %d×%d matrix in groups of %d", sc.shape, bi.shape, rows, cols, gs)
+	}
+	return &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: w.uints(),
+		Scales: sc.floats(nil), Biases: bi.floats(nil)}, nil
+}
+
+// quantizedMatmul runs mlx::quantized_matmul: out[..., N] = x[..., K] ·
+// Wᵀ (transpose) or x[..., K] · W (not).
+func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
+	x, err := s.get(n.X)
+	if err != nil {
+		return err
+	}
+	q := s.m.qmats[n]
+	if q == nil {
+		w, err := s.get(n.W)
+		if err != nil {
+			return err
+		}
+		sc, err := s.get(n.Scales)
+		if err != nil {
+			return err
+		}
+		bi, err := s.get(*n.Biases)
+		if err != nil {
+			return err
+		}
+		if q, err = newQMatrix(w, sc, bi, int(n.Bits), int(n.GroupSize)); err != nil {
+			return err
+		}
+	}
+	if len(x.shape) == 0 || x.isInt() {
+		return fmt.Errorf("QuantizedMatmul of input %v", x.shape)
+	}
+	K, N := q.Cols, q.Rows
+	if !n.Transpose {
+		K, N = q.Rows, q.Cols
+	}
+	if x.shape[len(x.shape)-1] != K {
+		return fmt.Errorf("QuantizedMatmul: input %v for a weight of %d×%d (transpose %v)", x.shape, q.Rows, q.Cols, n.Transpose)
+	}
+	rows := x.numel() / K
+	shape := append(s.tmp(0, x.shape[:len(x.shape)-1]...), N)
+	s.scratch[0] = shape
+	xs := s.fl(x)
+	if s.lastOnly && s.ip == s.m.headInst && rows > 1 {
+		// only the last position's logits are wanted
+		xs = xs[(rows-1)*K:]
+		rows = 1
+		for i := range shape[:len(shape)-1] {
+			shape[i] = 1
+		}
+	}
+	cnt, err := checkElems(shape)
+	if err != nil {
+		return err
+	}
+	o, err := s.allocF(cnt)
+	if err != nil {
+		return err
+	}
+	if n.Transpose {
+		qMatMul(o, xs, rows, q, s.threads)
+	} else {
+		qMatMulNoTrans(o, xs, rows, q, s.arena.alloc(q.Cols))
+	}
+	dt := x.dt
+	if sc, err := s.get(n.Scales); err == nil {
+		dt = promote(dt, sc.dt) // MLX: promote_types(x, scales)
+	}
+	return s.set(n.Out, s.newF(dt, shape, o))
+}
+
+// dequantize runs mlx::dequantize (affine): w [..., W] uint32 words,
+// scales and biases [..., W·32/bits/gs] → out [..., W·32/bits].
+func (s *session) dequantize(n *g.DequantizeNode) error {
+	w, err := s.get(n.W)
+	if err != nil {
+		return err
+	}
+	sc, err := s.get(n.Scales)
+	if err != nil {
+		return err
+	}
+	bi, err := s.get(*n.Biases)
+	if err != nil {
+		return err
+	}
+	bits, gs := int(n.Bits), int(n.GroupSize)
+	if w.u == nil || len(w.shape) == 0 {
+		return fmt.Errorf("Dequantize of a %v tensor that is not uint32 words", w.shape)
+	}
+	wpr := w.shape[len(w.shape)-1]
+	cols := wpr * 32 / bits
+	if cols%gs != 0 || cols == 0 {
+		return fmt.Errorf("Dequantize: rows of %d words do not hold whole groups of %d", wpr, gs)
+	}
+	rows := w.numel() / wpr
+	if sc.isInt() || bi.isInt() || sc.numel() != rows*cols/gs || bi.numel() != rows*cols/gs {
+		return fmt.Errorf("Dequantize: scales %v and biases %v for %v words in groups of %d", sc.shape, bi.shape, w.shape, gs)
+	}
+	shape := append(s.tmp(0, w.shape[:len(w.shape)-1]...), cols)
+	s.scratch[0] = shape
+	cnt, err := checkElems(shape)
+	if err != nil {
+		return err
+	}
+	o, err := s.allocF(cnt)
+	if err != nil {
+		return err
+	}
+	words, scales, biases := w.uints(), s.fl(sc), s.fl(bi)
+	G := cols / gs
+	for r := 0; r < rows; r++ {
+		dequantWords(o[r*cols:(r+1)*cols], words[r*wpr:(r+1)*wpr], bits, gs, scales[r*G:(r+1)*G], biases[r*G:(r+1)*G])
+	}
+	dt := sc.dt
+	if n.DType != nil {
+		dt = int(*n.DType)
+	}
+	if !isFloatST(dt) {
+		return fmt.Errorf("Dequantize to dtype %d", dt)
+	}
+	return s.set(n.Out, s.newF(dt, shape, o))
+}
+
+// uints returns t's elements as contiguous uint32 (t has u storage).
+func (t *tensor) uints() []uint32 {
+	n := t.numel()
+	if t.contiguous() {
+		return t.u[t.off : t.off+n]
+	}
+	dst := make([]uint32, 0, n)
+	iterate(t.shape, t.strides, t.off, func(k int) { dst = append(dst, t.u[k]) })
+	return dst
+}
