@@ -36,7 +36,7 @@ func TestHalfLogitsConvertToFloat32(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			ids, pos := []int64{7, 0, 19}, []int64{0, 16, 2}
+			ids, pos := []int64{7, 0, 19}, []int64{0, 1, 2}
 			all, err := s.ForwardAll(ctx, ids, pos)
 			if err != nil {
 				t.Fatal(err)

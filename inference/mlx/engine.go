@@ -49,9 +49,10 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New loads the runner library and returns the Metal engine, or an error
+// New loads the runner library and returns the native engine, or an error
 // naming every path tried and why it failed (missing, not a library, wrong
-// architecture, wrong ABI version); callers fall back to the CPU engine.
+// architecture, wrong ABI version, on macOS no mlx.metallib); callers fall
+// back to the CPU engine.
 func New(opts Options) (engine.Engine, error) {
 	l, err := find(defaultCandidates(opts))
 	if err != nil {
@@ -66,12 +67,42 @@ func (e *Engine) Name() string { return "metal" }
 // LibraryPath is the path of the loaded runner library.
 func (e *Engine) LibraryPath() string { return e.lib.path }
 
+// DeviceInfo asks the library where MLX computes.
+func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.deviceInfo() }
+
+// Device is where MLX computes: "metal", "cuda" or "cpu" ("" if the
+// library cannot say). It implements engine.Devicer.
+func (e *Engine) Device() string {
+	d, err := e.lib.deviceInfo()
+	if err != nil {
+		return ""
+	}
+	return d.Kind
+}
+
 // Open loads the program at path and opens a session on it: with cfg, an
 // off-graph session whose cache the library builds from cfg exactly; with
 // cfg nil, an in-graph session (no rewind or clear). ctx is checked before
 // and between the native steps; a load in progress cannot be interrupted.
+//
+// A session closed earlier on the same file and config is reused, with an
+// empty cache, instead of loading the program again; sessions parked for
+// another file or config are closed before anything is opened (see
+// sessionPool).
 func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (engine.Session, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := poolKey(path, cfg)
+	if key != "" {
+		if idle, ok := e.lib.pool.take(key); ok {
+			cp := *cfg
+			cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
+			return &Session{lib: e.lib, h: idle.h, key: key, vocab: idle.vocab, cfg: &cp,
+				capacity: idle.capacity, maxLen: idle.maxLen}, nil
+		}
+	}
+	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
 		return nil, err
 	}
 	var (
@@ -82,7 +113,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 	if cfg != nil {
 		c, ls, err := ToC(cfg)
 		if err != nil {
-			return nil, fmt.Errorf("metal: %w", err)
+			return nil, fmt.Errorf("mlx: %w", err)
 		}
 		ccfg, layers = &c, ls
 		cp := *cfg
@@ -101,7 +132,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		return nil, err
 	}
 	if vocab <= 0 || vocab > math.MaxInt32 {
-		return nil, fmt.Errorf("metal: %s: implausible vocabulary size %d", path, vocab)
+		return nil, fmt.Errorf("mlx: %s: implausible vocabulary size %d", path, vocab)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -115,7 +146,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		e.lib.closeSession(h)
 		return nil, err
 	}
-	return &Session{lib: e.lib, h: h, vocab: int(vocab), cfg: own, capacity: capacity}, nil
+	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity}, nil
 }
 
 // Session is an engine.Session backed by an etchat_session. Its methods
@@ -126,6 +157,8 @@ type Session struct {
 	mu       sync.Mutex
 	lib      *library
 	h        sessionHandle // zero once closed
+	key      string        // the pool key; "" = never parked (in-graph)
+	broken   bool          // a step failed inside the runtime: never parked
 	vocab    int
 	cfg      *kvcache.Config // nil for in-graph programs
 	capacity int
@@ -140,18 +173,18 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 		return nil, err
 	}
 	if len(ids) == 0 {
-		return nil, errors.New("metal: forward: no tokens")
+		return nil, errors.New("mlx: forward: no tokens")
 	}
 	if len(ids) != len(positions) {
-		return nil, fmt.Errorf("metal: forward: %d ids but %d positions", len(ids), len(positions))
+		return nil, fmt.Errorf("mlx: forward: %d ids but %d positions", len(ids), len(positions))
 	}
 	if len(ids) > math.MaxInt32 {
-		return nil, fmt.Errorf("metal: forward: %d tokens in one step", len(ids))
+		return nil, fmt.Errorf("mlx: forward: %d tokens in one step", len(ids))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.h == 0 {
-		return nil, fmt.Errorf("metal: forward: %w", engine.ErrClosed)
+		return nil, fmt.Errorf("mlx: forward: %w", engine.ErrClosed)
 	}
 	rows := 1
 	if all {
@@ -164,6 +197,9 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	buf := s.buf[:need]
 	n, err := s.lib.forward(s.h, ids, positions, buf, all)
 	var le *Error
+	if errors.As(err, &le) && (le.Status == StatusExecute || le.Status == StatusInternal) {
+		s.broken = true
+	}
 	if err == nil || errors.As(err, &le) && le.Status == StatusUnsupported {
 		// The step ran (an unsupported all-rows copy fails after it).
 		for _, p := range positions {
@@ -176,7 +212,7 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 		return nil, err
 	}
 	if n != need {
-		return nil, fmt.Errorf("metal: forward: library wrote %d logits, expected %d", n, need)
+		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", n, need)
 	}
 	return buf, nil
 }
@@ -194,7 +230,7 @@ func (s *Session) ForwardAll(ctx context.Context, ids, positions []int64) ([]flo
 // Rewind shortens the cache to newLen tokens.
 func (s *Session) Rewind(newLen int) error {
 	if newLen < 0 || newLen > math.MaxInt32 {
-		return fmt.Errorf("metal: rewind to %d: %w", newLen, engine.ErrRewindRefused)
+		return fmt.Errorf("mlx: rewind to %d: %w", newLen, engine.ErrRewindRefused)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,12 +307,24 @@ func kvPoolBytes(cfg *kvcache.Config, maxLen int) int64 {
 	return total
 }
 
-// Close releases the session; calling it twice is harmless.
+// Close releases the session; calling it twice is harmless. A healthy
+// off-graph session is cleared and parked for the next Open of the same
+// file and config (Engine.CloseIdle closes parked ones).
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.h
 	s.h = 0
 	s.buf = nil
-	return s.lib.closeSession(h)
+	if h == 0 {
+		return nil
+	}
+	if s.key == "" || s.broken || s.lib.clear(h) != nil {
+		return s.lib.closeSession(h)
+	}
+	old, displaced := s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen})
+	if displaced {
+		return s.lib.closeSession(old.h)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package mlx
 // Header section 1: version and errors.
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -11,7 +12,7 @@ import (
 
 // ABIVersion is the etchat_runner.h ABI version this binding speaks
 // (ETCHAT_RUNNER_ABI_VERSION).
-const ABIVersion = 1
+const ABIVersion = 2
 
 // Status is an etchat_status code.
 type Status int32
@@ -27,6 +28,28 @@ const (
 	StatusLoad            Status = 6
 	StatusExecute         Status = 7
 	StatusInternal        Status = 8
+	StatusDevice          Status = 9
+)
+
+// Sentinels for the statuses the engine's sentinels do not cover, so
+// callers (the loader's fallback, the edges' hints) branch with errors.Is
+// instead of reading messages.
+var (
+	// ErrLoad: the library could not load the program or its method (a
+	// file it cannot read, a program the MLX backend refuses, a missing
+	// operator).
+	ErrLoad = errors.New("program load failed")
+	// ErrExecute: ExecuTorch or MLX failed while running a step.
+	ErrExecute = errors.New("execution failed")
+	// ErrDevice: no usable device (the MLX backend is unavailable, or
+	// Metal's mlx.metallib is missing).
+	ErrDevice = errors.New("no usable device")
+	// ErrInvalidArgument: the library refused what it was given (a cache
+	// config that does not match the program, a step that does not
+	// continue the cache or exceeds max_write).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrInternal: a failure inside the library (a caught C++ exception).
+	ErrInternal = errors.New("internal error")
 )
 
 func (s Status) String() string {
@@ -49,6 +72,8 @@ func (s Status) String() string {
 		return "execution failed"
 	case StatusInternal:
 		return "internal error"
+	case StatusDevice:
+		return "no usable device"
 	}
 	return fmt.Sprintf("status %d", int32(s))
 }
@@ -63,9 +88,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Msg == "" {
-		return "metal: " + e.Op + ": " + e.Status.String()
+		return "mlx: " + e.Op + ": " + e.Status.String()
 	}
-	return "metal: " + e.Msg
+	return "mlx: " + e.Msg
 }
 
 // Unwrap maps the status onto the engine's sentinels.
@@ -79,6 +104,16 @@ func (e *Error) Unwrap() error {
 		return engine.ErrCacheFull
 	case StatusClosed:
 		return engine.ErrClosed
+	case StatusLoad:
+		return ErrLoad
+	case StatusExecute:
+		return ErrExecute
+	case StatusDevice:
+		return ErrDevice
+	case StatusInvalidArgument:
+		return ErrInvalidArgument
+	case StatusInternal:
+		return ErrInternal
 	}
 	return nil
 }
@@ -98,13 +133,16 @@ type library struct {
 	programFuncs
 	sessionFuncs
 	memoryFuncs
+	deviceFuncs
+
+	pool sessionPool // idle sessions kept for reuse (pool.go)
 }
 
 // symbol binds fptr to the named symbol, or says which one is missing.
 func (l *library) symbol(fptr any, name string) error {
 	addr, err := dlsym(l.handle, name)
 	if err != nil || addr == 0 {
-		return fmt.Errorf("metal: %s lacks %s; is it an etchat runner library?", l.path, name)
+		return fmt.Errorf("mlx: %s lacks %s; is it an etchat runner library?", l.path, name)
 	}
 	registerFunc(fptr, addr)
 	l.bound = append(l.bound, name)
@@ -119,19 +157,20 @@ func bind(path string) (*library, error) {
 	h, err := dlopen(path)
 	if err != nil {
 		if why := diagnoseFile(path, runtime.GOOS, runtime.GOARCH); why != "" {
-			return nil, fmt.Errorf("metal: cannot load runner library %s: %s (loader: %v)", path, why, err)
+			return nil, fmt.Errorf("mlx: cannot load runner library %s: %s (loader: %v)", path, why, err)
 		}
-		return nil, fmt.Errorf("metal: cannot load runner library %s: %v", path, err)
+		return nil, fmt.Errorf("mlx: cannot load runner library %s: %v", path, err)
 	}
 	l := &library{path: path, handle: h}
 	if err := l.symbol(&l.abiVersion, "etchat_abi_version"); err != nil {
 		return nil, err
 	}
 	if v := l.abiVersion(); v != ABIVersion {
-		return nil, fmt.Errorf("metal: %s speaks ABI version %d, this etchat needs %d: %w (rebuild the library from this etchat's inference/native)", path, v, ABIVersion, ErrABIVersion)
+		return nil, fmt.Errorf("mlx: %s speaks ABI version %d, this etchat needs %d: %w (rebuild the library from this etchat's inference/native)", path, v, ABIVersion, ErrABIVersion)
 	}
 	for _, err := range []error{
 		l.versionFuncs.bind(l), l.programFuncs.bind(l), l.sessionFuncs.bind(l), l.memoryFuncs.bind(l),
+		l.deviceFuncs.bind(l),
 	} {
 		if err != nil {
 			return nil, err
@@ -145,7 +184,8 @@ func (f *versionFuncs) bind(l *library) error {
 }
 
 // call runs one entry point and, on failure, reads the library's message
-// on the same OS thread (the message is thread_local on the C side).
+// on the same OS thread (the message is thread_local on the calling
+// thread's side; the library itself runs the call on its own thread).
 func (l *library) call(op string, fn func() int32) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

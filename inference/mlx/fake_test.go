@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -54,7 +55,7 @@ func compile(t *testing.T, compiler, name string, args ...string) string {
 		return p
 	}
 	if fakeDir == "" {
-		if fakeDir, err = os.MkdirTemp("", "etchat-metal-test-"); err != nil {
+		if fakeDir, err = os.MkdirTemp("", "etchat-mlx-test-"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,6 +96,19 @@ func eachLib(t *testing.T, f func(t *testing.T, lib string)) {
 type fakeExtras struct {
 	lastConfig func(cfg *CConfig, layers *CLayer, capacity int32, n *int32) int32
 	live       func() int32
+	// fake_backend.cpp only (the ABI layer's library):
+	threads func(callerIsOne *int32) int32
+	takeLog func(buf *byte, capacity int32) int32
+}
+
+// log takes the fake backend's call log, one call per line.
+func (x *fakeExtras) log() []string {
+	buf := make([]byte, 1<<16)
+	n := x.takeLog(&buf[0], int32(len(buf)))
+	if int(n) >= len(buf) {
+		panic("fake call log overflow")
+	}
+	return strings.Fields(strings.ReplaceAll(string(buf[:n]), " ", "_"))
 }
 
 func loadExtras(t *testing.T, path string) *fakeExtras {
@@ -106,12 +120,25 @@ func loadExtras(t *testing.T, path string) *fakeExtras {
 	var x fakeExtras
 	purego.RegisterLibFunc(&x.lastConfig, h, "etchat_fake_last_config")
 	purego.RegisterLibFunc(&x.live, h, "etchat_fake_live")
+	if _, err := purego.Dlsym(h, "etchat_fake_threads"); err == nil {
+		purego.RegisterLibFunc(&x.threads, h, "etchat_fake_threads")
+		purego.RegisterLibFunc(&x.takeLog, h, "etchat_fake_take_log")
+	}
 	return &x
 }
 
-// writeProgram writes a fake .pte with the given spec line.
+// testCaches is the off-graph layout (kv_heads/head_dim per cache) of
+// testConfig, which fake programs publish unless the spec says otherwise.
+const testCaches = "caches=2/8,1/16,3/4"
+
+// writeProgram writes a fake .pte with the given spec line; an off-graph
+// program (not "ingraph") publishes testConfig's layout unless the spec
+// names its own caches=.
 func writeProgram(t *testing.T, spec string) string {
 	t.Helper()
+	if !strings.Contains(spec, "ingraph") && !strings.Contains(spec, "caches=") {
+		spec += " " + testCaches
+	}
 	p := filepath.Join(t.TempDir(), "model.pte")
 	if err := os.WriteFile(p, []byte("ETCHAT-FAKE "+spec+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 )
@@ -91,7 +92,7 @@ var (
 func loadPath(path string) (*library, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("metal: %s: %w", path, err)
+		return nil, fmt.Errorf("mlx: %s: %w", path, err)
 	}
 	libsMu.Lock()
 	defer libsMu.Unlock()
@@ -101,12 +102,15 @@ func loadPath(path string) (*library, error) {
 	st, err := os.Stat(abs)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("metal: runner library %s: %w", abs, err)
+		return nil, fmt.Errorf("mlx: runner library %s: %w", abs, err)
 	case st.IsDir():
-		return nil, fmt.Errorf("metal: runner library %s is a directory", abs)
+		return nil, fmt.Errorf("mlx: runner library %s is a directory", abs)
 	}
 	l, err := bind(abs)
 	if err != nil {
+		return nil, err
+	}
+	if err := configureMetallib(l, MetallibCandidates(os.Getenv, abs, runtime.GOOS), isFile); err != nil {
 		return nil, err
 	}
 	libs[abs] = l
@@ -118,7 +122,7 @@ func loadPath(path string) (*library, error) {
 // each failed.
 func find(candidates []string) (*library, error) {
 	if len(candidates) == 0 {
-		return nil, fmt.Errorf("metal: %w (no candidate paths on this system)", ErrNoLibrary)
+		return nil, fmt.Errorf("mlx: %w (no candidate paths on this system)", ErrNoLibrary)
 	}
 	var reasons []string
 	var last error
@@ -131,7 +135,7 @@ func find(candidates []string) (*library, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			reasons = append(reasons, "  "+p+": not found")
 		} else {
-			reasons = append(reasons, "  "+p+": "+strings.TrimPrefix(err.Error(), "metal: "))
+			reasons = append(reasons, "  "+p+": "+strings.TrimPrefix(err.Error(), "mlx: "))
 		}
 	}
 	// A single explicit path (ETCHAT_RUNNER, Options.Library) keeps its
@@ -139,11 +143,11 @@ func find(candidates []string) (*library, error) {
 	if len(candidates) == 1 && !errors.Is(last, os.ErrNotExist) {
 		return nil, last
 	}
-	return nil, fmt.Errorf("metal: %w; tried:\n%s\n(build it from inference/native and put it beside the etchat executable, or set %s)",
+	return nil, fmt.Errorf("mlx: %w; tried:\n%s\n(build it from inference/native and put it beside the etchat executable, or set %s)",
 		ErrNoLibrary, strings.Join(reasons, "\n"), EnvLibrary)
 }
 
-// Available reports whether the Metal engine can run here: the path of a
+// Available reports whether the native engine can run here: the path of a
 // runner library that loads and matches this build's ABI version, or an
 // error listing the paths tried. It searches Candidates(os.Getenv,
 // os.Executable(), runtime.GOOS).

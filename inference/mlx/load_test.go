@@ -4,6 +4,7 @@ package mlx
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -81,7 +82,7 @@ func TestWrongABIVersion(t *testing.T) {
 	if !errors.Is(err, ErrABIVersion) {
 		t.Fatalf("wrong ABI: %v, want ErrABIVersion", err)
 	}
-	for _, want := range []string{lib, "ABI version 999", "needs 1"} {
+	for _, want := range []string{lib, "ABI version 999", fmt.Sprintf("needs %d", ABIVersion)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -1,6 +1,7 @@
 // backend_executorch.cpp — the runner's backend over ExecuTorch: Module,
 // the MLX delegate (bound to the off-graph cache through its cache_key
-// load option) and MLX's memory counters.
+// load option), MLX's memory counters and device, and the capture of
+// ExecuTorch's error log (its PAL log hook) into failure messages.
 //
 // A session's setup follows ExecuTorch's MLX LLM runner (run_llm_hf.cpp):
 // load the program but not forward; build the cache from the config Go
@@ -15,18 +16,24 @@
 #include <executorch/extension/tensor/tensor.h>
 #include <executorch/runtime/backend/backend_options_map.h>
 #include <executorch/runtime/backend/options.h>
+#include <executorch/runtime/platform/platform.h>
 
 #ifndef ETCHAT_WITH_MLX
 #define ETCHAT_WITH_MLX 1
 #endif
 #if ETCHAT_WITH_MLX
+#include <mlx/backend/metal/metal.h>
+#include <mlx/device.h>
 #include <mlx/memory.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace etchat {
@@ -38,6 +45,60 @@ using ::executorch::runtime::Error;
 using ::executorch::runtime::EValue;
 namespace mlx_opts = ::executorch::backends::mlx;
 
+// ---- ExecuTorch's log ------------------------------------------------------
+
+// Errors ExecuTorch logged on this thread (the library's thread) since the
+// ABI layer last took them: the MLX delegate explains a refused program or
+// a failed execute only there ("MLX execute failed: ...", "Missing
+// operator: ..."), and the status it returns says little. Bounded.
+thread_local std::string t_logged;
+
+// ExecuTorch's log hook: errors are kept for the failing call's message
+// and still printed; info and debug lines are dropped (a chat app's stderr
+// is no place for them).
+void emit_log(
+    et_timestamp_t /*timestamp*/,
+    et_pal_log_level_t level,
+    const char* filename,
+    const char* /*function*/,
+    size_t line,
+    const char* message,
+    size_t length) {
+  if (level != kError && level != kFatal) {
+    return;
+  }
+  while (length > 0 &&
+         (message[length - 1] == '\n' || message[length - 1] == '\r')) {
+    --length;
+  }
+  std::fprintf(
+      stderr,
+      "executorch %c %s:%zu] %.*s\n",
+      static_cast<char>(level),
+      filename != nullptr ? filename : "?",
+      line,
+      static_cast<int>(length),
+      message);
+  try {
+    constexpr size_t kMax = 2048;
+    if (t_logged.size() < kMax) {
+      if (!t_logged.empty()) {
+        t_logged += "; ";
+      }
+      t_logged.append(message, std::min(length, kMax - t_logged.size()));
+    }
+  } catch (...) {
+  }
+}
+
+void install_log_hook() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ::executorch::runtime::register_pal(
+        ::executorch::runtime::PalImpl::create(&emit_log, __FILE__));
+  });
+}
+
 // "Error::DelegateInvalidCompatibility (0x30)".
 std::string et_error(Error e) {
   char code[16];
@@ -46,6 +107,7 @@ std::string et_error(Error e) {
 }
 
 std::unique_ptr<Module> load_module(const std::string& path) {
+  install_log_hook();
   auto m = std::make_unique<Module>(path, Module::LoadMode::Mmap);
   const Error err = m->load();
   if (err != Error::Ok) {
@@ -66,6 +128,89 @@ std::optional<int64_t> const_int(Module& m, const char* name) {
     return std::nullopt;
   }
   return r->at(0).toInt();
+}
+
+// A constant method's Int tensor, as the export publishes the per-cache
+// lists (get_kv_heads, get_head_dims, get_windows).
+std::optional<std::vector<int>> const_ints(Module& m, const char* name) {
+  auto names = m.method_names();
+  if (!names.ok() || names->count(name) == 0) {
+    return std::nullopt;
+  }
+  auto r = m.execute(name);
+  if (!r.ok() || r->empty() || !r->at(0).isTensor()) {
+    return std::nullopt;
+  }
+  const auto& t = r->at(0).toTensor();
+  if (t.scalar_type() != ::executorch::aten::ScalarType::Int) {
+    return std::nullopt;
+  }
+  const int32_t* p = t.const_data_ptr<int32_t>();
+  return std::vector<int>(p, p + t.numel());
+}
+
+// The off-graph layout, if the program publishes one. A program that has
+// get_n_caches but inconsistent lists is refused: its cache cannot be
+// built to match.
+std::optional<ProgramLayout> read_layout(Module& m) {
+  const auto n = const_int(m, "get_n_caches");
+  if (!n) {
+    return std::nullopt;
+  }
+  ProgramLayout l;
+  const char* names[] = {"get_kv_heads", "get_head_dims", "get_windows"};
+  std::vector<int>* dst[] = {&l.kv_heads, &l.head_dims, &l.windows};
+  for (int i = 0; i < 3; ++i) {
+    auto xs = const_ints(m, names[i]);
+    if (!xs || static_cast<int64_t>(xs->size()) != *n) {
+      fail(
+          ETCHAT_ERR_LOAD,
+          std::string("the program publishes get_n_caches = ") +
+              std::to_string(*n) + " but " + names[i] +
+              (xs ? " has " + std::to_string(xs->size()) + " entries"
+                  : " is missing or not an Int tensor"));
+    }
+    *dst[i] = std::move(*xs);
+  }
+  return l;
+}
+
+// Why loading "forward" failed, for the user: the status alone is often
+// Error::InvalidProgram whatever the cause; the delegate's own reason is in
+// the runtime log the ABI layer appends.
+[[noreturn]] void fail_forward_load(Error err, bool off_graph) {
+  std::string why = "loading \"forward\" failed: " + et_error(err);
+  etchat_status status = ETCHAT_ERR_LOAD;
+  switch (err) {
+    case Error::OperatorMissing:
+      why +=
+          " (the program calls an operator this library was built without: "
+          "the runtime log names it; in-graph exports need ExecuTorch's "
+          "kernel library, e.g. the optimized kernels, linked in)";
+      break;
+    case Error::NotFound:
+      if (t_logged.find("not available") != std::string::npos) {
+        status = ETCHAT_ERR_DEVICE;
+        why +=
+            " (the MLX backend is not available here: no Metal device, or a "
+            "library built without MLX's CPU backend)";
+      }
+      break;
+    case Error::InvalidProgram:
+    case Error::DelegateInvalidCompatibility:
+      if (t_logged.find("metallib") != std::string::npos) {
+        status = ETCHAT_ERR_DEVICE;
+        why += " (MLX could not load mlx.metallib: see the runtime log)";
+      } else {
+        why += off_graph
+            ? " (the MLX backend refused the program or its cache binding)"
+            : " (the MLX backend refused the program)";
+      }
+      break;
+    default:
+      break;
+  }
+  fail(status, why);
 }
 
 int64_t forward_vocab(Module& m) {
@@ -171,6 +316,7 @@ class ETProgram final : public ProgramBackend {
     if (ctx && *ctx > 0 && *ctx <= INT32_MAX) {
       max_ctx_ = static_cast<int32_t>(*ctx);
     }
+    layout_ = read_layout(*module_);
   }
 
   int64_t vocab() const override {
@@ -178,6 +324,9 @@ class ETProgram final : public ProgramBackend {
   }
   int32_t max_ctx() const override {
     return max_ctx_;
+  }
+  const ProgramLayout* layout() const override {
+    return layout_ ? &*layout_ : nullptr;
   }
 
   std::unique_ptr<SessionBackend> open_session(const CacheSpec* spec) override {
@@ -211,13 +360,7 @@ class ETProgram final : public ProgramBackend {
         /*event_tracer=*/nullptr,
         spec != nullptr ? &options_map : nullptr);
     if (err != Error::Ok) {
-      fail(
-          ETCHAT_ERR_LOAD,
-          "loading \"forward\" failed: " + et_error(err) +
-              (spec != nullptr
-                   ? " (the MLX backend may reject this program, or the "
-                     "cache config does not match it)"
-                   : " (an off-graph program needs a cache config)"));
+      fail_forward_load(err, spec != nullptr);
     }
     return s;
   }
@@ -227,6 +370,7 @@ class ETProgram final : public ProgramBackend {
   std::unique_ptr<Module> module_; // program loaded; forward not loaded
   int64_t vocab_ = 0;
   int32_t max_ctx_ = 0;
+  std::optional<ProgramLayout> layout_;
 };
 
 } // namespace
@@ -249,6 +393,53 @@ void runtime_reset_peak() {
 #if ETCHAT_WITH_MLX
   ::mlx::core::reset_peak_memory();
 #endif
+}
+
+DeviceInfo runtime_device() {
+  DeviceInfo out;
+  out.kind = "cpu";
+#if ETCHAT_WITH_MLX
+  namespace mx = ::mlx::core;
+  const mx::Device d = mx::default_device();
+  if (d.type == mx::Device::gpu) {
+#ifdef __APPLE__
+    out.kind = "metal";
+#else
+    out.kind = "cuda"; // MLX's only GPU backend off Apple
+#endif
+  }
+  const auto& info = mx::device_info(d);
+  if (auto it = info.find("device_name"); it != info.end()) {
+    if (const auto* s = std::get_if<std::string>(&it->second)) {
+      out.name = *s;
+    }
+  }
+  for (const char* key : {"memory_size", "total_memory"}) {
+    auto it = info.find(key);
+    if (it == info.end()) {
+      continue;
+    }
+    if (const auto* n = std::get_if<size_t>(&it->second)) {
+      out.memory_bytes = static_cast<int64_t>(*n);
+      break;
+    }
+  }
+#endif
+  return out;
+}
+
+void runtime_set_metallib_path(const std::string& path) {
+#if ETCHAT_WITH_MLX
+  ::mlx::core::metal::set_metallib_path(path);
+#else
+  (void)path;
+#endif
+}
+
+std::string take_runtime_errors() {
+  std::string out;
+  out.swap(t_logged);
+  return out;
 }
 
 } // namespace etchat

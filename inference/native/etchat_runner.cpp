@@ -1,19 +1,26 @@
-// etchat_runner.cpp — the C ABI of etchat_runner.h: handle registry,
-// argument checks, error mapping, length tracking and logits conversion,
-// over a runner backend (runner_backend.h; backend_executorch.cpp in the
-// real library).
+// etchat_runner.cpp — the C ABI of etchat_runner.h: the library's thread,
+// handle registry, argument and step checks, the ring rule, error mapping,
+// length tracking and logits conversion, over a runner backend
+// (runner_backend.h; backend_executorch.cpp in the real library).
 //
 // No C++ exception leaves this file: every entry point runs inside guard(),
-// which turns exceptions into a status code and a thread-local message.
+// which runs its body on the library's thread and turns exceptions into a
+// status code and the calling thread's last-error message.
 
 #include "etchat_runner.h"
 
 #include "runner_backend.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -21,6 +28,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 // The opaque handle types of the header.
 struct etchat_program {
@@ -32,6 +40,13 @@ struct etchat_session {
   int64_t vocab = 0;
   int32_t capacity = 0; // 0 = no limit known (in-graph without metadata)
   int32_t length = 0;
+  // Off-graph sessions: the largest step a ring admits (0 = no ring), and
+  // per layer the ring's rows (0 = flat), window and oldest position it
+  // still holds (the ring rule; see etchat_session_rewind).
+  int32_t max_step = 0;
+  std::vector<int32_t> ring_rows;
+  std::vector<int32_t> ring_window;
+  std::vector<int32_t> oldest;
 };
 
 namespace {
@@ -39,99 +54,202 @@ namespace {
 using etchat::fail;
 using etchat::Failure;
 
+// ---- the library's thread ---------------------------------------------------
+
+// Every call that touches ExecuTorch or MLX runs on this one thread. MLX
+// (>= 0.32) keeps streams and command encoders per thread, and ExecuTorch's
+// MLX delegate creates its stream when "forward" is loaded: a session
+// driven from any other thread than the one that loaded it fails. Owning
+// the thread here makes that true for every caller (Go goroutines migrate
+// between OS threads). Like the registries below it is never destroyed:
+// it outlives every handle, and the OS ends it with the process.
+class LibraryThread {
+ public:
+  LibraryThread() {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    // macOS gives secondary threads 512 KiB; MLX and ExecuTorch get the
+    // 8 MiB a main thread has.
+    pthread_attr_setstacksize(&attr, 8u << 20);
+    const int rc = pthread_create(&thread_, &attr, &LibraryThread::main, this);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+      fail(ETCHAT_ERR_INTERNAL, "cannot start the library's thread");
+    }
+    pthread_detach(thread_);
+  }
+
+  // Runs f on the library's thread and waits for it. f must not throw.
+  void run(const std::function<void()>& f) {
+    if (pthread_equal(pthread_self(), thread_)) {
+      f(); // a nested call (none today) must not wait on itself
+      return;
+    }
+    Task t{&f};
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      queue_.push_back(&t);
+    }
+    cv_.notify_one();
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [&] { return t.done; });
+  }
+
+ private:
+  struct Task {
+    const std::function<void()>* f;
+    bool done = false;
+  };
+
+  static void* main(void* self) {
+    static_cast<LibraryThread*>(self)->loop();
+    return nullptr;
+  }
+
+  void loop() {
+    for (;;) {
+      Task* t;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return !queue_.empty(); });
+        t = queue_.front();
+        queue_.pop_front();
+      }
+      (*t->f)();
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        t->done = true;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  pthread_t thread_{};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::deque<Task*> queue_;
+};
+
+LibraryThread& library_thread() {
+  static auto* t = new LibraryThread;
+  return *t;
+}
+
 // ---- errors ---------------------------------------------------------------
 
 thread_local std::string t_last_error;
 
-void set_error(const char* op, const char* msg) noexcept {
+struct Outcome {
+  etchat_status status = ETCHAT_OK;
+  std::string message;
+};
+
+// Runs f (on the library's thread) and turns what it throws into an
+// outcome, with the runtime's logged errors appended to a failure.
+template <class F>
+Outcome run_guarded(const char* op, F& f) noexcept {
+  Outcome out;
   try {
-    t_last_error = std::string(op) + ": " + msg;
+    (void)etchat::take_runtime_errors(); // stale ones belong to no call
+    try {
+      f();
+      return out;
+    } catch (const Failure& e) {
+      out.status = e.status;
+      out.message = e.what();
+    } catch (const std::bad_alloc&) {
+      out.status = ETCHAT_ERR_INTERNAL;
+      out.message = "out of memory";
+    } catch (const std::exception& e) {
+      out.status = ETCHAT_ERR_INTERNAL;
+      out.message = e.what();
+    } catch (...) {
+      out.status = ETCHAT_ERR_INTERNAL;
+      out.message = "unknown C++ exception";
+    }
+    out.message = std::string(op) + ": " + out.message;
+    const std::string logged = etchat::take_runtime_errors();
+    if (!logged.empty()) {
+      out.message += " | runtime log: " + logged;
+    }
   } catch (...) {
-    t_last_error.clear(); // out of memory: the status still says what failed
+    // Out of memory while building the message: the status still says
+    // what failed.
+    if (out.status == ETCHAT_OK) {
+      out.status = ETCHAT_ERR_INTERNAL;
+    }
   }
+  return out;
 }
 
 template <class F>
 etchat_status guard(const char* op, F&& f) noexcept {
   t_last_error.clear();
+  Outcome out;
   try {
-    f();
-    return ETCHAT_OK;
+    library_thread().run([&] { out = run_guarded(op, f); });
   } catch (const Failure& e) {
-    set_error(op, e.what());
-    return e.status;
-  } catch (const std::bad_alloc&) {
-    set_error(op, "out of memory");
-    return ETCHAT_ERR_INTERNAL;
-  } catch (const std::exception& e) {
-    set_error(op, e.what());
-    return ETCHAT_ERR_INTERNAL;
+    out.status = e.status;
+    out.message = std::string(op) + ": " + e.what();
   } catch (...) {
-    set_error(op, "unknown C++ exception");
-    return ETCHAT_ERR_INTERNAL;
+    out.status = ETCHAT_ERR_INTERNAL;
+    out.message = std::string(op) + ": cannot reach the library's thread";
   }
+  if (out.status != ETCHAT_OK) {
+    try {
+      t_last_error = std::move(out.message);
+    } catch (...) {
+      t_last_error.clear();
+    }
+  }
+  return out.status;
 }
 
-// ---- execution lock and handle registries -----------------------------------
+// Set once the first program is opened: MLX has then read (or will read)
+// its metallib path, so a later etchat_set_metallib_path is too late.
+bool g_runtime_used = false;
 
-// The runtime (MLX's default stream, ExecuTorch's backend init) is
-// process-wide, so everything that loads, runs or frees a method is
-// serialised.
-// Like the registries below it is never destroyed: handles still open at
-// exit are left to the OS rather than torn down during static destruction,
-// after the runtime's own statics may be gone.
-std::mutex& exec_mu() {
-  static std::mutex* mu = new std::mutex;
-  return *mu;
-}
+// ---- handle registries ------------------------------------------------------
 
 // Live handles. A handle is not a pointer: it is a never-reused number
 // (cast to the opaque pointer type), so a stale handle cannot alias a newer
-// object. Entry points look a handle up and hold a shared_ptr for the
-// duration of the call, so a close on another thread cannot free it under
-// them, and a stale or foreign handle is reported instead of dereferenced.
+// object, and a stale or foreign handle is reported instead of
+// dereferenced. Only the library's thread touches the registries, so the
+// objects are created, used and freed there. Never destroyed: handles still
+// open at exit are left to the OS rather than torn down during static
+// destruction, after the runtime's own statics may be gone.
 template <class T>
 class Registry {
  public:
   T* add(std::unique_ptr<T> obj) {
-    // Deleting takes the execution lock: tearing down a method frees
-    // runtime buffers. No caller holds that lock when the last reference
-    // drops (locks are always taken after the reference).
-    std::shared_ptr<T> sp(obj.release(), [](T* p) {
-      std::lock_guard<std::mutex> lk(exec_mu());
-      delete p;
-    });
-    std::lock_guard<std::mutex> lk(mu_);
     next_ += 16;
-    live_.emplace(next_, std::move(sp));
+    live_.emplace(next_, std::move(obj));
     return reinterpret_cast<T*>(next_);
   }
-  std::shared_ptr<T> get(const T* h, const char* what) const {
+  T* get(const T* h, const char* what) const {
     if (h == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, std::string(what) + " handle is NULL");
     }
-    std::lock_guard<std::mutex> lk(mu_);
     auto it = live_.find(reinterpret_cast<uintptr_t>(h));
     if (it == live_.end()) {
       fail(ETCHAT_ERR_CLOSED, std::string(what) + " is closed or unknown");
     }
-    return it->second;
+    return it->second.get();
   }
-  std::shared_ptr<T> take(const T* h) {
-    std::lock_guard<std::mutex> lk(mu_);
+  std::unique_ptr<T> take(const T* h) {
     auto it = live_.find(reinterpret_cast<uintptr_t>(h));
     if (it == live_.end()) {
       return nullptr;
     }
-    std::shared_ptr<T> sp = std::move(it->second);
+    std::unique_ptr<T> p = std::move(it->second);
     live_.erase(it);
-    return sp;
+    return p;
   }
 
  private:
-  mutable std::mutex mu_;
   uintptr_t next_ = 0x10000;
-  std::unordered_map<uintptr_t, std::shared_ptr<T>> live_;
+  std::unordered_map<uintptr_t, std::unique_ptr<T>> live_;
 };
 
 Registry<etchat_program>& programs() {
@@ -259,6 +377,88 @@ void copy_logits(
   fail(ETCHAT_ERR_INTERNAL, "unknown logits type");
 }
 
+// Checks the config's layers against the layout the program publishes:
+// the geometry is the file's (windows are policy and may differ).
+void check_layout(const etchat::CacheSpec& spec, const etchat::ProgramLayout& l) {
+  const size_t n = l.kv_heads.size();
+  if (spec.layers.size() != n) {
+    fail(
+        ETCHAT_ERR_INVALID_ARGUMENT,
+        "the cache config has " + std::to_string(spec.layers.size()) +
+            " layers but the program publishes " + std::to_string(n) +
+            " caches (get_n_caches)");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const etchat::LayerSpec& g = spec.layers[i];
+    if (g.kv_heads != l.kv_heads[i] || g.head_dim != l.head_dims[i]) {
+      fail(
+          ETCHAT_ERR_INVALID_ARGUMENT,
+          "layer " + std::to_string(i) + ": the cache config says kv_heads " +
+              std::to_string(g.kv_heads) + ", head_dim " +
+              std::to_string(g.head_dim) + " but the program publishes " +
+              std::to_string(l.kv_heads[i]) + ", " +
+              std::to_string(l.head_dims[i]) +
+              " (get_kv_heads, get_head_dims)");
+    }
+  }
+}
+
+// The ring bookkeeping of an off-graph session (see etchat_session_rewind).
+void init_rings(etchat_session& s, const etchat::CacheSpec& spec) {
+  const size_t n = spec.layers.size();
+  s.ring_rows.assign(n, 0);
+  s.ring_window.assign(n, 0);
+  s.oldest.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const etchat::LayerSpec& l = spec.layers[i];
+    if (l.kind != ETCHAT_LAYER_RING) {
+      continue;
+    }
+    const int32_t step = spec.max_write > 0 ? spec.max_write : l.window;
+    s.ring_window[i] = l.window;
+    s.ring_rows[i] = l.window + step - 1;
+    s.max_step = s.max_step == 0 ? step : std::min(s.max_step, step);
+  }
+}
+
+// The shortest non-zero length a rewind may reach: a ring of window w
+// holding positions from oldest on serves a next step at n only if its
+// window n-w+1 ... n-1 is still there.
+int32_t ring_floor(const etchat_session& s) {
+  int32_t floor = 0;
+  for (size_t i = 0; i < s.oldest.size(); ++i) {
+    if (s.ring_rows[i] > 0 && s.ring_window[i] > 1 && s.oldest[i] > 0) {
+      floor = std::max(floor, s.oldest[i] + s.ring_window[i] - 1);
+    }
+  }
+  return floor;
+}
+
+// Checks an off-graph step before anything runs: a step the cache cannot
+// take would otherwise fail inside the graph after some layers committed
+// their writes (Error::Internal, the cache left inconsistent).
+void check_step(const etchat_session& s, const int64_t* positions, int32_t n) {
+  for (int32_t i = 0; i < n; ++i) {
+    if (positions[i] != static_cast<int64_t>(s.length) + i) {
+      fail(
+          ETCHAT_ERR_INVALID_ARGUMENT,
+          "position " + std::to_string(positions[i]) + " at index " +
+              std::to_string(i) + ": a step must continue the cache, at " +
+              std::to_string(s.length) + ", " + std::to_string(s.length + 1) +
+              ", ... (the cache holds " + std::to_string(s.length) +
+              " tokens; rewind first to go back)");
+    }
+  }
+  if (s.max_step > 0 && n > s.max_step) {
+    fail(
+        ETCHAT_ERR_INVALID_ARGUMENT,
+        "a step of " + std::to_string(n) +
+            " tokens exceeds max_write " + std::to_string(s.max_step) +
+            " of the sliding-window layers (split it into steps of at most " +
+            std::to_string(s.max_step) + ")");
+  }
+}
+
 } // namespace
 
 // ===== 1. Version and errors ===============================================
@@ -291,6 +491,8 @@ extern "C" ETCHAT_API const char* etchat_status_name(etchat_status s) {
       return "execution failed";
     case ETCHAT_ERR_INTERNAL:
       return "internal error";
+    case ETCHAT_ERR_DEVICE:
+      return "no usable device";
     default:
       return "unknown status";
   }
@@ -305,10 +507,8 @@ etchat_program_open(const char* path, etchat_program** out) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "path and out must be given");
     }
     auto p = std::make_unique<etchat_program>();
-    {
-      std::lock_guard<std::mutex> lk(exec_mu());
-      p->backend = etchat::open_program(path);
-    }
+    g_runtime_used = true;
+    p->backend = etchat::open_program(path);
     if (p->backend->vocab() <= 0) {
       fail(ETCHAT_ERR_LOAD, "the program's logits have no vocabulary size");
     }
@@ -319,7 +519,7 @@ etchat_program_open(const char* path, etchat_program** out) {
 extern "C" ETCHAT_API etchat_status
 etchat_program_vocab(etchat_program* program, int64_t* out) {
   return guard("program_vocab", [&] {
-    auto p = programs().get(program, "program");
+    auto* p = programs().get(program, "program");
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
@@ -329,10 +529,7 @@ etchat_program_vocab(etchat_program* program, int64_t* out) {
 
 extern "C" ETCHAT_API etchat_status
 etchat_program_close(etchat_program* program) {
-  return guard("program_close", [&] {
-    auto p = programs().take(program);
-    p.reset(); // frees now unless a call on another thread still holds it
-  });
+  return guard("program_close", [&] { programs().take(program).reset(); });
 }
 
 // ===== 3. Session ==========================================================
@@ -344,7 +541,7 @@ extern "C" ETCHAT_API etchat_status etchat_session_open(
     int32_t n_layers,
     etchat_session** out) {
   return guard("session_open", [&] {
-    auto p = programs().get(program, "program");
+    auto* p = programs().get(program, "program");
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
@@ -355,17 +552,34 @@ extern "C" ETCHAT_API etchat_status etchat_session_open(
     if (cfg != nullptr) {
       spec = spec_from(cfg, layers, n_layers);
     }
+    const etchat::ProgramLayout* layout = p->backend->layout();
+    if (spec && layout == nullptr) {
+      fail(
+          ETCHAT_ERR_INVALID_ARGUMENT,
+          "the program publishes no off-graph cache layout (get_n_caches): "
+          "it keeps its KV cache in the graph; open it without a cache config");
+    }
+    if (!spec && layout != nullptr) {
+      fail(
+          ETCHAT_ERR_INVALID_ARGUMENT,
+          "the program is off-graph (get_n_caches = " +
+              std::to_string(layout->kv_heads.size()) +
+              "): the runtime owns its KV cache; open it with a cache config");
+    }
+    if (spec) {
+      check_layout(*spec, *layout);
+    }
     auto s = std::make_unique<etchat_session>();
     s->vocab = p->backend->vocab();
-    {
-      std::lock_guard<std::mutex> lk(exec_mu());
-      s->backend = p->backend->open_session(spec ? &*spec : nullptr);
-    }
+    s->backend = p->backend->open_session(spec ? &*spec : nullptr);
     if (!s->backend) {
       fail(ETCHAT_ERR_INTERNAL, "the backend opened no session");
     }
     s->capacity =
         s->backend->has_cache() ? s->backend->capacity() : p->backend->max_ctx();
+    if (spec) {
+      init_rings(*s, *spec);
+    }
     *out = sessions().add(std::move(s));
   });
 }
@@ -380,7 +594,7 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     int32_t all_rows,
     int64_t* written) {
   return guard("forward", [&] {
-    auto s = sessions().get(session, "session");
+    auto* s = sessions().get(session, "session");
     if (n <= 0 || ids == nullptr || positions == nullptr ||
         logits == nullptr || written == nullptr) {
       fail(
@@ -408,6 +622,9 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
           "position " + std::to_string(last) + " is beyond capacity " +
               std::to_string(s->capacity));
     }
+    if (s->backend->has_cache()) {
+      check_step(*s, positions, n);
+    }
     const int64_t need = (all_rows ? static_cast<int64_t>(n) : 1) * s->vocab;
     if (logits_cap < need) {
       fail(
@@ -416,7 +633,6 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
               " floats, need " + std::to_string(need));
     }
 
-    std::lock_guard<std::mutex> lk(exec_mu());
     const etchat::LogitsView v = s->backend->forward(ids, positions, n);
     if (v.data == nullptr || v.vocab != s->vocab) {
       fail(
@@ -427,8 +643,14 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     if (v.rows < 1) {
       fail(ETCHAT_ERR_EXECUTE, "forward returned no logits rows");
     }
-    // The step ran, so the cache holds it whatever the copy below does.
+    // The step ran, so the cache holds it whatever the copy below does;
+    // its writes overwrote, in each ring, the cells ring_rows before them.
     s->length = std::max(s->length, static_cast<int32_t>(last + 1));
+    for (size_t i = 0; i < s->oldest.size(); ++i) {
+      if (s->ring_rows[i] > 0) {
+        s->oldest[i] = std::max(s->oldest[i], s->length - s->ring_rows[i]);
+      }
+    }
     if (all_rows && v.rows != n) {
       fail(
           ETCHAT_ERR_UNSUPPORTED,
@@ -445,7 +667,7 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
 extern "C" ETCHAT_API etchat_status
 etchat_session_rewind(etchat_session* session, int32_t new_len) {
   return guard("rewind", [&] {
-    auto s = sessions().get(session, "session");
+    auto* s = sessions().get(session, "session");
     if (!s->backend->has_cache()) {
       fail(ETCHAT_ERR_UNSUPPORTED, "an in-graph program cannot rewind");
     }
@@ -455,34 +677,47 @@ etchat_session_rewind(etchat_session* session, int32_t new_len) {
           "cannot rewind from " + std::to_string(s->length) + " to " +
               std::to_string(new_len));
     }
-    std::lock_guard<std::mutex> lk(exec_mu());
+    // ExecuTorch's SequenceCache checks only length - window, which accepts
+    // rewinds into cells a ring has overwritten (max_write < window, or a
+    // second rewind): its next step would attend to other tokens' keys.
+    const int32_t floor = ring_floor(*s);
+    if (new_len != 0 && new_len < floor) {
+      fail(
+          ETCHAT_ERR_REWIND_REFUSED,
+          "a sliding-window layer has overwritten cells that length " +
+              std::to_string(new_len) + " needs (shortest rewind now " +
+              std::to_string(floor) + ", or 0)");
+    }
     if (!s->backend->rewind(new_len)) {
       fail(
           ETCHAT_ERR_REWIND_REFUSED,
           "a sliding-window layer no longer holds the cells for length " +
-              std::to_string(new_len));
+              std::to_string(new_len) + " (the runtime's cache refused it)");
     }
     s->length = new_len;
+    for (int32_t& o : s->oldest) {
+      o = std::min(o, new_len);
+    }
   });
 }
 
 extern "C" ETCHAT_API etchat_status
 etchat_session_clear(etchat_session* session) {
   return guard("clear", [&] {
-    auto s = sessions().get(session, "session");
+    auto* s = sessions().get(session, "session");
     if (!s->backend->has_cache()) {
       fail(ETCHAT_ERR_UNSUPPORTED, "an in-graph program cannot clear its cache");
     }
-    std::lock_guard<std::mutex> lk(exec_mu());
     s->backend->clear();
     s->length = 0;
+    std::fill(s->oldest.begin(), s->oldest.end(), 0);
   });
 }
 
 extern "C" ETCHAT_API etchat_status
 etchat_session_length(etchat_session* session, int32_t* out) {
   return guard("length", [&] {
-    auto s = sessions().get(session, "session");
+    auto* s = sessions().get(session, "session");
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
@@ -493,7 +728,7 @@ etchat_session_length(etchat_session* session, int32_t* out) {
 extern "C" ETCHAT_API etchat_status
 etchat_session_capacity(etchat_session* session, int32_t* out) {
   return guard("capacity", [&] {
-    auto s = sessions().get(session, "session");
+    auto* s = sessions().get(session, "session");
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
@@ -504,7 +739,7 @@ etchat_session_capacity(etchat_session* session, int32_t* out) {
 extern "C" ETCHAT_API etchat_status
 etchat_session_can_extend(etchat_session* session, int32_t n, int32_t* out) {
   return guard("can_extend", [&] {
-    auto s = sessions().get(session, "session");
+    auto* s = sessions().get(session, "session");
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
@@ -513,7 +748,6 @@ etchat_session_can_extend(etchat_session* session, int32_t n, int32_t* out) {
       return;
     }
     if (s->backend->has_cache()) {
-      std::lock_guard<std::mutex> lk(exec_mu());
       *out = s->backend->can_extend(n) ? 1 : 0;
     } else {
       *out = (s->capacity <= 0 ||
@@ -526,10 +760,7 @@ etchat_session_can_extend(etchat_session* session, int32_t n, int32_t* out) {
 
 extern "C" ETCHAT_API etchat_status
 etchat_session_close(etchat_session* session) {
-  return guard("session_close", [&] {
-    auto s = sessions().take(session);
-    s.reset(); // the deleter takes the execution lock
-  });
+  return guard("session_close", [&] { sessions().take(session).reset(); });
 }
 
 // ===== 4. Memory ===========================================================
@@ -551,4 +782,50 @@ etchat_memory(int64_t* active, int64_t* peak) {
 
 extern "C" ETCHAT_API etchat_status etchat_memory_reset_peak(void) {
   return guard("memory_reset_peak", [&] { etchat::runtime_reset_peak(); });
+}
+
+// ===== 5. Device ===========================================================
+
+namespace {
+void copy_str(char* dst, size_t cap, const std::string& src) {
+  const size_t n = std::min(cap - 1, src.size());
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+} // namespace
+
+extern "C" ETCHAT_API etchat_status etchat_device(etchat_device_info* out) {
+  return guard("device", [&] {
+    if (out == nullptr) {
+      fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
+    }
+    const etchat::DeviceInfo d = etchat::runtime_device();
+    etchat_device_info info{};
+    copy_str(info.kind, sizeof info.kind, d.kind);
+    copy_str(info.name, sizeof info.name, d.name);
+    info.memory_bytes = d.memory_bytes;
+    *out = info;
+  });
+}
+
+extern "C" ETCHAT_API etchat_status
+etchat_set_metallib_path(const char* path) {
+  return guard("set_metallib_path", [&] {
+    if (path == nullptr || *path == '\0') {
+      fail(ETCHAT_ERR_INVALID_ARGUMENT, "path must be given");
+    }
+    if (g_runtime_used) {
+      fail(
+          ETCHAT_ERR_INVALID_ARGUMENT,
+          "the metallib path must be set before the first program is opened");
+    }
+    std::FILE* f = std::fopen(path, "rb");
+    if (f == nullptr) {
+      fail(
+          ETCHAT_ERR_DEVICE,
+          std::string("mlx.metallib not readable at ") + path);
+    }
+    std::fclose(f);
+    etchat::runtime_set_metallib_path(path);
+  });
 }

@@ -10,22 +10,28 @@
  * Conventions
  *   - Every function except etchat_abi_version, etchat_last_error and
  *     etchat_status_name returns an etchat_status; ETCHAT_OK is 0.
+ *   - ONE THREAD: the library runs every call that touches ExecuTorch or
+ *     MLX on one OS thread of its own, started at the first such call and
+ *     kept for the life of the process. MLX streams and command encoders
+ *     belong to the thread that created them (MLX >= 0.32), so a session
+ *     opened on one thread and run from another would fail ("There is no
+ *     Stream(gpu, N) in current thread"); callers may call from any thread,
+ *     and each call blocks until the library's thread has run it.
  *   - On failure the message is available from etchat_last_error() on the
- *     SAME THREAD (it is thread_local). Callers that may migrate between
- *     threads (Go goroutines) must pin the thread across the call and the
- *     read of the message.
+ *     CALLING thread (it is thread_local there). Callers that may migrate
+ *     between threads (Go goroutines) must pin the thread across the call
+ *     and the read of the message.
  *   - Handles are opaque and never reused (they are registry numbers, not
  *     addresses). The library keeps a registry of live handles, so a
  *     stale or foreign handle (use after close) is reported as
  *     ETCHAT_ERR_CLOSED, never dereferenced. Closing NULL or a closed handle
  *     returns ETCHAT_OK (idempotent).
- *   - Different sessions may be used from different threads at once; one
- *     session must not be used from two threads at once. The library
- *     serialises execution internally (MLX's default stream is process-wide).
+ *   - Sessions may be used from any threads; calls are serialised on the
+ *     library's thread, in the order they arrive.
  *   - Out-parameters are written only on success.
  *
  * Sections (the Go binding in inference/mlx has one file per section):
- *   1. version and errors   2. program   3. session   4. memory
+ *   1. version and errors   2. program   3. session   4. memory   5. device
  */
 #ifndef ETCHAT_RUNNER_H
 #define ETCHAT_RUNNER_H
@@ -45,7 +51,9 @@ extern "C" {
 /* ===== 1. Version and errors ============================================ */
 
 /* Bumped on any incompatible change to a signature, struct or semantics. */
-#define ETCHAT_RUNNER_ABI_VERSION 1
+/* 2: one library thread; forward checks its step; rewind enforces the ring
+ *    rule; ETCHAT_ERR_DEVICE; section 5 (device, metallib path). */
+#define ETCHAT_RUNNER_ABI_VERSION 2
 
 typedef int32_t etchat_status;
 
@@ -58,7 +66,10 @@ enum {
   ETCHAT_ERR_CLOSED = 5,           /* stale, closed or unknown handle */
   ETCHAT_ERR_LOAD = 6,             /* program/method load or cache build */
   ETCHAT_ERR_EXECUTE = 7,          /* ExecuTorch/MLX failed while running */
-  ETCHAT_ERR_INTERNAL = 8          /* anything else (caught exception) */
+  ETCHAT_ERR_INTERNAL = 8,         /* anything else (caught exception) */
+  ETCHAT_ERR_DEVICE = 9            /* no usable device: the backend is not
+                                      available, or Metal's mlx.metallib is
+                                      missing */
 };
 
 /* The ABI version the library was built with (ETCHAT_RUNNER_ABI_VERSION).
@@ -66,7 +77,10 @@ enum {
 ETCHAT_API int32_t etchat_abi_version(void);
 
 /* The message of the last failed call on this thread; "" if none. The
- * pointer stays valid until the next call into the library on this thread. */
+ * pointer stays valid until the next call into the library on this thread.
+ * Where ExecuTorch logged errors during the failed call (its PAL log hook;
+ * e.g. the MLX delegate's reason for refusing a program), they are appended
+ * after " | runtime log: ". */
 ETCHAT_API const char* etchat_last_error(void);
 
 /* A static name for a status code ("ok", "invalid argument", ...). */
@@ -122,7 +136,12 @@ typedef struct etchat_session etchat_session;
  * the library builds the cache through ExecuTorch's cache builder registry
  * (MLX backend, kind "seq"), installs it under a fresh key and loads
  * "forward" with that key as the MLX backend's cache_key option. For an
- * in-graph program pass cfg = NULL, layers = NULL, n_layers = 0. */
+ * in-graph program pass cfg = NULL, layers = NULL, n_layers = 0.
+ * The layers must match the layout the program publishes (get_n_caches,
+ * get_kv_heads, get_head_dims): a different count, kv_heads or head_dim is
+ * ETCHAT_ERR_INVALID_ARGUMENT naming the layer (windows are policy and may
+ * differ). A config for a program that publishes no layout, or none for
+ * one that does, is ETCHAT_ERR_INVALID_ARGUMENT too. */
 ETCHAT_API etchat_status etchat_session_open(etchat_program* program,
                                              const etchat_cache_config* cfg,
                                              const etchat_cache_layer* layers,
@@ -136,7 +155,11 @@ ETCHAT_API etchat_status etchat_session_open(etchat_program* program,
  * number of floats written. Fails with ETCHAT_ERR_CACHE_FULL (nothing run)
  * when a position reaches the capacity, and with ETCHAT_ERR_UNSUPPORTED
  * when all rows are asked of a program that returns only the last one (the
- * step has then run and is in the cache; nothing is copied). */
+ * step has then run and is in the cache; nothing is copied).
+ * On an off-graph session the step is checked before anything runs
+ * (ETCHAT_ERR_INVALID_ARGUMENT, nothing run): positions must be length,
+ * length+1, ... (contiguous from the cache's length), and with a ring
+ * layer n must not exceed max_write (or, unset, the narrowest window). */
 ETCHAT_API etchat_status etchat_session_forward(etchat_session* session,
                                                 const int64_t* ids,
                                                 const int64_t* positions,
@@ -146,8 +169,14 @@ ETCHAT_API etchat_status etchat_session_forward(etchat_session* session,
                                                 int64_t* written);
 
 /* Shortens the cache to new_len tokens. ETCHAT_ERR_REWIND_REFUSED if
- * new_len is above the length or below what a ring layer still holds;
- * ETCHAT_ERR_UNSUPPORTED on an in-graph program. */
+ * new_len is above the length or a ring layer no longer holds the cells the
+ * next step would attend to: a ring of window w keeps window+max_write-1
+ * rows, so after steps up to length L it holds positions from
+ * oldest = L-(w+max_write-1) on, and a rewind to n > 0 needs
+ * n >= oldest+w-1 (the same rule as etchat's inference/kvcache; rewinding
+ * never brings overwritten cells back, so oldest only falls with n).
+ * Rewinding to 0 is always allowed. ETCHAT_ERR_UNSUPPORTED on an in-graph
+ * program. */
 ETCHAT_API etchat_status etchat_session_rewind(etchat_session* session,
                                                int32_t new_len);
 
@@ -181,6 +210,27 @@ ETCHAT_API etchat_status etchat_memory(int64_t* active, int64_t* peak);
 
 /* Resets MLX's peak memory to the active memory. */
 ETCHAT_API etchat_status etchat_memory_reset_peak(void);
+
+/* ===== 5. Device ======================================================== */
+
+/* Where MLX computes. kind is "metal", "cuda" or "cpu"; name is the
+ * device's name as MLX reports it ("" if none); memory_bytes is the
+ * device's memory as MLX reports it (Metal's memory_size, CUDA's
+ * total_memory; 0 for the CPU). Strings are NUL-terminated, truncated to
+ * fit. */
+typedef struct etchat_device_info {
+  char kind[16];
+  char name[256];
+  int64_t memory_bytes;
+} etchat_device_info;
+
+ETCHAT_API etchat_status etchat_device(etchat_device_info* out);
+
+/* Tells MLX where mlx.metallib is (Metal builds; a no-op elsewhere). Must
+ * come before the first program is opened: MLX reads it once, when the
+ * Metal device is first used. A later call is ETCHAT_ERR_INVALID_ARGUMENT;
+ * a path that is not a readable file is ETCHAT_ERR_DEVICE. */
+ETCHAT_API etchat_status etchat_set_metallib_path(const char* path);
 
 #ifdef __cplusplus
 } /* extern "C" */

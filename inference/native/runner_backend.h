@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cache_adapter.h"
 #include "etchat_runner.h"
@@ -42,8 +43,23 @@ struct LogitsView {
   int64_t vocab = 0;
 };
 
-// One session's method and (for off-graph programs) cache. Calls are
-// serialised by the ABI layer.
+// The off-graph cache layout a program publishes (get_n_caches and its
+// per-cache lists); one entry per cache.
+struct ProgramLayout {
+  std::vector<int> kv_heads;
+  std::vector<int> head_dims;
+  std::vector<int> windows; // 0 = flat
+};
+
+// Where the runtime computes (etchat_device_info).
+struct DeviceInfo {
+  std::string kind; // "metal", "cuda" or "cpu"
+  std::string name;
+  int64_t memory_bytes = 0;
+};
+
+// One session's method and (for off-graph programs) cache. The ABI layer
+// calls every backend function on its one library thread.
 class SessionBackend {
  public:
   virtual ~SessionBackend() = default;
@@ -68,6 +84,9 @@ class ProgramBackend {
   virtual int64_t vocab() const = 0;
   // The exported context limit, 0 if none (used by in-graph sessions).
   virtual int32_t max_ctx() const = 0;
+  // The off-graph cache layout the program publishes; nullptr when it
+  // publishes none (an in-graph program).
+  virtual const ProgramLayout* layout() const = 0;
   // Opens a session: spec null for in-graph programs.
   virtual std::unique_ptr<SessionBackend> open_session(const CacheSpec* spec) = 0;
 };
@@ -78,5 +97,17 @@ std::unique_ptr<ProgramBackend> open_program(const std::string& path);
 // The runtime's process-wide active and peak memory in bytes.
 void runtime_memory(int64_t* active, int64_t* peak);
 void runtime_reset_peak();
+
+// The device the runtime computes on.
+DeviceInfo runtime_device();
+
+// Points the runtime at mlx.metallib (a no-op without Metal).
+void runtime_set_metallib_path(const std::string& path);
+
+// The errors the runtime logged on the calling thread since the last call
+// ("; "-separated, bounded), and forgets them. The ABI layer takes them
+// before each call (dropping stale ones) and appends them to a failure's
+// message.
+std::string take_runtime_errors();
 
 } // namespace etchat

@@ -6,7 +6,19 @@
 //
 //     ETCHAT-FAKE vocab=16 [maxctx=64] [ingraph] [reject] [lastonly]
 //                 [poison=7] [dtype=fp16|bf16] [throw=N] [throwint=N]
+//                 [caches=2/8,1/16]
 //
+// caches= is the off-graph layout the program publishes (kv_heads/head_dim
+// per cache); a program without it publishes none (in-graph). reject and
+// poison also "log" an error the way ExecuTorch's ET_LOG would, so the ABI
+// layer's capture of runtime errors is tested. The cache's rewind follows
+// ExecuTorch's SequenceCache (refused only below length - window), so the
+// ABI layer's own ring rule is what the tests see.
+//
+// Every backend call records its thread and appends to a call log
+// (etchat_fake_* below, not part of the ABI): the tests check that the ABI
+// layer runs everything on one thread and how often programs and sessions
+// are opened.
 // float32 logits: (float)(id*100 + position) + (float)v/1000.
 // fp16/bf16 logits: values exactly representable in both (see logit16),
 // stored as 16-bit patterns, with +inf in the last column and 2^-20 (an
@@ -15,6 +27,8 @@
 // throwint=N throws an int: the ABI layer must turn both into errors.
 
 #include "runner_backend.h"
+
+#include <pthread.h>
 
 #include <atomic>
 #include <cmath>
@@ -31,7 +45,36 @@ std::atomic<int> g_live{0};
 std::mutex g_cfg_mu;
 etchat::CacheSpec g_last_spec;
 
+// Threads that ran backend calls, and the call log (under g_cfg_mu).
+std::vector<pthread_t> g_threads;
+std::string g_log;
+std::string g_metallib;
+thread_local std::string t_runtime_errors;
+
+void note(const std::string& call) {
+  std::lock_guard<std::mutex> lk(g_cfg_mu);
+  const pthread_t self = pthread_self();
+  bool seen = false;
+  for (const pthread_t& t : g_threads) {
+    seen = seen || pthread_equal(t, self);
+  }
+  if (!seen) {
+    g_threads.push_back(self);
+  }
+  g_log += call + "\n";
+}
+
+// What ExecuTorch's ET_LOG(Error, ...) would emit on this thread.
+void log_error(const std::string& msg) {
+  if (!t_runtime_errors.empty()) {
+    t_runtime_errors += "; ";
+  }
+  t_runtime_errors += msg;
+}
+
 struct Spec {
+  std::string name; // the file's base name, for the call log
+  std::unique_ptr<etchat::ProgramLayout> layout;
   int vocab = 0, maxctx = 0;
   bool ingraph = false, reject = false, lastonly = false;
   long poison = -1, throw_id = -1, throwint_id = -1;
@@ -76,30 +119,37 @@ float logit16(int64_t id, int64_t pos, int v, int vocab) {
 
 class FakeSession final : public etchat::SessionBackend {
  public:
-  FakeSession(const Spec& p, const etchat::CacheSpec* spec) : prog_(p) {
+  FakeSession(const Spec& p, const etchat::CacheSpec* spec)
+      : name_(p.name), vocab_(p.vocab), dtype_(p.dtype), lastonly_(p.lastonly), poison_(p.poison),
+        throw_id_(p.throw_id), throwint_id_(p.throwint_id) {
     ++g_live;
     if (spec != nullptr) {
       cache_ = true;
       spec_ = *spec;
     }
   }
-  ~FakeSession() override { --g_live; }
+  ~FakeSession() override {
+    note("session_close " + name_);
+    --g_live;
+  }
 
   etchat::LogitsView forward(const int64_t* ids, const int64_t* positions, int32_t n) override {
+    note("forward");
     for (int32_t i = 0; i < n; ++i) {
-      if (ids[i] == prog_.poison) {
+      if (ids[i] == poison_) {
+        log_error("MLX execute failed: fake poison token " + std::to_string(poison_));
         etchat::fail(ETCHAT_ERR_EXECUTE, "forward failed: Error::DelegateInvalidHandle (0x32)");
       }
-      if (ids[i] == prog_.throw_id) {
+      if (ids[i] == throw_id_) {
         throw std::runtime_error("fake backend threw");
       }
-      if (ids[i] == prog_.throwint_id) {
+      if (ids[i] == throwint_id_) {
         throw 42;
       }
     }
-    const int rows = prog_.lastonly ? 1 : n;
+    const int rows = lastonly_ ? 1 : n;
     const int first = n - rows;
-    const int V = prog_.vocab;
+    const int V = vocab_;
     f32_.assign(static_cast<size_t>(rows) * V, 0);
     h16_.assign(static_cast<size_t>(rows) * V, 0);
     int64_t last = 0;
@@ -107,11 +157,11 @@ class FakeSession final : public etchat::SessionBackend {
       const int64_t id = ids[first + r], pos = positions[first + r];
       for (int v = 0; v < V; ++v) {
         const size_t k = static_cast<size_t>(r) * V + v;
-        if (prog_.dtype == 6) {
+        if (dtype_ == 6) {
           f32_[k] = static_cast<float>(id * 100 + pos) + static_cast<float>(v) / 1000.0f;
         } else {
           const float x = logit16(id, pos, v, V);
-          h16_[k] = prog_.dtype == 5 ? to_fp16(x) : to_bf16(x);
+          h16_[k] = dtype_ == 5 ? to_fp16(x) : to_bf16(x);
         }
       }
     }
@@ -122,19 +172,28 @@ class FakeSession final : public etchat::SessionBackend {
     etchat::LogitsView view;
     view.rows = rows;
     view.vocab = V;
-    if (prog_.dtype == 6) {
+    if (dtype_ == 6) {
       view.data = f32_.data();
       view.type = etchat::LogitsType::kFloat32;
     } else {
       view.data = h16_.data();
-      view.type = prog_.dtype == 5 ? etchat::LogitsType::kFloat16 : etchat::LogitsType::kBFloat16;
+      view.type = dtype_ == 5 ? etchat::LogitsType::kFloat16 : etchat::LogitsType::kBFloat16;
     }
     return view;
   }
   bool has_cache() const override { return cache_; }
-  int capacity() const override { return spec_.capacity; }
-  bool can_extend(int n) const override { return length_ + n <= spec_.capacity; }
+  int capacity() const override {
+    note("capacity");
+    return spec_.capacity;
+  }
+  bool can_extend(int n) const override {
+    note("can_extend");
+    return length_ + n <= spec_.capacity;
+  }
+  // ExecuTorch's SequenceCache::rewind: refused above the length or below
+  // length - window of a ring, nothing else.
   bool rewind(int new_len) override {
+    note("rewind");
     if (new_len > length_) {
       return false;
     }
@@ -146,10 +205,16 @@ class FakeSession final : public etchat::SessionBackend {
     length_ = new_len;
     return true;
   }
-  void clear() override { length_ = 0; }
+  void clear() override {
+    note("clear");
+    length_ = 0;
+  }
 
  private:
-  Spec prog_;
+  std::string name_;
+  int vocab_, dtype_;
+  bool lastonly_;
+  long poison_, throw_id_, throwint_id_;
   bool cache_ = false;
   etchat::CacheSpec spec_;
   int length_ = 0;
@@ -159,16 +224,18 @@ class FakeSession final : public etchat::SessionBackend {
 
 class FakeProgram final : public etchat::ProgramBackend {
  public:
-  explicit FakeProgram(const Spec& s) : s_(s) { ++g_live; }
-  ~FakeProgram() override { --g_live; }
+  explicit FakeProgram(Spec s) : s_(std::move(s)) { ++g_live; }
+  ~FakeProgram() override {
+    note("program_close " + s_.name);
+    --g_live;
+  }
   int64_t vocab() const override { return s_.vocab; }
   int32_t max_ctx() const override { return s_.maxctx; }
+  const etchat::ProgramLayout* layout() const override { return s_.layout.get(); }
   std::unique_ptr<etchat::SessionBackend> open_session(const etchat::CacheSpec* spec) override {
-    if (spec == nullptr && !s_.ingraph) {
-      etchat::fail(ETCHAT_ERR_LOAD,
-                   "loading \"forward\" failed: Error::InvalidArgument (0x12) (an off-graph program needs a cache config)");
-    }
+    note("session_open " + s_.name);
     if (s_.reject) {
+      log_error("Failed to load MLX program: fake: unsupported node FooNode");
       etchat::fail(ETCHAT_ERR_LOAD,
                    "loading \"forward\" failed: Error::DelegateInvalidCompatibility (0x30) (the MLX backend may "
                    "reject this program, or the cache config does not match it)");
@@ -189,6 +256,7 @@ class FakeProgram final : public etchat::ProgramBackend {
 namespace etchat {
 
 std::unique_ptr<ProgramBackend> open_program(const std::string& path) {
+  note("program_open " + path.substr(path.find_last_of('/') + 1));
   std::ifstream f(path);
   if (!f) {
     fail(ETCHAT_ERR_LOAD, "loading program " + path + " failed: Error::AccessFailed (0x22)");
@@ -199,6 +267,7 @@ std::unique_ptr<ProgramBackend> open_program(const std::string& path) {
     fail(ETCHAT_ERR_LOAD, "loading program " + path + " failed: Error::InvalidProgram (0x23)");
   }
   Spec s;
+  s.name = path.substr(path.find_last_of('/') + 1);
   std::string tok;
   while (f >> tok) {
     const auto eq = tok.find('=');
@@ -213,11 +282,22 @@ std::unique_ptr<ProgramBackend> open_program(const std::string& path) {
     else if (key == "ingraph") s.ingraph = true;
     else if (key == "reject") s.reject = true;
     else if (key == "lastonly") s.lastonly = true;
+    else if (key == "caches") {
+      s.layout = std::make_unique<ProgramLayout>();
+      std::stringstream ls(val);
+      std::string one;
+      while (std::getline(ls, one, ',')) {
+        const auto slash = one.find('/');
+        s.layout->kv_heads.push_back(std::stoi(one.substr(0, slash)));
+        s.layout->head_dims.push_back(std::stoi(one.substr(slash + 1)));
+        s.layout->windows.push_back(0);
+      }
+    }
   }
   if (s.vocab <= 0) {
     fail(ETCHAT_ERR_LOAD, "the program has no usable \"forward\" method: Error::InvalidProgram (0x23)");
   }
-  return std::make_unique<FakeProgram>(s);
+  return std::make_unique<FakeProgram>(std::move(s));
 }
 
 void runtime_memory(int64_t* active, int64_t* peak) {
@@ -226,6 +306,23 @@ void runtime_memory(int64_t* active, int64_t* peak) {
 }
 
 void runtime_reset_peak() {}
+
+DeviceInfo runtime_device() {
+  note("device");
+  return DeviceInfo{"cpu", "fake CPU", 0};
+}
+
+void runtime_set_metallib_path(const std::string& path) {
+  note("set_metallib_path");
+  std::lock_guard<std::mutex> lk(g_cfg_mu);
+  g_metallib = path;
+}
+
+std::string take_runtime_errors() {
+  std::string out;
+  out.swap(t_runtime_errors);
+  return out;
+}
 
 } // namespace etchat
 
@@ -247,3 +344,30 @@ extern "C" ETCHAT_API int32_t etchat_fake_last_config(etchat_cache_config* cfg, 
 }
 
 extern "C" ETCHAT_API int32_t etchat_fake_live(void) { return g_live.load(); }
+
+// The number of distinct threads that ran backend calls, and whether the
+// calling thread is one of them.
+extern "C" ETCHAT_API int32_t etchat_fake_threads(int32_t* caller_is_one) {
+  std::lock_guard<std::mutex> lk(g_cfg_mu);
+  *caller_is_one = 0;
+  for (const pthread_t& t : g_threads) {
+    if (pthread_equal(t, pthread_self())) {
+      *caller_is_one = 1;
+    }
+  }
+  return static_cast<int32_t>(g_threads.size());
+}
+
+// Copies the call log (one call per line) into buf (cap bytes, NUL-terminated)
+// and clears it; returns its full length.
+extern "C" ETCHAT_API int32_t etchat_fake_take_log(char* buf, int32_t cap) {
+  std::lock_guard<std::mutex> lk(g_cfg_mu);
+  const int32_t n = static_cast<int32_t>(g_log.size());
+  if (cap > 0) {
+    const size_t k = std::min(static_cast<size_t>(cap - 1), g_log.size());
+    std::memcpy(buf, g_log.data(), k);
+    buf[k] = '\0';
+  }
+  g_log.clear();
+  return n;
+}

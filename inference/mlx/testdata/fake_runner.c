@@ -7,6 +7,8 @@
  *
  *     ETCHAT-FAKE vocab=16 [maxctx=64] [ingraph] [reject] [lastonly] [poison=7]
  *
+ * (other tokens, e.g. fake_backend.cpp's caches=, are ignored)
+ *
  * and forward produces deterministic logits from ids and positions:
  *
  *     logits[row][v] = (float)(id * 100 + position) + (float)v / 1000
@@ -119,6 +121,7 @@ const char* etchat_status_name(etchat_status s) {
     case ETCHAT_ERR_LOAD: return "load failed";
     case ETCHAT_ERR_EXECUTE: return "execution failed";
     case ETCHAT_ERR_INTERNAL: return "internal error";
+    case ETCHAT_ERR_DEVICE: return "no usable device";
   }
   return "unknown status";
 }
@@ -234,7 +237,7 @@ etchat_status etchat_session_open(etchat_program* h, const etchat_cache_config* 
       }
     }
   } else if (!p->ingraph) {
-    st = seterr(ETCHAT_ERR_LOAD, "session_open: loading \"forward\" failed: Error::InvalidArgument (0x12) (an off-graph program needs a cache config)");
+    st = seterr(ETCHAT_ERR_INVALID_ARGUMENT, "session_open: the program is off-graph: the runtime owns its KV cache; open it with a cache config");
     goto done;
   }
   if (p->reject) {
@@ -421,6 +424,28 @@ etchat_status etchat_memory_reset_peak(void) {
   t_err[0] = 0;
   pthread_mutex_lock(&mu);
   fake_peak = 0;
+  pthread_mutex_unlock(&mu);
+  return ETCHAT_OK;
+}
+
+/* ---- 5. device -------------------------------------------------------------- */
+
+static char metallib[1024];
+
+etchat_status etchat_device(etchat_device_info* out) {
+  t_err[0] = 0;
+  if (out == NULL) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "device: out is NULL");
+  memset(out, 0, sizeof *out);
+  snprintf(out->kind, sizeof out->kind, "cpu");
+  snprintf(out->name, sizeof out->name, "C fake");
+  return ETCHAT_OK;
+}
+
+etchat_status etchat_set_metallib_path(const char* path) {
+  t_err[0] = 0;
+  if (path == NULL || *path == 0) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "set_metallib_path: path must be given");
+  pthread_mutex_lock(&mu);
+  snprintf(metallib, sizeof metallib, "%s", path);
   pthread_mutex_unlock(&mu);
   return ETCHAT_OK;
 }

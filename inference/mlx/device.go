@@ -1,0 +1,64 @@
+package mlx
+
+// Header section 5: device.
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// CDeviceInfo mirrors etchat_device_info.
+type CDeviceInfo struct {
+	Kind        [16]byte
+	Name        [256]byte
+	MemoryBytes int64
+}
+
+// DeviceInfo is where the library computes: Kind is "metal", "cuda" or
+// "cpu" (engine.DeviceMetal, DeviceCUDA, DeviceCPU); Name and MemoryBytes
+// are what MLX reports ("" and 0 where it reports nothing, e.g. the CPU's
+// memory).
+type DeviceInfo struct {
+	Kind        string
+	Name        string
+	MemoryBytes int64
+}
+
+type deviceFuncs struct {
+	device          func(out *CDeviceInfo) int32
+	setMetallibPath func(path string) int32
+}
+
+func (f *deviceFuncs) bind(l *library) error {
+	if err := l.symbol(&f.device, "etchat_device"); err != nil {
+		return err
+	}
+	return l.symbol(&f.setMetallibPath, "etchat_set_metallib_path")
+}
+
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// deviceInfo asks the library where MLX computes.
+func (l *library) deviceInfo() (DeviceInfo, error) {
+	var c CDeviceInfo
+	if err := l.call("device", func() int32 { return l.device(&c) }); err != nil {
+		return DeviceInfo{}, err
+	}
+	d := DeviceInfo{Kind: cString(c.Kind[:]), Name: cString(c.Name[:]), MemoryBytes: c.MemoryBytes}
+	switch d.Kind {
+	case "metal", "cuda", "cpu":
+		return d, nil
+	}
+	return DeviceInfo{}, fmt.Errorf("mlx: the library reports an unknown device kind %q", d.Kind)
+}
+
+// setMetallib tells MLX where mlx.metallib is; it must come before the
+// first program is opened.
+func (l *library) setMetallib(path string) error {
+	return l.call("set_metallib_path", func() int32 { return l.setMetallibPath(path) })
+}

@@ -1,0 +1,121 @@
+package mlx
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"etchat/inference/kvcache"
+)
+
+// sessionPool keeps closed off-graph sessions for reuse, one per model and
+// cache config. Each native session is a loaded "forward" whose MLX
+// delegate made its own stream (on Metal a command queue MLX never frees),
+// and loading it reads the program again; a chat app opens a session per
+// conversation. So Close parks a healthy off-graph session here, cleared,
+// and Open of the same file with the same config takes it back instead of
+// loading anything; Open of another file or config closes the parked ones
+// first, so switching models never holds two programs' sessions where one
+// would do. In-graph sessions cannot be cleared and are never parked.
+type sessionPool struct {
+	mu   sync.Mutex
+	idle []idleSession
+}
+
+type idleSession struct {
+	key      string
+	h        sessionHandle
+	vocab    int
+	capacity int
+	maxLen   int
+}
+
+// poolKey names what a session is bound to: the file (by absolute path,
+// size and modification time, so a re-export is not mistaken for the old
+// program) and every field of the cache config. "" (never pooled) for
+// in-graph sessions, and for a file that cannot be read: the library then
+// reports why.
+func poolKey(path string, cfg *kvcache.Config) string {
+	if cfg == nil {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	st, err := os.Stat(abs)
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	return fmt.Sprintf("%s|%d|%d|%d/%d/%d/%d|%v", abs, st.Size(), st.ModTime().UnixNano(),
+		cfg.Capacity, cfg.InitialCapacity, cfg.DType, cfg.MaxWrite, cfg.Layers)
+}
+
+// take removes and returns the idle session for key, if any.
+func (p *sessionPool) take(key string) (idleSession, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, s := range p.idle {
+		if s.key == key {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			return s, true
+		}
+	}
+	return idleSession{}, false
+}
+
+// others removes and returns the idle sessions not bound to key.
+func (p *sessionPool) others(key string) []idleSession {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out, keep []idleSession
+	for _, s := range p.idle {
+		if s.key == key {
+			keep = append(keep, s)
+		} else {
+			out = append(out, s)
+		}
+	}
+	p.idle = keep
+	return out
+}
+
+// put parks s; it returns a session displaced from the same key (to
+// close), if any.
+func (p *sessionPool) put(s idleSession) (idleSession, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, old := range p.idle {
+		if old.key == s.key {
+			p.idle[i] = s
+			return old, true
+		}
+	}
+	p.idle = append(p.idle, s)
+	return idleSession{}, false
+}
+
+// closeAll closes the sessions given; the first error is returned.
+func (l *library) closeIdle(ss []idleSession) error {
+	var first error
+	for _, s := range ss {
+		if err := l.closeSession(s.h); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// CloseIdle closes the sessions parked for reuse (see Open), releasing
+// their methods and caches; the app calls it when it unloads models.
+func (e *Engine) CloseIdle() error {
+	return e.lib.closeIdle(e.lib.pool.others("\x00"))
+}
+
+// Idle is the number of sessions parked for reuse.
+func (e *Engine) Idle() int {
+	e.lib.pool.mu.Lock()
+	defer e.lib.pool.mu.Unlock()
+	return len(e.lib.pool.idle)
+}
