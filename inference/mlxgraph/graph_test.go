@@ -244,19 +244,3 @@ func TestHostile(t *testing.T) {
 		_, _ = Parse(b)
 	}
 }
-
-func FuzzParse(f *testing.F) {
-	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.InGraph} {
-		f.Add(blobOf(f, name))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		g, err := Parse(b)
-		if err != nil {
-			return
-		}
-		_ = g.Histogram()
-		if g.MainChain >= len(g.Chains) {
-			t.Fatal("main chain out of range after a successful parse")
-		}
-	})
-}

@@ -18,7 +18,9 @@ import (
 type Program struct {
 	Version            uint32
 	Methods            []Method
-	Segments           [][]byte // segment data; offsets are computed (128-aligned)
+	Segments           [][]byte // segment data; offsets are computed (SegmentAlign-aligned)
+	// SegmentAlign is the segments' alignment (0: 128, as the exporter).
+	SegmentAlign int
 	ConstantSegment    *ConstantSegment
 	NamedData          []NamedData
 	InlineDelegateData [][]byte
@@ -60,7 +62,7 @@ type Value struct {
 	Double  float64
 	Bool    bool
 	String  string
-	Ints    []int64
+	Ints    []int64 // IntList; value indices of a TensorList
 	Doubles []float64
 	Bools   []bool
 	Tensor  *Tensor
@@ -118,6 +120,7 @@ type (
 	u8     uint8
 	u32    uint32
 	i32    uint32
+	f32    float32
 	i64    int64
 	u64    uint64
 	f64    float64
@@ -157,11 +160,16 @@ func width(v any) int {
 
 // writeTable writes t and everything it refers to, returning its position.
 func (w *writer) writeTable(t table) int {
-	maxID := -1
-	for id := range t {
+	maxID, wide := -1, false
+	for id, v := range t {
 		maxID = max(maxID, id)
+		wide = wide || width(v) == 8
 	}
-	w.align(8)
+	if wide {
+		w.align(8)
+	} else {
+		w.align(4) // smaller files; the readers need no more
+	}
 	pos := len(w.b)
 	w.b = append(w.b, 0, 0, 0, 0) // soffset
 	fieldPos := make([]int, maxID+1)
@@ -181,6 +189,8 @@ func (w *writer) writeTable(t table) int {
 			w.b = binary.LittleEndian.AppendUint32(w.b, uint32(v))
 		case i32:
 			w.b = binary.LittleEndian.AppendUint32(w.b, uint32(v))
+		case f32:
+			w.b = binary.LittleEndian.AppendUint32(w.b, math.Float32bits(float32(v)))
 		case i64:
 			w.b = binary.LittleEndian.AppendUint64(w.b, uint64(v))
 		case u64:
@@ -211,7 +221,7 @@ func (w *writer) writeTable(t table) int {
 		}
 		var target int
 		switch v := v.(type) {
-		case u32, i32:
+		case u32, i32, f32:
 			continue
 		case table:
 			target = w.writeTable(v)
@@ -224,7 +234,12 @@ func (w *writer) writeTable(t table) int {
 }
 
 func (w *writer) writeVector(v any) int {
-	w.align(8)
+	switch v.(type) {
+	case i64s, u64s, f64s:
+		w.align(8)
+	default:
+		w.align(4)
+	}
 	pos := len(w.b)
 	switch v := v.(type) {
 	case str:
@@ -312,6 +327,12 @@ func valueTable(v Value) table {
 		t[1] = table{0: f64s(v.Doubles)}
 	case pte.KindBoolList:
 		t[1] = table{0: bools(v.Bools)}
+	case pte.KindTensorList, pte.KindOptionalTensorList:
+		items := make(i32s, len(v.Ints))
+		for i, x := range v.Ints {
+			items[i] = int32(x)
+		}
+		t[1] = table{0: items}
 	case pte.KindTensor:
 		tt := v.Tensor
 		t[1] = table{0: u8(tt.DType), 2: i32s(tt.Sizes), 5: u32(tt.DataBufferIdx), 8: u8(tt.Dynamism)}
@@ -367,13 +388,16 @@ func nonNil32(x []int32) []int32 {
 
 // Build writes the file.
 func Build(p Program) []byte {
-	const align = 128
+	align := p.SegmentAlign
+	if align == 0 {
+		align = 128
+	}
 	// Segment offsets, relative to the segment base.
 	segs := tables{}
 	var off uint64
 	for _, s := range p.Segments {
 		segs = append(segs, table{0: u64(off), 1: u64(uint64(len(s)))})
-		off += (uint64(len(s)) + align - 1) / align * align
+		off += (uint64(len(s)) + uint64(align) - 1) / uint64(align) * uint64(align)
 	}
 	plans := tables{}
 	for _, m := range p.Methods {
