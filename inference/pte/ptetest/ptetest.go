@@ -16,11 +16,11 @@ import (
 
 // Program is what Build writes; fields mirror schema/program.fbs.
 type Program struct {
-	Version            uint32
-	Methods            []Method
-	Segments           [][]byte // segment data; offsets are computed (SegmentAlign-aligned)
+	Version  uint32
+	Methods  []Method
+	Segments [][]byte // segment data; offsets are computed (SegmentAlign-aligned)
 	// SegmentAlign is the segments' alignment (0: 128, as the exporter).
-	SegmentAlign int
+	SegmentAlign       int
 	ConstantSegment    *ConstantSegment
 	NamedData          []NamedData
 	InlineDelegateData [][]byte

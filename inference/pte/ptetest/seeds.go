@@ -32,7 +32,7 @@ func constData() []byte {
 	b := make([]byte, 64)
 	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(1.5)) // buffer 1: Float [2]
 	binary.LittleEndian.PutUint32(b[20:], math.Float32bits(-2))
-	binary.LittleEndian.PutUint64(b[32:], 1<<40)   // buffer 2: Long [1]
+	binary.LittleEndian.PutUint64(b[32:], 1<<40)  // buffer 2: Long [1]
 	binary.LittleEndian.PutUint16(b[48:], 0x3fc0) // buffer 3: BFloat16 1.5, Half 1.9375
 	binary.LittleEndian.PutUint16(b[50:], 0xc000)
 	return b
