@@ -688,7 +688,11 @@ etchat_session_rewind(etchat_session* session, int32_t new_len) {
               std::to_string(new_len) + " needs (shortest rewind now " +
               std::to_string(floor) + ", or 0)");
     }
-    if (!s->backend->rewind(new_len)) {
+    if (new_len == 0) {
+      // SequenceCache refuses 0 once a ring has evicted; emptying is a
+      // clear, and always possible.
+      s->backend->clear();
+    } else if (!s->backend->rewind(new_len)) {
       fail(
           ETCHAT_ERR_REWIND_REFUSED,
           "a sliding-window layer no longer holds the cells for length " +
