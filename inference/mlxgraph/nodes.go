@@ -287,6 +287,75 @@ type (
 	MeanNode ReduceNode
 	MaxNode  ReduceNode
 	MinNode  ReduceNode
+
+	FloorNode         UnaryNode
+	CeilNode          UnaryNode
+	TanNode           UnaryNode
+	ArcsinNode        UnaryNode
+	ArccosNode        UnaryNode
+	ArctanNode        UnaryNode
+	SinhNode          UnaryNode
+	CoshNode          UnaryNode
+	ArcsinhNode       UnaryNode
+	ArccoshNode       UnaryNode
+	ArctanhNode       UnaryNode
+	Log2Node          UnaryNode
+	Log10Node         UnaryNode
+	Log1pNode         UnaryNode
+	Expm1Node         UnaryNode
+	SignNode          UnaryNode
+	BitwiseInvertNode UnaryNode
+	Atan2Node         BinaryNode
+	LogAddExpNode     BinaryNode
+	BitwiseAndNode    BinaryNode
+	BitwiseOrNode     BinaryNode
+	BitwiseXorNode    BinaryNode
+	LogSumExpNode     ReduceNode
+	ProdNode          ReduceNode
+	AnyNode           ReduceNode
+	AllNode           ReduceNode
+	MedianNode        ReduceNode
+	RoundNode         struct {
+		X, Out   Tid
+		Decimals int32
+	}
+	// VarNode and StdNode reduce with ddof (the divisor is n − ddof).
+	VarNode struct {
+		ReduceNode
+		DDof int32
+	}
+	StdNode  VarNode
+	ClipNode struct {
+		X, Out     Tid
+		AMin, AMax *Tid
+	}
+	RepeatNode struct {
+		X, Out  Tid
+		Repeats IntOrVid
+		Axis    int32
+	}
+	SortNode struct {
+		X, Out Tid
+		Axis   int32
+	}
+	ArgsortNode SortNode
+	PadNode     struct {
+		X, Out        Tid
+		PadWidth      []IntOrVid // (before, after) per dimension
+		Mode          string
+		ConstantValue float32
+	}
+	TriNode struct {
+		Out        Tid
+		N, M       IntOrVid
+		K          int32
+		ScalarType *int8
+	}
+	RollNode struct {
+		X, Out Tid
+		Shift  []IntOrVid
+		Axes   []int32
+	}
 )
 
 // opNames is the OpNode union in schema order: union type value i+1 is
@@ -602,6 +671,60 @@ var decoders = map[string]func(t table) any{
 	"NegNode":        func(t table) any { n := NegNode(unary(t)); return &n },
 	"SquareNode":     func(t table) any { n := SquareNode(unary(t)); return &n },
 	"ReciprocalNode": func(t table) any { n := ReciprocalNode(unary(t)); return &n },
+
+	"FloorNode":         func(t table) any { n := FloorNode(unary(t)); return &n },
+	"CeilNode":          func(t table) any { n := CeilNode(unary(t)); return &n },
+	"TanNode":           func(t table) any { n := TanNode(unary(t)); return &n },
+	"ArcsinNode":        func(t table) any { n := ArcsinNode(unary(t)); return &n },
+	"ArccosNode":        func(t table) any { n := ArccosNode(unary(t)); return &n },
+	"ArctanNode":        func(t table) any { n := ArctanNode(unary(t)); return &n },
+	"SinhNode":          func(t table) any { n := SinhNode(unary(t)); return &n },
+	"CoshNode":          func(t table) any { n := CoshNode(unary(t)); return &n },
+	"ArcsinhNode":       func(t table) any { n := ArcsinhNode(unary(t)); return &n },
+	"ArccoshNode":       func(t table) any { n := ArccoshNode(unary(t)); return &n },
+	"ArctanhNode":       func(t table) any { n := ArctanhNode(unary(t)); return &n },
+	"Log2Node":          func(t table) any { n := Log2Node(unary(t)); return &n },
+	"Log10Node":         func(t table) any { n := Log10Node(unary(t)); return &n },
+	"Log1pNode":         func(t table) any { n := Log1pNode(unary(t)); return &n },
+	"Expm1Node":         func(t table) any { n := Expm1Node(unary(t)); return &n },
+	"SignNode":          func(t table) any { n := SignNode(unary(t)); return &n },
+	"BitwiseInvertNode": func(t table) any { n := BitwiseInvertNode(unary(t)); return &n },
+	"Atan2Node":         func(t table) any { n := Atan2Node(binaryOp(t)); return &n },
+	"LogAddExpNode":     func(t table) any { n := LogAddExpNode(binaryOp(t)); return &n },
+	"BitwiseAndNode":    func(t table) any { n := BitwiseAndNode(binaryOp(t)); return &n },
+	"BitwiseOrNode":     func(t table) any { n := BitwiseOrNode(binaryOp(t)); return &n },
+	"BitwiseXorNode":    func(t table) any { n := BitwiseXorNode(binaryOp(t)); return &n },
+	"LogSumExpNode":     func(t table) any { n := LogSumExpNode(reduce(t)); return &n },
+	"ProdNode":          func(t table) any { n := ProdNode(reduce(t)); return &n },
+	"AnyNode":           func(t table) any { n := AnyNode(reduce(t)); return &n },
+	"AllNode":           func(t table) any { n := AllNode(reduce(t)); return &n },
+	"MedianNode":        func(t table) any { n := MedianNode(reduce(t)); return &n },
+	"RoundNode": func(t table) any {
+		return &RoundNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), Decimals: t.i32(2, 0)}
+	},
+	"VarNode": func(t table) any { return &VarNode{ReduceNode: reduce(t), DDof: t.i32(4, 0)} },
+	"StdNode": func(t table) any { return &StdNode{ReduceNode: reduce(t), DDof: t.i32(4, 0)} },
+	"ClipNode": func(t table) any {
+		return &ClipNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), AMin: t.optTid(2), AMax: t.optTid(3)}
+	},
+	"RepeatNode": func(t table) any {
+		return &RepeatNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), Repeats: t.intOrVid(2, "repeats"), Axis: t.i32(3, 0)}
+	},
+	"SortNode":    func(t table) any { return &SortNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), Axis: t.i32(2, 0)} },
+	"ArgsortNode": func(t table) any { return &ArgsortNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), Axis: t.i32(2, 0)} },
+	"PadNode": func(t table) any {
+		t.required(2, "pad_width")
+		t.required(3, "mode")
+		return &PadNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), PadWidth: t.intOrVids(2), Mode: t.str(3), ConstantValue: t.f32(4, 0)}
+	},
+	"TriNode": func(t table) any {
+		return &TriNode{Out: t.tid(0, "out"), N: t.intOrVid(1, "n"), M: t.intOrVid(2, "m"), K: t.i32(3, 0), ScalarType: t.optI8(4)}
+	},
+	"RollNode": func(t table) any {
+		t.required(2, "shift")
+		t.required(3, "axes")
+		return &RollNode{X: t.tid(0, "x"), Out: t.tid(1, "out"), Shift: t.intOrVids(2), Axes: t.i32s(3)}
+	},
 
 	"SumNode":  func(t table) any { n := SumNode(reduce(t)); return &n },
 	"MeanNode": func(t table) any { n := MeanNode(reduce(t)); return &n },

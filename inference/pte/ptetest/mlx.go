@@ -210,6 +210,22 @@ func init() {
 	for _, k := range []string{"SumNode", "MeanNode", "MaxNode", "MinNode"} {
 		nodeShapes[k] = "ttIb"
 	}
+	// Decoded for the CPU engine's op table (issue 13).
+	for _, k := range []string{"FloorNode", "CeilNode", "TanNode", "ArcsinNode", "ArccosNode", "ArctanNode", "SinhNode",
+		"CoshNode", "ArcsinhNode", "ArccoshNode", "ArctanhNode", "Log2Node", "Log10Node", "Log1pNode", "Expm1Node", "SignNode",
+		"BitwiseInvertNode"} {
+		nodeShapes[k] = "tt"
+	}
+	for _, k := range []string{"Atan2Node", "LogAddExpNode", "BitwiseAndNode", "BitwiseOrNode", "BitwiseXorNode"} {
+		nodeShapes[k] = "ttt"
+	}
+	for _, k := range []string{"LogSumExpNode", "ProdNode", "AnyNode", "AllNode", "MedianNode"} {
+		nodeShapes[k] = "ttIb"
+	}
+	for k, v := range map[string]string{"RoundNode": "tti", "VarNode": "ttIbi", "StdNode": "ttIbi", "ClipNode": "tttt",
+		"RepeatNode": "ttoi", "SortNode": "tti", "ArgsortNode": "tti", "PadNode": "ttOsf", "TriNode": "tooi8", "RollNode": "ttOI"} {
+		nodeShapes[k] = v
+	}
 }
 
 // NodeKinds lists the node kinds MLXNodeOf can fill, sorted.
