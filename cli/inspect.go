@@ -129,6 +129,9 @@ type InspectDoc struct {
 	MLX              *modelinfo.MLX     `json:"mlx"`
 	Weights          *modelinfo.Weights `json:"weights,omitempty"`
 	BytesRead        int64              `json:"bytes_read"`
+
+	// Quantization per weight group and a summary ("4-bit", "bf16").
+	Quantization *modelinfo.Quantization `json:"quantization,omitempty"`
 }
 
 // ProgramDoc is the container: header and segment table.
@@ -263,6 +266,8 @@ func Inspect(path string, p kvcache.Policy, hash bool) *InspectDoc {
 	doc.MLX = info.MLX
 	w := info.Weights
 	doc.Weights = &w
+	q := info.Quantization
+	doc.Quantization = &q
 
 	if info.Kind == modelinfo.OffGraph {
 		cfg, err := info.CacheConfig(p)
@@ -394,6 +399,12 @@ func writeReport(w io.Writer, d *InspectDoc) {
 		}
 		row("weights", "%d named tensors, %s; %s parameters; %s", wt.Tensors, bytesStr(wt.Bytes),
 			humanize.Comma(wt.Params), orNone(strings.Join(dts, ", ")))
+	}
+	if q := d.Quantization; q != nil && q.Summary != "" {
+		row("quantization", "%s", q.Summary)
+		for _, g := range q.Groups {
+			more("  %s, %s", g, bytesStr(g.Bytes))
+		}
 	}
 	if m := d.MLX; m != nil {
 		row("mlx graph", "version %s, %d instructions; tensors: %d constant, %d input, %d output, %d mutable, %d temp; %d values",
