@@ -185,8 +185,9 @@ func toInference(msgs []Message) []inference.Message {
 		}
 		if r := m.Stats; r != nil {
 			out[i].StopReason = r.StopReason
-			out[i].Stats = &inference.Stats{NumPromptTokens: int64(r.PromptTokens), NumGeneratedTokens: int64(r.GeneratedTokens),
-				PrefillTokPerSec: r.PrefillTokPerS, DecodeTokPerSec: r.DecodeTokPerS, TTFTSeconds: r.TTFT.Seconds()}
+			st := &inference.Stats{PrefillTokPerSec: r.PrefillTokPerS, DecodeTokPerSec: r.DecodeTokPerS, TTFTSeconds: r.TTFT.Seconds()}
+			st.NumPromptTokens, st.NumGeneratedTokens = int64(r.PromptTokens), int64(r.GeneratedTokens)
+			out[i].Stats = st
 		}
 		pos += len(m.Tokens)
 	}
@@ -338,8 +339,7 @@ func replyOf(r *inference.Reply) Reply {
 	return Reply{PromptTokens: int(st.NumPromptTokens), GeneratedTokens: int(st.NumGeneratedTokens),
 		PrefillTokPerS: st.PrefillTokPerSec, DecodeTokPerS: st.DecodeTokPerSec,
 		TTFT: time.Duration(st.TTFTSeconds * float64(time.Second)), StopReason: r.StopReason,
-		InferenceStartMs: st.InferenceStartMs, PromptEvalEndMs: st.PromptEvalEndMs, FirstTokenMs: st.FirstTokenMs,
-		InferenceEndMs: st.InferenceEndMs, SamplingMs: st.AggregateSamplingTimeMs}
+		Stats: st.Stats}
 }
 
 func (c *convSession) Send(ctx context.Context, text string, f func(string)) (Reply, error) {

@@ -274,9 +274,8 @@ func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, en
 	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: sha, ModelPath: m.Path, ModelName: m.Name(),
 		ConversationID: id, Config: cfg, AppVersion: Version,
 		Started: time.UnixMilli(r.InferenceStartMs), Ended: time.UnixMilli(r.InferenceEndMs),
-		Stats: store.Stats{InferenceStartMs: r.InferenceStartMs, PromptEvalEndMs: r.PromptEvalEndMs, FirstTokenMs: r.FirstTokenMs,
-			InferenceEndMs: r.InferenceEndMs, AggregateSamplingTimeMs: r.SamplingMs,
-			NumPromptTokens: int64(r.PromptTokens), NumGeneratedTokens: int64(r.GeneratedTokens)}}
+		Stats: r.Stats, PrefillTokS: r.PrefillTokPerS, DecodeTokS: r.DecodeTokPerS, TTFTMs: float64(r.TTFT) / float64(time.Millisecond)}
+	run.Stats.NumPromptTokens, run.Stats.NumGeneratedTokens = int64(r.PromptTokens), int64(r.GeneratedTokens)
 	if r.InferenceStartMs == 0 {
 		run.Started, run.Ended = time.Now(), time.Now()
 	}

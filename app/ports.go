@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"etchat/inference/kvcache"
+	"etchat/inference/stats"
 	"etchat/store"
 )
 
@@ -133,9 +134,9 @@ type Reply struct {
 	DecodeTokPerS   float64
 	TTFT            time.Duration
 	StopReason      string
-	// ExecuTorch's runner timestamps (Unix milliseconds) and sampling
-	// time, for the stored run; zero when unknown (a restored message).
-	InferenceStartMs, PromptEvalEndMs, FirstTokenMs, InferenceEndMs, SamplingMs int64
+	// ExecuTorch's runner stats (timestamps in Unix milliseconds), for the
+	// stored run; zero when unknown (a restored message).
+	stats.Stats
 }
 
 // Progress reports long work: loading a model or prefilling a prompt.

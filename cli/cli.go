@@ -103,6 +103,9 @@ func Run(ctx context.Context, env *Env, args []string) int {
 		return 1
 	default:
 		fmt.Fprintf(env.Stderr, "etchat %s: %v\n", args[0], err)
+		if h := hint(err); h != "" {
+			fmt.Fprintf(env.Stderr, "hint: %s\n", h)
+		}
 		return 1
 	}
 }

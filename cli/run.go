@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"etchat/inference"
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/store"
@@ -51,7 +51,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&o.chat, "chat", "auto", "chat template: auto (the model's own, else by model_type), llama3, gemma, gemma4, chatml, or 0 for raw text")
 	fs.BoolVar(&o.interactive, "interactive", false, "multi-turn chat on stdin (/reset, /undo, /undo N, /quit); off-graph models only")
 	fs.BoolVar(&o.warmup, "warmup", false, "run once before measuring, to absorb pool growth")
-	fs.StringVar(&o.engine, "engine", "auto", "engine: auto, cpu or metal")
+	fs.StringVar(&o.engine, "engine", engine.Auto, "engine: "+engine.Help())
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at end-of-sequence tokens: generate exactly --max-new-tokens")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object (prompt_ids, generated_ids, text, stats) instead of the report")
 	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database")
@@ -75,40 +75,23 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	// Everything that can be wrong with the files is found before the
 	// model is loaded.
-	info, err := modelinfo.Load(o.pte, modelinfo.Options{})
+	m, err := inference.Prepare(o.pte, o.loadOptions(ids == nil))
 	if err != nil {
+		var te *inference.TemplateError
+		if errors.As(err, &te) {
+			return Usagef("invalid value %q for flag -chat: %v", o.chat, err)
+		}
 		return err
 	}
-	if info.Kind == modelinfo.Unsupported {
-		return fmt.Errorf("%s: etchat cannot run this program: %s", o.pte, info.KindReason)
-	}
-	offGraph := info.Kind == modelinfo.OffGraph
-	if o.interactive && !offGraph {
+	info, cfg, chat := m.Info, m.Cache, m.Chat
+	if o.interactive && cfg == nil {
 		return fmt.Errorf("%s is an %s model; --interactive needs an off-graph KV cache (re-export with --use-offgraph-cache)", o.pte, info.Kind)
 	}
-	var cfg *kvcache.Config
-	capacity, chunk := info.MaxCtxLen, info.PrefillChunk
-	if offGraph {
-		if cfg, err = info.CacheConfig(o.cache.policy()); err != nil {
-			return fmt.Errorf("cache config: %w", err)
-		}
-		capacity, chunk = cfg.Capacity, cfg.MaxWrite
-	}
+	capacity := m.Capacity()
 
 	out := env.Stdout // the report; with --json it goes to stderr
 	if o.asJSON {
 		out = env.Stderr
-	}
-
-	chat, err := o.loadChat(info, ids != nil)
-	if err != nil {
-		return err
-	}
-	stop := info.EOSIDs
-	if chat != nil {
-		stop = chat.StopIDs
-	} else {
-		stop = append(append([]int(nil), stop...), info.Companion.GenerationEOS...)
 	}
 	if !o.interactive {
 		if ids == nil {
@@ -125,14 +108,15 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 		if capacity > 0 && len(ids)+1 > capacity {
-			return fmt.Errorf("the prompt is %d tokens; with one generated token it does not fit the cache capacity %d (raise --kv-max-capacity up to what the model allows, or shorten the prompt)", len(ids), capacity)
+			return fmt.Errorf("%w: the prompt is %d tokens; with one generated token it does not fit the cache capacity %d", inference.ErrPromptTooLong, len(ids), capacity)
 		}
 	}
 
-	sel, err := inference.OpenEngine(o.engine)
-	if err != nil {
+	if err := m.Open(ctx); err != nil {
 		return err
 	}
+	defer m.Close()
+	sel, sess, memLoad := m.Engine, m.Session, m.MemAfterLoad
 	fmt.Fprintln(out, sel.String())
 	if cfg != nil {
 		fmt.Fprintln(out)
@@ -140,33 +124,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	} else if o.cache.policy() != (kvcache.Policy{StorageDType: "bf16", InitialCapacity: -1}) {
 		fmt.Fprintf(out, "[cache] in-graph: the program keeps its own cache of %d tokens; the --kv-* flags do not apply\n", capacity)
 	}
-	loadStart := time.Now()
-	sess, err := sel.Engine.Open(ctx, o.pte, cfg)
-	if err != nil {
-		return fmt.Errorf("loading %s on %s: %w", o.pte, sel.Name, err)
-	}
-	defer sess.Close()
-	loadEnd := time.Now()
-	memLoad := sess.Memory()
 	fmt.Fprintf(out, "[mem]   after load  : %s\n", mib(memLoad.ActiveBytes))
-	if chat != nil && chat.HF.VocabSize() > sess.Vocab() {
-		return fmt.Errorf("the tokenizer has %d tokens but the model's logits cover %d: %s does not belong to this model", chat.HF.VocabSize(), sess.Vocab(), o.tokenizerPath())
-	}
 
-	gen := inference.Options{
-		MaxNewTokens: o.maxNew,
-		Sampling:     inference.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed},
-		StopIDs:      stop,
-		IgnoreEOS:    o.ignoreEOS,
-		PrefillChunk: chunk,
-	}
+	gen := m.Generation(o.maxNew, inference.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed})
+	gen.IgnoreEOS = o.ignoreEOS
 	if o.interactive {
-		gen.TurnEndIDs = chat.TurnEndIDs
-		return interact(ctx, env, sess, chat, cfg, gen)
+		return interact(ctx, env, m, gen)
 	}
-	if chat != nil {
-		gen.Decoder = chat.Tokenizer
-	}
+	gen.TurnEndIDs = nil // a one-shot run commits nothing after its reply
 	sampler, err := inference.NewSampler(gen.Sampling)
 	if err != nil {
 		return Usagef("%v", err)
@@ -207,9 +172,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	st := &res.Stats
-	st.SetLoad(loadStart, loadEnd)
-	st.MemAfterLoad = memLoad
-	st.PeakBytes = max(st.PeakBytes, memLoad.PeakBytes)
+	m.StatsBase(st)
 	fmt.Fprint(out, "\n\n")
 	footprint(out, "after decode ", sess, memLoad)
 	if res.Capped {
@@ -219,7 +182,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	st.PrintReport(out)
 
 	if o.asJSON {
-		doc := runDoc{Engine: sel.Name, PromptIDs: ids, GeneratedIDs: res.GeneratedIDs, Text: res.Text,
+		doc := runDoc{Engine: sel.Name, Device: sel.Device, PromptIDs: ids, GeneratedIDs: res.GeneratedIDs, Text: res.Text,
 			StopReason: res.StopReason, Capped: res.Capped, Seed: sampler.Seed(), Stats: *st}
 		if doc.GeneratedIDs == nil {
 			doc.GeneratedIDs = []int{}
@@ -231,7 +194,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	if o.db != "" {
-		if err := o.save(ctx, env, sel.Name, info, st, loadStart); err != nil {
+		if err := o.save(ctx, env, sel, st, m.LoadStart); err != nil {
 			return fmt.Errorf("saving the run to %s: %w", o.db, err)
 		}
 	}
@@ -241,6 +204,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 // runDoc is etchat run --json's object.
 type runDoc struct {
 	Engine       string          `json:"engine"`
+	Device       string          `json:"device"`
 	PromptIDs    []int           `json:"prompt_ids"`
 	GeneratedIDs []int           `json:"generated_ids"`
 	Text         string          `json:"text"`
@@ -265,10 +229,8 @@ func (o *runOpts) validate() error {
 	case o.interactive && o.promptIDs != "":
 		return Usagef("--prompt-ids and --interactive do not go together")
 	}
-	switch strings.ToLower(o.engine) {
-	case "auto", "cpu", "metal":
-	default:
-		return Usagef("invalid value %q for flag -engine: auto, cpu or metal", o.engine)
+	if _, err := engine.Canonical(o.engine); err != nil {
+		return Usagef("invalid value %q for flag -engine: %v", o.engine, err)
 	}
 	return checkPolicy(o.cache.policy())
 }
@@ -286,34 +248,11 @@ func parseIDs(s string) ([]int, error) {
 	return ids, nil
 }
 
-func (o *runOpts) tokenizerPath() string {
-	if o.tokenizer != "" {
-		return o.tokenizer
-	}
-	return filepath.Join(filepath.Dir(o.pte), modelinfo.TokenizerFile)
-}
-
-// loadChat loads the tokenizer and template; with --prompt-ids a missing
-// tokenizer only means no text.
-func (o *runOpts) loadChat(info *modelinfo.Info, haveIDs bool) (*inference.Chat, error) {
-	path := o.tokenizerPath()
-	if _, err := os.Stat(path); err != nil {
-		if haveIDs && o.tokenizer == "" {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("tokenizer %s: %w (give --tokenizer)", path, err)
-	}
-	chat, err := inference.LoadChat(path, inference.ChatDir(o.pte, o.tokenizer), o.chat, info.EOSIDs)
-	if err != nil {
-		if strings.Contains(err.Error(), "chat template") {
-			return nil, Usagef("invalid value %q for flag -chat: %v", o.chat, err)
-		}
-		return nil, err
-	}
-	if info.VocabSize > 0 && chat.HF.VocabSize() > info.VocabSize {
-		return nil, fmt.Errorf("the tokenizer %s has %d tokens but the model's vocabulary is %d: it does not belong to %s", path, chat.HF.VocabSize(), info.VocabSize, o.pte)
-	}
-	return chat, nil
+// loadOptions are the loader's options for these flags; needTokenizer is
+// false when --prompt-ids makes text optional.
+func (o *runOpts) loadOptions(needTokenizer bool) inference.LoadOptions {
+	return inference.LoadOptions{Engine: o.engine, Policy: o.cache.policy(), Tokenizer: o.tokenizer,
+		NeedTokenizer: needTokenizer, Chat: o.chat}
 }
 
 func footprint(w io.Writer, when string, sess inference.Session, load inference.Memory) {
@@ -337,7 +276,7 @@ func b2i(b bool) int {
 }
 
 // save records the run in the store.
-func (o *runOpts) save(ctx context.Context, env *Env, engine string, info *modelinfo.Info, st *inference.Stats, started time.Time) error {
+func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, st *inference.Stats, started time.Time) error {
 	path, err := store.ResolvePath(o.db, env.Getenv)
 	if err != nil {
 		return err
@@ -354,17 +293,13 @@ func (o *runOpts) save(ctx context.Context, env *Env, engine string, info *model
 	abs, _ := filepath.Abs(o.pte)
 	config, _ := json.Marshal(map[string]any{
 		"max_new_tokens": o.maxNew, "temperature": o.temperature, "top_k": o.topK, "top_p": o.topP, "seed": o.seed,
-		"chat": o.chat, "ignore_eos": o.ignoreEOS, "warmup": o.warmup, "prompt_ids": o.promptIDs != "",
+		"device": sel.Device, "engine_reason": sel.Reason, "chat": o.chat, "ignore_eos": o.ignoreEOS, "warmup": o.warmup, "prompt_ids": o.promptIDs != "",
 		"kv_max_capacity": o.cache.capacity, "kv_storage_dtype": o.cache.dtype, "kv_initial_capacity": o.cache.initial, "kv_windows": o.cache.windows,
 	})
 	_, err = db.InsertRun(ctx, store.Run{
-		Kind: "chat", Engine: engine, ModelSHA256: sum, ModelPath: abs, ModelName: filepath.Base(o.pte),
+		Kind: "chat", Engine: sel.Name, ModelSHA256: sum, ModelPath: abs, ModelName: filepath.Base(o.pte),
 		Config: config, AppVersion: Version, Started: started, Ended: time.Now(),
-		Stats: store.Stats{
-			ModelLoadStartMs: st.ModelLoadStartMs, ModelLoadEndMs: st.ModelLoadEndMs, InferenceStartMs: st.InferenceStartMs,
-			PromptEvalEndMs: st.PromptEvalEndMs, FirstTokenMs: st.FirstTokenMs, InferenceEndMs: st.InferenceEndMs,
-			AggregateSamplingTimeMs: st.AggregateSamplingTimeMs, NumPromptTokens: st.NumPromptTokens, NumGeneratedTokens: st.NumGeneratedTokens,
-		},
+		Stats: st.Stats, PrefillTokS: st.PrefillTokPerSec, DecodeTokS: st.DecodeTokPerSec, TTFTMs: st.TTFTSeconds * 1000,
 		Memory: store.Memory{AfterLoad: st.MemAfterLoad.ActiveBytes, AfterPrefill: st.MemAfterPrefill.ActiveBytes,
 			AfterDecode: st.MemAfterDecode.ActiveBytes, Peak: st.PeakBytes},
 	}, nil)
@@ -373,9 +308,8 @@ func (o *runOpts) save(ctx context.Context, env *Env, engine string, info *model
 
 // interact is --interactive: a Conversation on stdin, with the runner's
 // commands.
-func interact(ctx context.Context, env *Env, sess inference.Session, chat *inference.Chat, cfg *kvcache.Config, gen inference.Options) error {
-	conv, err := inference.NewConversation(sess, inference.ConversationOptions{
-		Tokenizer: chat.Tokenizer, Template: chat.Template, Generation: gen, Cache: cfg})
+func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.Options) error {
+	conv, err := m.NewConversation("", gen)
 	if err != nil {
 		return err
 	}

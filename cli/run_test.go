@@ -172,7 +172,10 @@ func TestRunBadInput(t *testing.T) {
 		{"prompt too long", []string{"--pte", pte, "--prompt-ids", commaIDs(make([]int, 128))}, 1, "capacity 128"},
 		{"in-graph interactive", []string{"--pte", ingraph, "--tokenizer", fixtures.Tokenizer(t, fixtures.Llama3), "--interactive"}, 1, "off-graph"},
 		{"tokenizer of another model", []string{"--pte", pte, "--tokenizer", otherTok}, 1, "does not belong"},
-		{"metal unavailable", []string{"--pte", pte, "--engine", "metal"}, 1, "metal"},
+		{"native unavailable (alias metal)", []string{"--pte", pte, "--engine", "metal"}, 1, "the mlx engine is not available"},
+		{"native unavailable: hint", []string{"--pte", pte, "--engine", "mlx"}, 1, "hint: build the native library with scripts/build-native"},
+		{"prompt too long: hint", []string{"--pte", pte, "--prompt-ids", commaIDs(make([]int, 128))}, 1, "hint: raise --kv-max-capacity"},
+		{"tokenizer of another model: hint", []string{"--pte", pte, "--tokenizer", otherTok}, 1, "hint: give the tokenizer.json exported with this model"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -115,11 +115,11 @@ func cpuFallback(why string, cfg engine.Config) (Selection, error) {
 func construct(name string, cfg engine.Config) (Engine, error) {
 	ctor := engine.Lookup(name)
 	if ctor == nil {
-		return nil, fmt.Errorf("%w: the %s engine is not part of this build", ErrNoEngine, name)
+		return nil, &engine.NotAvailableError{Name: name}
 	}
 	e, err := ctor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNoEngine, name, err)
+		return nil, &engine.NotAvailableError{Name: name, Err: err}
 	}
 	return e, nil
 }

@@ -6,24 +6,18 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"etchat/inference/stats"
 )
 
-// Stats are one generation's timings and counts, with ExecuTorch's field
-// names (extension/llm/runner/stats.h): timestamps are milliseconds on the
-// Unix clock, as the runner's time_in_ms. The derived rates and durations
-// are computed from nanosecond clocks, so a run shorter than a millisecond
-// still has them.
+// Stats are one generation's timings and counts: ExecuTorch's runner
+// stats (package stats, the same JSON keys) plus precise durations, rates
+// and memory. The rates here are computed from the nanosecond clocks (so a
+// run shorter than a millisecond still has them); they shadow the
+// millisecond-clock rates of the embedded stats.Stats, and they are the
+// ones shown and stored for a reply.
 type Stats struct {
-	ModelLoadStartMs              int64 `json:"model_load_start_ms"`
-	ModelLoadEndMs                int64 `json:"model_load_end_ms"`
-	InferenceStartMs              int64 `json:"inference_start_ms"`
-	PromptEvalEndMs               int64 `json:"prompt_eval_end_ms"`
-	FirstTokenMs                  int64 `json:"first_token_ms"`
-	InferenceEndMs                int64 `json:"inference_end_ms"`
-	AggregateSamplingTimeMs       int64 `json:"aggregate_sampling_time_ms"`
-	AggregateModelExecutionTimeMs int64 `json:"aggregate_model_execution_time_ms"`
-	NumPromptTokens               int64 `json:"num_prompt_tokens"`
-	NumGeneratedTokens            int64 `json:"num_generated_tokens"`
+	stats.Stats
 
 	// Precise durations, seconds.
 	ModelLoadSeconds float64 `json:"model_load_s"`
@@ -51,12 +45,8 @@ func (s *Stats) SetLoad(start, end time.Time) {
 }
 
 func (s *Stats) derive() {
-	if s.PrefillSeconds > 0 {
-		s.PrefillTokPerSec = float64(s.NumPromptTokens) / s.PrefillSeconds
-	}
-	if s.DecodeSeconds > 0 {
-		s.DecodeTokPerSec = float64(s.NumGeneratedTokens) / s.DecodeSeconds
-	}
+	s.PrefillTokPerSec = stats.Rate(s.NumPromptTokens, s.PrefillSeconds)
+	s.DecodeTokPerSec = stats.Rate(s.NumGeneratedTokens, s.DecodeSeconds)
 }
 
 // ObserverJSON is the runner's "PyTorchObserver" object
@@ -87,18 +77,11 @@ func (s *Stats) PrintReport(w io.Writer) {
 	fmt.Fprintf(w, "\tPrompt Tokens: %d    Generated Tokens: %d\n", s.NumPromptTokens, s.NumGeneratedTokens)
 	fmt.Fprintf(w, "\tModel Load Time:\t\t%f (seconds)\n", s.ModelLoadSeconds)
 	total := s.PrefillSeconds + s.DecodeSeconds
-	fmt.Fprintf(w, "\tTotal inference time:\t\t%f (seconds)\t\t Rate: \t%f (tokens/second)\n", total, rate(s.NumGeneratedTokens, total))
-	fmt.Fprintf(w, "\t\tPrompt evaluation:\t%f (seconds)\t\t Rate: \t%f (tokens/second)\n", s.PrefillSeconds, rate(s.NumPromptTokens, s.PrefillSeconds))
-	fmt.Fprintf(w, "\t\tGenerated %d tokens:\t%f (seconds)\t\t Rate: \t%f (tokens/second)\n", s.NumGeneratedTokens, s.DecodeSeconds, rate(s.NumGeneratedTokens, s.DecodeSeconds))
+	fmt.Fprintf(w, "\tTotal inference time:\t\t%f (seconds)\t\t Rate: \t%f (tokens/second)\n", total, stats.Rate(s.NumGeneratedTokens, total))
+	fmt.Fprintf(w, "\t\tPrompt evaluation:\t%f (seconds)\t\t Rate: \t%f (tokens/second)\n", s.PrefillSeconds, stats.Rate(s.NumPromptTokens, s.PrefillSeconds))
+	fmt.Fprintf(w, "\t\tGenerated %d tokens:\t%f (seconds)\t\t Rate: \t%f (tokens/second)\n", s.NumGeneratedTokens, s.DecodeSeconds, stats.Rate(s.NumGeneratedTokens, s.DecodeSeconds))
 	fmt.Fprintf(w, "\tTime to first generated token:\t%f (seconds)\n", s.TTFTSeconds)
 	fmt.Fprintf(w, "\tSampling time over %d tokens:\t%f (seconds)\n", s.NumPromptTokens+s.NumGeneratedTokens, s.SamplingSeconds)
-}
-
-func rate(n int64, sec float64) float64 {
-	if sec <= 0 {
-		return 0
-	}
-	return float64(n) / sec
 }
 
 // MarshalIndent is the stats as indented JSON (for logs and tests).

@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"etchat/inference/stats"
 )
 
 func TestStatsReportFormat(t *testing.T) {
 	t0 := time.UnixMilli(1_700_000_000_000)
-	st := Stats{NumPromptTokens: 20, NumGeneratedTokens: 10, InferenceStartMs: t0.UnixMilli(), PromptEvalEndMs: t0.UnixMilli() + 200,
-		FirstTokenMs: t0.UnixMilli() + 201, InferenceEndMs: t0.UnixMilli() + 700, PrefillSeconds: 0.2, DecodeSeconds: 0.5, TTFTSeconds: 0.201,
-		SamplingSeconds: 0.003, AggregateSamplingTimeMs: 3}
+	st := Stats{Stats: stats.Stats{NumPromptTokens: 20, NumGeneratedTokens: 10, InferenceStartMs: t0.UnixMilli(), PromptEvalEndMs: t0.UnixMilli() + 200,
+		FirstTokenMs: t0.UnixMilli() + 201, InferenceEndMs: t0.UnixMilli() + 700, AggregateSamplingTimeMs: 3},
+		PrefillSeconds: 0.2, DecodeSeconds: 0.5, TTFTSeconds: 0.201, SamplingSeconds: 0.003}
 	st.SetLoad(t0.Add(-1500*time.Millisecond), t0)
 	st.derive()
 	if st.PrefillTokPerSec != 100 || st.DecodeTokPerSec != 20 {
@@ -42,5 +44,33 @@ func TestStatsReportFormat(t *testing.T) {
 		if i > 0 && lines[i] != want {
 			t.Errorf("line %d %q, want %q", i, lines[i], want)
 		}
+	}
+}
+
+// The generation result's JSON keeps the keys it had (the runner's ten,
+// the precise durations and rates, memory), so stored and exported runs
+// read back unchanged; aggregate_model_execution_time_ms is kept.
+func TestStatsJSONKeys(t *testing.T) {
+	st := Stats{Stats: stats.Stats{AggregateModelExecutionTimeMs: 12, NumPromptTokens: 3}, PrefillTokPerSec: 1.5}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for _, k := range []string{"model_load_start_ms", "model_load_end_ms", "inference_start_ms", "prompt_eval_end_ms", "first_token_ms",
+		"inference_end_ms", "aggregate_sampling_time_ms", "aggregate_model_execution_time_ms", "num_prompt_tokens", "num_generated_tokens",
+		"model_load_s", "prefill_s", "decode_s", "ttft_s", "sampling_s", "forward_s", "prefill_tok_s", "decode_tok_s",
+		"mem_after_load", "mem_after_prefill", "mem_after_decode", "peak_bytes"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("key %s missing from %s", k, b)
+		}
+	}
+	if len(m) != 22 || m["aggregate_model_execution_time_ms"] != 12.0 || m["prefill_tok_s"] != 1.5 {
+		t.Errorf("%d keys: %s", len(m), b)
+	}
+	var back Stats
+	if err := json.Unmarshal(b, &back); err != nil || back != st {
+		t.Errorf("read back %+v, %v", back, err)
 	}
 }

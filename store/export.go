@@ -309,7 +309,7 @@ var RunsCSVHeader = []string{"id", "kind", "started", "ended", "engine", "model_
 	"prefill_tok_s", "decode_tok_s", "ttft_ms",
 	"model_load_start_ms", "model_load_end_ms", "inference_start_ms", "prompt_eval_end_ms", "first_token_ms",
 	"inference_end_ms", "aggregate_sampling_time_ms", "num_prompt_tokens", "num_generated_tokens",
-	"mem_after_load", "mem_after_prefill", "mem_after_decode", "mem_peak",
+	"aggregate_model_execution_time_ms", "mem_after_load", "mem_after_prefill", "mem_after_decode", "mem_peak",
 	"app_version", "error", "config", "machine"}
 
 // WriteRunsCSV writes runs as CSV, one row each, under RunsCSVHeader.
@@ -340,7 +340,7 @@ func WriteRunsCSV(w io.Writer, runs []Run) error {
 			f64(r.Bench.AvgTokS), f64(r.Bench.StddevTokS), f64(r.PrefillTokS), f64(r.DecodeTokS), f64(r.TTFTMs),
 			i64(s.ModelLoadStartMs), i64(s.ModelLoadEndMs), i64(s.InferenceStartMs), i64(s.PromptEvalEndMs), i64(s.FirstTokenMs),
 			i64(s.InferenceEndMs), i64(s.AggregateSamplingTimeMs), i64(s.NumPromptTokens), i64(s.NumGeneratedTokens),
-			mem(r.Memory.AfterLoad), mem(r.Memory.AfterPrefill), mem(r.Memory.AfterDecode), mem(r.Memory.Peak),
+			i64(s.AggregateModelExecutionTimeMs), mem(r.Memory.AfterLoad), mem(r.Memory.AfterPrefill), mem(r.Memory.AfterDecode), mem(r.Memory.Peak),
 			r.AppVersion, r.Error, string(r.Config), string(r.Machine)}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -30,6 +30,8 @@ var seeds = map[int]string{
 	2: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, num_prompt_tokens, n_prompt, repetitions)
 		VALUES (1, 'bench', 'cpu', 'aa11', 'Llama', 4000, 512, 512, 1);
 	INSERT INTO bench_samples(run_id, rep, num_prompt_tokens, tok_s) VALUES (1, 1, 512, 99.5);`,
+	3: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, num_prompt_tokens, aggregate_model_execution_time_ms)
+		VALUES (2, 'chat', 'metal', 'aa11', 'Llama', 5000, 7, 42);`,
 }
 
 // buildAt creates a database at path holding the schema after migration

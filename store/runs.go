@@ -9,54 +9,14 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"etchat/inference/stats"
 )
 
 // Stats are ExecuTorch's runner stats (extension/llm/runner/stats.h), in
-// its units: milliseconds on one clock, and token counts.
-type Stats struct {
-	ModelLoadStartMs        int64 `json:"model_load_start_ms"`
-	ModelLoadEndMs          int64 `json:"model_load_end_ms"`
-	InferenceStartMs        int64 `json:"inference_start_ms"`
-	PromptEvalEndMs         int64 `json:"prompt_eval_end_ms"`
-	FirstTokenMs            int64 `json:"first_token_ms"`
-	InferenceEndMs          int64 `json:"inference_end_ms"`
-	AggregateSamplingTimeMs int64 `json:"aggregate_sampling_time_ms"`
-	NumPromptTokens         int64 `json:"num_prompt_tokens"`
-	NumGeneratedTokens      int64 `json:"num_generated_tokens"`
-}
-
-// PrefillTokPerSec is prompt tokens over (prompt_eval_end - inference_start),
-// as ExecuTorch reports it; 0 when the span is not positive.
-func (s Stats) PrefillTokPerSec() float64 {
-	return rate(s.NumPromptTokens, s.PromptEvalEndMs-s.InferenceStartMs)
-}
-
-// DecodeTokPerSec is generated tokens over (inference_end - prompt_eval_end).
-func (s Stats) DecodeTokPerSec() float64 {
-	return rate(s.NumGeneratedTokens, s.InferenceEndMs-s.PromptEvalEndMs)
-}
-
-// TTFTMs is the time to the first token from the start of inference
-// (model load excluded); 0 when unknown.
-func (s Stats) TTFTMs() float64 {
-	if s.FirstTokenMs <= 0 || s.FirstTokenMs < s.InferenceStartMs {
-		return 0
-	}
-	return float64(s.FirstTokenMs - s.InferenceStartMs)
-}
-
-// TokPerSec is all tokens (prompt and generated) over the whole inference,
-// llama-bench's t/s for one repetition.
-func (s Stats) TokPerSec() float64 {
-	return rate(s.NumPromptTokens+s.NumGeneratedTokens, s.InferenceEndMs-s.InferenceStartMs)
-}
-
-func rate(n, spanMs int64) float64 {
-	if spanMs <= 0 {
-		return 0
-	}
-	return float64(n) * 1000 / float64(spanMs)
-}
+// its units: milliseconds on one clock, and token counts. The type is
+// package stats' (one declaration for every layer), with its rates.
+type Stats = stats.Stats
 
 // Memory is what the engine reported, in bytes; 0 means unknown.
 type Memory struct {
@@ -93,7 +53,9 @@ type Run struct {
 	Ended          time.Time       `json:"ended"`
 	Error          string          `json:"error,omitempty"`
 	Stats          Stats           `json:"stats"`
-	// Derived by the store from Stats on insert.
+	// The rates: the caller's when set (the generation loop's, from its
+	// precise clocks, so a reply has one rate wherever it is shown), else
+	// derived by the store from Stats on insert.
 	PrefillTokS float64   `json:"prefill_tok_s"`
 	DecodeTokS  float64   `json:"decode_tok_s"`
 	TTFTMs      float64   `json:"ttft_ms"`
@@ -115,16 +77,19 @@ type Sample struct {
 }
 
 const statCols = `model_load_start_ms, model_load_end_ms, inference_start_ms, prompt_eval_end_ms, first_token_ms,
-	inference_end_ms, aggregate_sampling_time_ms, num_prompt_tokens, num_generated_tokens`
+	inference_end_ms, aggregate_sampling_time_ms, aggregate_model_execution_time_ms, num_prompt_tokens, num_generated_tokens`
+
+// nStatCols is how many columns statCols names.
+const nStatCols = 10
 
 func statArgs(s Stats) []any {
 	return []any{s.ModelLoadStartMs, s.ModelLoadEndMs, s.InferenceStartMs, s.PromptEvalEndMs, s.FirstTokenMs,
-		s.InferenceEndMs, s.AggregateSamplingTimeMs, s.NumPromptTokens, s.NumGeneratedTokens}
+		s.InferenceEndMs, s.AggregateSamplingTimeMs, s.AggregateModelExecutionTimeMs, s.NumPromptTokens, s.NumGeneratedTokens}
 }
 
 func statDest(s *Stats) []any {
 	return []any{&s.ModelLoadStartMs, &s.ModelLoadEndMs, &s.InferenceStartMs, &s.PromptEvalEndMs, &s.FirstTokenMs,
-		&s.InferenceEndMs, &s.AggregateSamplingTimeMs, &s.NumPromptTokens, &s.NumGeneratedTokens}
+		&s.InferenceEndMs, &s.AggregateSamplingTimeMs, &s.AggregateModelExecutionTimeMs, &s.NumPromptTokens, &s.NumGeneratedTokens}
 }
 
 const runCols = `id, kind, engine, model_sha256, model_path, model_name, coalesce(conversation_id, 0), config, machine, app_version,
@@ -180,7 +145,9 @@ func (db *DB) InsertRun(ctx context.Context, r Run, samples []Sample) (Run, erro
 	if err != nil {
 		return Run{}, err
 	}
-	r.PrefillTokS, r.DecodeTokS, r.TTFTMs = r.Stats.PrefillTokPerSec(), r.Stats.DecodeTokPerSec(), r.Stats.TTFTMs()
+	if r.PrefillTokS == 0 && r.DecodeTokS == 0 && r.TTFTMs == 0 {
+		r.PrefillTokS, r.DecodeTokS, r.TTFTMs = r.Stats.PrefillTokPerSec(), r.Stats.DecodeTokPerSec(), r.Stats.TTFTMs()
+	}
 	seen := map[int]bool{}
 	for i := range samples {
 		s := &samples[i]
@@ -253,7 +220,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, r Run, config, machine string, s
 		return id, nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO bench_samples(run_id, rep, `+statCols+`, prefill_tok_s, decode_tok_s, ttft_ms, tok_s, mem_peak)
-		VALUES (`+placeholders(16)+`)`)
+		VALUES (`+placeholders(nStatCols+7)+`)`)
 	if err != nil {
 		return 0, err
 	}

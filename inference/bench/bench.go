@@ -37,6 +37,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/stats"
 )
 
 // CacheSpec is one KV-cache policy to test; zero fields mean the model's
@@ -131,16 +132,7 @@ type Rep struct {
 	// timed prefill, first_token_ms is after the argmax of its last logits.
 	// For tg: prompt_eval_end = inference_start (no prompt), first_token_ms
 	// is after the first decode step, inference_end after the last.
-	ModelLoadStartMs              int64 `json:"model_load_start_ms"`
-	ModelLoadEndMs                int64 `json:"model_load_end_ms"`
-	InferenceStartMs              int64 `json:"inference_start_ms"`
-	PromptEvalEndMs               int64 `json:"prompt_eval_end_ms"`
-	FirstTokenMs                  int64 `json:"first_token_ms"`
-	InferenceEndMs                int64 `json:"inference_end_ms"`
-	AggregateSamplingTimeMs       int64 `json:"aggregate_sampling_time_ms"`
-	AggregateModelExecutionTimeMs int64 `json:"aggregate_model_execution_time_ms"`
-	NumPromptTokens               int64 `json:"num_prompt_tokens"`
-	NumGeneratedTokens            int64 `json:"num_generated_tokens"`
+	stats.Stats
 
 	// Precise values.
 	Ns       int64 `json:"ns"`        // the timed span (see the package doc)
@@ -155,10 +147,7 @@ type Rep struct {
 
 // TokS is the repetition's rate: timed tokens per second.
 func (r Rep) TokS(t Test) float64 {
-	if r.Ns <= 0 {
-		return 0
-	}
-	return float64(t.NPrompt+t.NGen) * 1e9 / float64(r.Ns)
+	return stats.RateNs(int64(t.NPrompt+t.NGen), r.Ns)
 }
 
 // Model describes the benchmarked file.

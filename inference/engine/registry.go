@@ -244,3 +244,19 @@ func (e *LibraryError) Summary() string {
 // ErrNotAvailable: the engine asked for is not part of this build or
 // cannot run on this machine.
 var ErrNotAvailable = errors.New("engine not available")
+
+// NotAvailableError is ErrNotAvailable for one engine, with its
+// constructor's error (nil: not part of this build).
+type NotAvailableError struct {
+	Name string
+	Err  error
+}
+
+func (e *NotAvailableError) Error() string {
+	if e.Err == nil {
+		return "the " + e.Name + " engine is not part of this build"
+	}
+	return "the " + e.Name + " engine is not available: " + e.Err.Error()
+}
+
+func (e *NotAvailableError) Unwrap() []error { return []error{ErrNotAvailable, e.Err} }

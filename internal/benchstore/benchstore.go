@@ -29,16 +29,6 @@ type runConfig struct {
 	Reps     []bench.Rep `json:"reps"`
 }
 
-func storeStats(p bench.Rep) store.Stats {
-	return store.Stats{
-		ModelLoadStartMs: p.ModelLoadStartMs, ModelLoadEndMs: p.ModelLoadEndMs,
-		InferenceStartMs: p.InferenceStartMs, PromptEvalEndMs: p.PromptEvalEndMs,
-		FirstTokenMs: p.FirstTokenMs, InferenceEndMs: p.InferenceEndMs,
-		AggregateSamplingTimeMs: p.AggregateSamplingTimeMs,
-		NumPromptTokens:         p.NumPromptTokens, NumGeneratedTokens: p.NumGeneratedTokens,
-	}
-}
-
 // ToRun is a result as the store's run (one per test) and samples (one
 // per repetition). The run's stats are the last repetition's.
 func ToRun(r *bench.Result) (store.Run, []store.Sample, error) {
@@ -57,14 +47,14 @@ func ToRun(r *bench.Result) (store.Run, []store.Sample, error) {
 	run := store.Run{
 		Kind: "bench", Engine: r.Engine, ModelSHA256: r.Model.SHA256, ModelPath: r.Model.Path, ModelName: r.Model.Name,
 		Config: cfg, Machine: mach, AppVersion: r.AppVersion, Started: r.TestTime, Ended: r.Ended,
-		Stats:  storeStats(r.Reps[len(r.Reps)-1]),
+		Stats:  r.Reps[len(r.Reps)-1].Stats,
 		Memory: store.Memory{Peak: r.PeakMem()},
 		Bench: store.BenchTest{NPrompt: r.Test.NPrompt, NGen: r.Test.NGen, NDepth: r.Test.NDepth,
 			Repetitions: len(r.Reps), AvgTokS: r.AvgTS(), StddevTokS: r.StddevTS()},
 	}
 	samples := make([]store.Sample, len(r.Reps))
 	for i, p := range r.Reps {
-		samples[i] = store.Sample{Rep: i + 1, Stats: storeStats(p), TokS: p.TokS(r.Test), MemPeak: p.PeakMem}
+		samples[i] = store.Sample{Rep: i + 1, Stats: p.Stats, TokS: p.TokS(r.Test), MemPeak: p.PeakMem}
 	}
 	return run, samples, nil
 }
@@ -118,14 +108,7 @@ func FromRun(run store.Run, samples []store.Sample) (*bench.Result, error) {
 	if len(r.Reps) == 0 {
 		n := float64(r.Test.NPrompt + r.Test.NGen)
 		for _, s := range samples {
-			p := bench.Rep{
-				ModelLoadStartMs: s.Stats.ModelLoadStartMs, ModelLoadEndMs: s.Stats.ModelLoadEndMs,
-				InferenceStartMs: s.Stats.InferenceStartMs, PromptEvalEndMs: s.Stats.PromptEvalEndMs,
-				FirstTokenMs: s.Stats.FirstTokenMs, InferenceEndMs: s.Stats.InferenceEndMs,
-				AggregateSamplingTimeMs: s.Stats.AggregateSamplingTimeMs,
-				NumPromptTokens:         s.Stats.NumPromptTokens, NumGeneratedTokens: s.Stats.NumGeneratedTokens,
-				TTFTNs: int64(s.TTFTMs * 1e6), PeakMem: s.MemPeak,
-			}
+			p := bench.Rep{Stats: s.Stats, TTFTNs: int64(s.TTFTMs * 1e6), PeakMem: s.MemPeak}
 			if s.TokS > 0 && !math.IsInf(s.TokS, 0) {
 				p.Ns = int64(math.Round(n * 1e9 / s.TokS))
 			}

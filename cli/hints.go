@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"errors"
+
+	"etchat/inference"
+	"etchat/inference/engine"
+	"etchat/store"
+)
+
+// hint is what to do about an error a user fixes, chosen by the error's
+// type (never its text); "" when there is nothing more to say.
+func hint(err error) string {
+	var (
+		lib   *engine.LibraryError
+		cache *inference.CacheConfigError
+		tok   *inference.TokenizerError
+		vocab *inference.VocabMismatchError
+		unsup *inference.UnsupportedModelError
+	)
+	switch {
+	case errors.As(err, &lib):
+		switch lib.Problem {
+		case engine.LibraryMissing:
+			return "build the native library with scripts/build-native and set ETCHAT_RUNNER to the path it prints (docs/native-engine.md), or use --engine cpu"
+		case engine.LibraryABIMismatch:
+			return "the library was built from another etchat: rebuild it from this checkout with scripts/build-native, or use --engine cpu"
+		}
+		return "the library does not load on this machine (see the loader's message above): rebuild it here with scripts/build-native, or use --engine cpu"
+	case errors.Is(err, engine.ErrNotAvailable):
+		return "use --engine cpu, which every build has"
+	case errors.As(err, &cache):
+		return "check the --kv-* flags against what 'etchat inspect --pte FILE' reports for this model"
+	case errors.As(err, &tok):
+		if tok.Given {
+			return "check the --tokenizer path: it must be the model's tokenizer.json"
+		}
+		return "put the model's tokenizer.json next to the .pte, or give --tokenizer (with --prompt-ids no tokenizer is needed)"
+	case errors.As(err, &vocab):
+		return "give the tokenizer.json exported with this model (--tokenizer)"
+	case errors.As(err, &unsup):
+		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
+	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, inference.ErrCacheFull):
+		return "raise --kv-max-capacity up to what the model allows, or shorten the prompt"
+	case errors.Is(err, store.ErrBusy):
+		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"
+	case errors.Is(err, store.ErrCorrupt):
+		return "move the damaged database aside, or point --db at another file"
+	}
+	return ""
+}
