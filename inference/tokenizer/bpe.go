@@ -14,7 +14,8 @@ type bpe struct {
 	vocab   *vocabTable
 	idToTok []string // model ids; "" where none
 	merges  mergeTable
-	// runeID[r] is the id of the one-character token r (r < len), -1 if none.
+	// runeID[r] is the id of the one-character token r (r < len), -1 if
+	// none; a rune past its end is looked up in the vocabulary.
 	runeID []int32
 
 	unkID        int // -1: none
@@ -247,15 +248,24 @@ func parseModel(raw []byte, fs []rawField, pre *preModel) (*bpe, error) {
 		m.suffix = *c.Suffix
 	}
 	m.idToTok = idToTok
-	m.runeID = make([]int32, 1<<16)
+	// The table ends at the largest one-character token: a small
+	// vocabulary must not cost a 256 KB table (and its filling) per parse.
+	oneRune := func(t string) (rune, bool) {
+		r, w := utf8.DecodeRuneInString(t)
+		return r, t != "" && w == len(t) && r < 1<<16 && (r != utf8.RuneError || w == 3)
+	}
+	n := 0
+	for _, t := range idToTok {
+		if r, ok := oneRune(t); ok {
+			n = max(n, int(r)+1)
+		}
+	}
+	m.runeID = make([]int32, n)
 	for i := range m.runeID {
 		m.runeID[i] = -1
 	}
 	for id, t := range idToTok {
-		if t == "" {
-			continue
-		}
-		if r, w := utf8.DecodeRuneInString(t); w == len(t) && r < 1<<16 && (r != utf8.RuneError || w == 3) {
+		if r, ok := oneRune(t); ok {
 			m.runeID[r] = int32(id)
 		}
 	}
@@ -532,7 +542,7 @@ func (m *bpe) tokenize(dst []int, p piece, st *wordState) []int {
 			if p.mapped {
 				id = m.byteLevelID[w[i]]
 				ok = id >= 0
-			} else if r := decodeRune(w, i, cw); r < 1<<16 {
+			} else if r := decodeRune(w, i, cw); int(r) < len(m.runeID) {
 				id = int(m.runeID[r])
 				ok = id >= 0
 			} else {
