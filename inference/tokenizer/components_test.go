@@ -472,21 +472,3 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// Any bytes: Parse fails cleanly or gives a tokenizer that works.
-func FuzzParse(f *testing.F) {
-	for _, j := range []obj{spTokenizer(true, true), byteTokenizer(obj{"type": "ByteLevel"}, obj{"type": "NFC"}, nil)} {
-		b, _ := json.Marshal(j)
-		f.Add(b)
-	}
-	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(a|b)*+"},"behavior":"Isolated"}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tk, err := Parse(data)
-		if err != nil {
-			return
-		}
-		ids := tk.Encode("hello world <s> é 🙂", true)
-		tk.Decode(ids, false)
-		streamAll(tk, ids, true)
-		tk.Decode([]int{-1, 0, 1, tk.VocabSize(), 1 << 40}, true)
-	})
-}

@@ -155,12 +155,3 @@ func TestScannersMatchEngine(t *testing.T) {
 	}
 }
 
-func FuzzScanners(f *testing.F) {
-	for _, s := range []string{"", "I'm here", "'S 'ſ 'RE 'll", "  \n\n  x", "123456 ٣٤٥", "a\u0301b", "x  \t\r\n y", "😀😀 !!\n", "\u00a0non\u00a0breaking"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-		checkScanners(t, s)
-	})
-}

@@ -296,39 +296,6 @@ func TestAccessors(t *testing.T) {
 	}
 }
 
-func FuzzEncode(f *testing.F) {
-	for _, s := range tricky {
-		f.Add(s)
-	}
-	f.Add("")
-	f.Add(mixedText(2000))
-	// Load before fuzzing starts: a worker must answer its first input
-	// within seconds.
-	tks := make([]*Tokenizer, len(families))
-	for i, fam := range families {
-		tks[i] = load(f, fam.fixture)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		for i, fam := range families {
-			tk := tks[i]
-			ids := tk.Encode(s, false)
-			with := tk.Encode(s, true)
-			if !slices.Equal(with, slices.Concat(tk.SpecialPrefix(), ids, tk.SpecialSuffix())) {
-				t.Fatalf("%s: add_special changes more than the ends", fam.name)
-			}
-			if !utf8.ValidString(s) {
-				continue
-			}
-			if got := tk.Decode(ids, false); got != roundTrip(fam.name, s) {
-				t.Fatalf("%s: decode(encode(%q)) = %q", fam.name, s, got)
-			}
-			if got, _ := streamAll(tk, ids, false); got != tk.Decode(ids, false) {
-				t.Fatalf("%s: stream of %q gives %q", fam.name, s, got)
-			}
-		}
-	})
-}
-
 func first(ids []int, _ []string) []int { return ids }
 
 // Hugging Face's own Llama 3.1 tokenizer.json adds <|begin_of_text|> with a
