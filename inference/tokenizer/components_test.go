@@ -471,4 +471,3 @@ func TestParseErrors(t *testing.T) {
 		t.Error("Load of a missing file succeeded")
 	}
 }
-

@@ -154,4 +154,3 @@ func TestScannersMatchEngine(t *testing.T) {
 		checkScanners(t, randomText(r, 1+r.IntN(40)))
 	}
 }
-
