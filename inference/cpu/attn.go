@@ -219,11 +219,7 @@ func attendHeads(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window 
 			}
 			inv := 1 / sum
 			for j := lo; j < hi; j++ {
-				p := scores[j] * inv
-				vr := vv[j*D : (j+1)*D]
-				for i := range o {
-					o[i] += p * vr[i]
-				}
+				axpy(o, vv[j*D:(j+1)*D], scores[j]*inv)
 			}
 		}
 	}

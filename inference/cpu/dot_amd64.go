@@ -131,3 +131,18 @@ func readSum(p []uint64) uint64 {
 	}
 	return s
 }
+
+//go:noescape
+func axpyF32AVX2(a float32, x, y *float32, n int)
+
+// axpy is y += a·x, bit for bit as axpyGo.
+func axpy(y, x []float32, a float32) {
+	x = x[:len(y)]
+	n := len(y) &^ 7
+	if !useAVX2 || n == 0 {
+		axpyGo(y, x, a)
+		return
+	}
+	axpyF32AVX2(a, &x[0], &y[0], n)
+	axpyGo(y[n:], x[n:], a)
+}

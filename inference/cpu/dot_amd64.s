@@ -448,3 +448,47 @@ rsdone:
 	VZEROUPPER
 	MOVQ AX, ret+16(FP)
 	RET
+
+// func axpyF32AVX2(a float32, x, y *float32, n int)
+// y[i] += a·x[i] for i < n (a multiple of 8), rounded after the multiply
+// as the Go loop is (no fused multiply-add).
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS a+0(FP), Y0
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ n+24(FP), CX
+
+ax32:
+	CMPQ CX, $32
+	JL   ax8
+	VMULPS (SI), Y0, Y1
+	VMULPS 32(SI), Y0, Y2
+	VMULPS 64(SI), Y0, Y3
+	VMULPS 96(SI), Y0, Y4
+	VADDPS (DI), Y1, Y1
+	VADDPS 32(DI), Y2, Y2
+	VADDPS 64(DI), Y3, Y3
+	VADDPS 96(DI), Y4, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  ax32
+
+ax8:
+	CMPQ CX, $8
+	JL   axdone
+	VMULPS (SI), Y0, Y1
+	VADDPS (DI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  ax8
+
+axdone:
+	VZEROUPPER
+	RET

@@ -20,3 +20,5 @@ func dot4x2(x []float32, K int, w0, w1 []float32, out *[8]float32) {
 func gemv(out, x []float32, w *wmat, n0, n1 int) bool { return false }
 
 func readSum(p []uint64) uint64 { return readSumGo(p) }
+
+func axpy(y, x []float32, a float32) { axpyGo(y, x, a) }

@@ -182,3 +182,22 @@ func TestMatmulPool(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAxpy checks the vector y += a·x against the Go loop, bit for bit.
+func TestAxpy(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 64, 100} {
+		x := make([]float32, n)
+		y := make([]float32, n)
+		for i := range x {
+			x[i], y[i] = r.Float32()-0.5, r.Float32()-0.5
+		}
+		a := r.Float32()
+		want := slices.Clone(y)
+		axpyGo(want, x, a)
+		axpy(y, x, a)
+		if !slices.Equal(y, want) {
+			t.Errorf("n=%d: %v, want %v", n, y, want)
+		}
+	}
+}

@@ -191,6 +191,7 @@ type mmJob struct {
 	rows   int
 	w      *wmat
 	q      *qMatrix      // when set, a quantized matmul (w unused)
+	qp     qPrep         // q's input, prepared once for all blocks
 	block  int           // output columns per block
 	next   atomic.Int64  // the next block of output columns
 	seq    atomic.Uint64 // the matmul's number, 0 while none is posted
@@ -218,7 +219,7 @@ func (j *mmJob) run() {
 		}
 		n1 := min(n0+B, N)
 		if j.q != nil {
-			qMatMulRange(j.out, j.x, j.rows, j.q, n0, n1)
+			qMatMulPrepared(j.out, &j.qp, j.rows, j.q, n0, n1)
 		} else {
 			matmulRange(j.out, j.x, j.rows, j.w, n0, n1, scratch)
 		}
@@ -297,16 +298,18 @@ func matmul(job *mmJob, out, x []float32, rows int, w *wmat, threads int) {
 	job.post(nt)
 }
 
-// qMatMulJob is qMatMul through the workers.
+// qMatMulJob is qMatMul through the workers, its input prepared once in
+// job for every block.
 func qMatMulJob(job *mmJob, out, x []float32, rows int, w *qMatrix, threads int) {
 	nt := mmThreads(threads, rows*w.Rows*w.Cols, w.Rows)
-	if nt <= 1 {
-		qMatMulRange(out, x, rows, w, 0, w.Rows)
+	if nt <= 1 || !qFast(w) {
+		qMatMul(out, x, rows, w, nt)
 		return
 	}
 	if job == nil {
 		job = new(mmJob)
 	}
+	job.qp.prepare(x, rows, w)
 	job.out, job.x, job.rows, job.w, job.q = out, x, rows, nil, w
 	job.post(nt)
 }
@@ -374,4 +377,12 @@ func readSumGo(p []uint64) uint64 {
 		a += p[i]
 	}
 	return a + b + c + d
+}
+
+// axpyGo is y += a·x.
+func axpyGo(y, x []float32, a float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 )
@@ -139,4 +140,114 @@ func TestQMatMulNoTrans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The fast kernels (AVX2 where the machine has it) and their Go twins give
+// the same bits, for decode (one input: four rows per pass, the last rows
+// one at a time) and prefill (four inputs per pass), every format the
+// fast path takes (groups of 32, 64, 128 and per-channel), and both agree
+// with the definition to rounding.
+func TestQKernelsBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, bits := range []int{4, 8} {
+		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {16, 128, 64}, {9, 256, 128}, {12, 96, 96}, {64, 512, 32}} {
+			w := quantizeAffine(randMat(rng, c.rows*c.cols), c.rows, c.cols, bits, c.gs)
+			if !qFast(w) {
+				t.Fatalf("q%d g%d: not on the fast path", bits, c.gs)
+			}
+			for _, n := range []int{1, 2, 4, 7} {
+				x := randMat(rng, n*c.cols)
+				fast := make([]float32, n*c.rows)
+				qMatMulRangeFast(fast, x, n, w, 0, c.rows)
+				saved := useAVX2
+				useAVX2 = false
+				portable := make([]float32, n*c.rows)
+				qMatMulRangeFast(portable, x, n, w, 0, c.rows)
+				useAVX2 = saved
+				want := make([]float32, n*c.rows)
+				qMatMulRef(want, x, n, w)
+				for i := range fast {
+					if math.Float32bits(fast[i]) != math.Float32bits(portable[i]) {
+						t.Fatalf("q%d g%d %dx%d n=%d: out[%d] = %v, Go kernel %v", bits, c.gs, c.rows, c.cols, n, i, fast[i], portable[i])
+					}
+					if d := math.Abs(float64(fast[i] - want[i])); d > 1e-4*(1+math.Abs(float64(want[i]))) {
+						t.Fatalf("q%d g%d n=%d: out[%d] = %v, reference %v", bits, c.gs, n, i, fast[i], want[i])
+					}
+				}
+				// a split over rows (what the workers get) gives the same bits
+				part := make([]float32, n*c.rows)
+				for r0 := 0; r0 < c.rows; r0 += 5 {
+					qMatMulRangeFast(part, x, n, w, r0, min(r0+5, c.rows))
+				}
+				for i := range part {
+					if math.Float32bits(part[i]) != math.Float32bits(fast[i]) {
+						t.Fatalf("q%d g%d n=%d: out[%d] over a 5-row split %v, whole %v", bits, c.gs, n, i, part[i], fast[i])
+					}
+				}
+			}
+		}
+	}
+	t.Logf("AVX2 kernels: %v", useAVX2)
+}
+
+// Through the shared workers (input prepared once per matmul) the bits are
+// those of one thread.
+func TestQMatMulJob(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, bits := range []int{4, 8} {
+		rows, cols := 1024, 256
+		w := quantizeAffine(randMat(rng, rows*cols), rows, cols, bits, 64)
+		for _, n := range []int{1, 6} {
+			x := randMat(rng, n*cols)
+			one := make([]float32, n*rows)
+			qMatMulRangeFast(one, x, n, w, 0, rows)
+			var job mmJob
+			for _, th := range []int{2, 3} {
+				got := make([]float32, n*rows)
+				qMatMulJob(&job, got, x, n, w, th)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(one[i]) {
+						t.Fatalf("q%d n=%d threads %d: out[%d] %v, one thread %v", bits, n, th, i, got[i], one[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// fma32 rounds x·y+z once, as the hardware's fused multiply-add: checked
+// against the exact value rounded by math/big, on random values and on
+// sums built to fall on a float32 halfway point after a float64 rounding.
+func TestFMA32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	exact := func(x, y, z float32) float32 {
+		p := new(big.Float).SetPrec(200).SetFloat64(float64(x))
+		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(y)))
+		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(z)))
+		f, _ := p.Float32()
+		return f
+	}
+	check := func(x, y, z float32) {
+		if got, want := fma32(x, y, z), exact(x, y, z); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", x, y, z, got, want)
+		}
+	}
+	for range 100000 {
+		x, y := float32(rng.NormFloat64()), float32(rng.NormFloat64()*float64(rng.IntN(300)))
+		z := float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(80)-40))
+		check(x, y, z)
+		check(x, y, -z)
+	}
+	// z a float32 whose last bit sits 24 binary places below the product's
+	// halfway bit: the float64 sum rounds onto the halfway point.
+	for range 20000 {
+		z := float32(1 + float64(rng.IntN(1<<23))/(1<<23))
+		x := float32(math.Ldexp(1+float64(rng.IntN(1<<10))/(1<<10), -25))
+		y := float32(1 + math.Ldexp(float64(rng.IntN(1<<12)), -23))
+		check(x, y, z)
+		check(-x, y, z)
+		check(x, -y, -z)
+	}
+	check(1, 1, float32(math.Inf(1)))
+	check(0, 0, 0)
 }

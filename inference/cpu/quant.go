@@ -220,7 +220,7 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 		return err
 	}
 	if n.Transpose {
-		qMatMul(o, xs, rows, q, s.threads)
+		qMatMulJob(&s.mm, o, xs, rows, q, s.threads)
 	} else {
 		qMatMulNoTrans(o, xs, rows, q, s.arena.alloc(q.Cols))
 	}

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 // compileC builds testdata/src into a shared library named name with the
 // system C compiler, or skips the test when there is none.
-func compileC(t *testing.T, name, src string, flags ...string) string {
+func compileC(t testing.TB, name, src string, flags ...string) string {
 	t.Helper()
 	args := append([]string{filepath.Join("testdata", src)}, flags...)
 	return compile(t, "cc", name, append(args, "-lpthread")...)
@@ -40,7 +40,7 @@ func compileC(t *testing.T, name, src string, flags ...string) string {
 
 // compile runs compiler (cc or c++) to build a shared library named name
 // in the test binary's temp dir, once per name.
-func compile(t *testing.T, compiler, name string, args ...string) string {
+func compile(t testing.TB, compiler, name string, args ...string) string {
 	t.Helper()
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
 		t.Skipf("fake runner tests need linux or darwin, not %s", runtime.GOOS)
@@ -72,13 +72,13 @@ func compile(t *testing.T, compiler, name string, args ...string) string {
 }
 
 // fakeLib is the C fake runner built with our ABI version.
-func fakeLib(t *testing.T) string {
+func fakeLib(t testing.TB) string {
 	return compileC(t, "c/"+LibraryName(runtime.GOOS), "fake_runner.c")
 }
 
 // abiLayerLib is the real C ABI layer (inference/native/etchat_runner.cpp)
 // over the fake backend (testdata/fake_backend.cpp).
-func abiLayerLib(t *testing.T) string {
+func abiLayerLib(t testing.TB) string {
 	return compile(t, "c++", "abi/"+LibraryName(runtime.GOOS), "-std=c++17", "-fvisibility=hidden",
 		"-I", filepath.Join("..", "native"),
 		filepath.Join("..", "native", "etchat_runner.cpp"), filepath.Join("testdata", "fake_backend.cpp"), "-lpthread")
@@ -87,7 +87,7 @@ func abiLayerLib(t *testing.T) string {
 // eachLib runs f against the C fake and against the real ABI layer over
 // the fake backend: both must honour the same contract.
 func eachLib(t *testing.T, f func(t *testing.T, lib string)) {
-	for name, build := range map[string]func(*testing.T) string{"cfake": fakeLib, "abilayer": abiLayerLib} {
+	for name, build := range map[string]func(testing.TB) string{"cfake": fakeLib, "abilayer": abiLayerLib} {
 		t.Run(name, func(t *testing.T) { f(t, build(t)) })
 	}
 }

@@ -1,0 +1,229 @@
+package cpu
+
+import (
+	"math"
+	"sync"
+)
+
+// The fast quantized kernels (qMatMulRange in use on every build): 4- and
+// 8-bit weights with groups of a multiple of 32 elements, read straight
+// from the packed words: per group and lane Σ x·Q on the integers Q,
+// times the scale, plus the bias times the lane's Σx (computed once per
+// input row; adding it group by group keeps the bias term's cancellation
+// of the scale term small). No weight is dequantized. On amd64 with AVX2+FMA the dot products are
+// assembly (qkernel_amd64.s); elsewhere, and under -tags purego, the Go
+// functions below do the same operations in the same order (eight lanes,
+// fused multiply-adds rounded once, the same final sum), so both give
+// the same bits. Decode runs four weight rows per pass over the input;
+// prefill unpacks each weight block once per four input rows.
+
+// qFast reports whether w has a shape the fast kernels take.
+func qFast(w *qMatrix) bool {
+	return (w.Bits == 4 || w.Bits == 8) && w.GroupSize > 0 && w.GroupSize%32 == 0 &&
+		w.Cols%w.GroupSize == 0 && len(w.Packed) >= w.Rows*w.wordsPerRow()
+}
+
+// qPrep is an input prepared for the kernels: per group, each block of
+// 32 elements reordered into the planes the kernels unpack, then the
+// group's eight lane sums (the kernels' Σx). An input row takes
+// stride(w) floats.
+type qPrep struct {
+	xp []float32
+}
+
+// qPrepStride is the floats of one prepared input row.
+func qPrepStride(w *qMatrix) int { return w.Cols + 8*w.groups() }
+
+// qPerm is the element of a 32-element block held at plane p, lane l.
+func qPerm(bits, p, l int) int {
+	if bits == 8 {
+		return 4*l + p
+	}
+	if l < 4 {
+		return 8*l + 2*p
+	}
+	return 8*(l-4) + 2*p + 1
+}
+
+func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
+	K, G, gs, st := w.Cols, w.groups(), w.GroupSize, qPrepStride(w)
+	if cap(q.xp) < n*st {
+		q.xp = make([]float32, n*st)
+	}
+	q.xp = q.xp[:n*st]
+	var perm [32]int
+	for p := 0; p < 4; p++ {
+		for l := 0; l < 8; l++ {
+			perm[8*p+l] = qPerm(w.Bits, p, l)
+		}
+	}
+	for i := 0; i < n; i++ {
+		xi := x[i*K : (i+1)*K]
+		d := q.xp[i*st : (i+1)*st]
+		for g := 0; g < G; g++ {
+			var sx [8]float32
+			for b := g * gs; b < (g+1)*gs; b += 32 {
+				src := (*[32]float32)(xi[b : b+32])
+				dst := (*[32]float32)(d[:32])
+				for j, k := range perm {
+					dst[j] = src[k]
+					sx[j%8] += src[k]
+				}
+				d = d[32:]
+			}
+			copy(d[:8], sx[:])
+			d = d[8:]
+		}
+	}
+}
+
+var qPreps = sync.Pool{New: func() any { return new(qPrep) }}
+
+// qMatMulRangeFast is qMatMulRange for the shapes qFast takes (the
+// portable kernel otherwise).
+func qMatMulRangeFast(out, x []float32, n int, w *qMatrix, r0, r1 int) {
+	if !qFast(w) {
+		qMatMulRangeGo(out, x, n, w, r0, r1)
+		return
+	}
+	p := qPreps.Get().(*qPrep)
+	p.prepare(x, n, w)
+	qMatMulPrepared(out, p, n, w, r0, r1)
+	qPreps.Put(p)
+}
+
+// qMatMulPrepared is rows [r0, r1) of out[n][Rows] = x · Wᵀ from x
+// prepared in p.
+func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int) {
+	G, wpr, st := w.groups(), w.wordsPerRow(), qPrepStride(w)
+	bpg := w.GroupSize / 32
+	var acc [4]float32
+	if n == 1 {
+		r := r0
+		for ; r+4 <= r1; r += 4 {
+			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], wpr, w.Scales[r*G:], w.Biases[r*G:], G, G, bpg, w.Bits)
+			copy(out[r:r+4], acc[:])
+		}
+		for ; r < r1; r++ { // the last rows one at a time
+			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], 0, w.Scales[r*G:], w.Biases[r*G:], 0, G, bpg, w.Bits)
+			out[r] = acc[0]
+		}
+		return
+	}
+	for r := r0; r < r1; r++ {
+		words, scales, biases := w.Packed[r*wpr:(r+1)*wpr], w.Scales[r*G:(r+1)*G], w.Biases[r*G:(r+1)*G]
+		i := 0
+		for ; i+4 <= n; i += 4 {
+			qDotInputs4(&acc, p.xp[i*st:], st, words, scales, biases, G, bpg, w.Bits)
+			for j := range 4 {
+				out[(i+j)*w.Rows+r] = acc[j]
+			}
+		}
+		for ; i < n; i++ { // the last inputs one at a time
+			qDotInputs4(&acc, p.xp[i*st:], 0, words, scales, biases, G, bpg, w.Bits)
+			out[i*w.Rows+r] = acc[0]
+		}
+	}
+}
+
+// fma32 is x·y + z rounded once to float32, as VFMADD does: the product
+// is exact in float64 and the sum is rounded there first; when that
+// rounding lands on a float32 halfway point it may have rounded the wrong
+// way for float32, so the float64's last bit is moved toward the exact
+// value (the rounding error, found exactly by a two-sum) before the
+// final rounding.
+func fma32(x, y, z float32) float32 {
+	xy := float64(x) * float64(y)
+	zz := float64(z)
+	r := float64(xy + zz)
+	b := math.Float64bits(r)
+	if b&0x1fffffff != 0x10000000 || b>>52&0x7ff == 0x7ff {
+		return float32(r)
+	}
+	// the error of r = xy + zz, exactly (Fast2Sum, larger magnitude first)
+	var e float64
+	if math.Abs(xy) >= math.Abs(zz) {
+		e = float64(xy-r) + zz
+	} else {
+		e = float64(zz-r) + xy
+	}
+	switch {
+	case e == 0:
+	case (e > 0) == (r > 0):
+		b++ // toward larger magnitude
+	default:
+		b--
+	}
+	return float32(math.Float64frombits(b))
+}
+
+// hsum8 sums eight lanes as the assembly does.
+func hsum8(a *[8]float32) float32 {
+	return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]))
+}
+
+// qWords loads one block's words into eight lanes as the kernels do.
+func qWords(words []uint32, b, bits int) [8]uint32 {
+	if bits == 8 {
+		return *(*[8]uint32)(words[8*b : 8*b+8])
+	}
+	w := (*[4]uint32)(words[4*b : 4*b+4])
+	return [8]uint32{w[0], w[1], w[2], w[3], w[0] >> 4, w[1] >> 4, w[2] >> 4, w[3] >> 4}
+}
+
+// qDotGo is one weight row's dot with one prepared input, in the order of
+// qDotRows4Q*AVX2 (split false) or qDotInputs4Q*AVX2 (split true: planes
+// 0 and 2 and planes 1 and 3 summed apart).
+func qDotGo(xp []float32, words []uint32, scales, biases []float32, groups, bpg, bits int, split bool) float32 {
+	mask := uint32(1)<<bits - 1
+	var acc [8]float32
+	b := 0
+	for g := 0; g < groups; g++ {
+		var sq [2][8]float32
+		for range bpg {
+			y := qWords(words, b, bits)
+			xb := (*[32]float32)(xp[:32])
+			for p := 0; p < 4; p++ {
+				s := &sq[0]
+				if split && p%2 == 1 {
+					s = &sq[1]
+				}
+				for l := 0; l < 8; l++ {
+					s[l] = fma32(xb[8*p+l], float32(y[l]>>(8*p)&mask), s[l])
+				}
+			}
+			xp = xp[32:]
+			b++
+		}
+		sc, bi := scales[g], biases[g]
+		for l := range acc {
+			acc[l] = fma32(sq[0][l], sc, acc[l])
+		}
+		if split {
+			for l := range acc {
+				acc[l] = fma32(sq[1][l], sc, acc[l])
+			}
+		}
+		sx := (*[8]float32)(xp[:8])
+		for l := range acc {
+			acc[l] = fma32(sx[l], bi, acc[l])
+		}
+		xp = xp[8:]
+	}
+	return hsum8(&acc)
+}
+
+// qDotRows4Go is four weight rows (wstride words and sstride scales and
+// biases apart) against one input.
+func qDotRows4Go(acc *[4]float32, xp []float32, words []uint32, wstride int, scales, biases []float32, sstride, groups, bpg, bits int) {
+	for j := 0; j < 4; j++ {
+		acc[j] = qDotGo(xp, words[j*wstride:], scales[j*sstride:], biases[j*sstride:], groups, bpg, bits, false)
+	}
+}
+
+// qDotInputs4Go is one weight row against four inputs xstride apart.
+func qDotInputs4Go(acc *[4]float32, xp []float32, xstride int, words []uint32, scales, biases []float32, groups, bpg, bits int) {
+	for i := 0; i < 4; i++ {
+		acc[i] = qDotGo(xp[i*xstride:], words, scales, biases, groups, bpg, bits, true)
+	}
+}
