@@ -52,6 +52,20 @@ var supported = map[string]bool{
 	"EqualNode": true, "SinNode": true, "CosNode": true, "NegNode": true, "ExpNode": true, "SqrtNode": true,
 	"SumNode": true, "MaximumNode": true, "MinimumNode": true, "SquareNode": true, "AbsNode": true,
 	"QuantizedMatmulNode": true, "DequantizeNode": true,
+	// ops.go
+	"LogNode": true, "ErfNode": true, "ReciprocalNode": true, "FloorNode": true, "CeilNode": true, "TanNode": true,
+	"ArcsinNode": true, "ArccosNode": true, "ArctanNode": true, "SinhNode": true, "CoshNode": true, "ArcsinhNode": true,
+	"ArccoshNode": true, "ArctanhNode": true, "Log2Node": true, "Log10Node": true, "Log1pNode": true, "Expm1Node": true,
+	"SignNode": true, "RoundNode": true, "LogicalNotNode": true, "BitwiseInvertNode": true,
+	"LessNode": true, "LessEqualNode": true, "GreaterNode": true, "GreaterEqualNode": true, "LogicalAndNode": true,
+	"LogicalOrNode": true, "PowerNode": true, "FloorDivideNode": true, "RemainderNode": true, "Atan2Node": true,
+	"LogAddExpNode": true, "BitwiseAndNode": true, "BitwiseOrNode": true, "BitwiseXorNode": true,
+	"MeanNode": true, "MaxNode": true, "MinNode": true, "ProdNode": true, "LogSumExpNode": true, "VarNode": true,
+	"StdNode": true, "AnyNode": true, "AllNode": true, "ArgmaxNode": true, "ArgminNode": true,
+	"SoftmaxNode": true, "CumsumNode": true, "SortNode": true, "ArgsortNode": true, "LayerNormNode": true,
+	"RopeNode": true, "WhereNode": true, "ClipNode": true, "SqueezeNode": true, "SplitNode": true, "StackNode": true,
+	"TileNode": true, "RepeatNode": true, "RollNode": true, "PadNode": true, "TakeAlongAxisNode": true,
+	"IndexCopyNode": true, "FullLikeNode": true, "TrilNode": true, "TriuNode": true, "TriNode": true,
 }
 
 // checkNodes refuses a graph with a node type the interpreter does not
@@ -77,7 +91,7 @@ func checkNodes(g *mlxgraph.Graph) error {
 	}
 	for _, c := range chains {
 		for _, in := range c {
-			if err := checkQuant(in); err != nil {
+			if err := checkParams(in); err != nil {
 				return err
 			}
 		}

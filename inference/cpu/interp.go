@@ -418,7 +418,7 @@ func (s *session) exec(in g.Instruction) error {
 	case *g.DequantizeNode:
 		return s.dequantize(n)
 	}
-	return fmt.Errorf("unsupported MLX node %s", in.Kind)
+	return s.execMore(in)
 }
 
 func sign(x int) int {

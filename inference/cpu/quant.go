@@ -15,12 +15,17 @@ import (
 // bits, which ExecuTorch's export does not produce.
 var quantBits = map[int32]bool{4: true, 8: true}
 
-// checkQuant refuses, at load, a quantized node in a format the engine
-// does not run, naming the node and the format.
-func checkQuant(in g.Instruction) error {
+// checkParams refuses, at load, a node whose parameters the engine does
+// not run (a quantization format, a pad mode), naming the node and them.
+func checkParams(in g.Instruction) error {
 	var bits, gs int32
 	var mode string
 	switch n := in.Op.(type) {
+	case *g.PadNode:
+		if n.Mode != "constant" {
+			return fmt.Errorf("%s: pad mode %q is not supported (constant is)", in.Kind, n.Mode)
+		}
+		return nil
 	case *g.QuantizedMatmulNode:
 		bits, gs, mode = n.Bits, n.GroupSize, n.Mode
 		if mode == "affine" && n.Biases == nil {
