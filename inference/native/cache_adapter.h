@@ -5,9 +5,11 @@
 // SequenceControl; later commits renamed them (CacheFactory,
 // cache::kind::kSingle, InstallGuard, Cache::as<SequenceControl>()). Every
 // call into that API lives in ONE implementation file of this interface
-// (cache_adapter_cff6f4d.cpp for the pinned commit), so supporting another
-// ExecuTorch means writing one file and pointing CMake's
-// ETCHAT_CACHE_ADAPTER at it. Nothing here includes an ExecuTorch header.
+// (cache_adapter_cff6f4d.cpp for the pinned commit). CMake picks the file
+// from the ExecuTorch headers (cache_api.cmake: CacheBuilderRegistry or
+// CacheFactory in cache_registry.h) and stops naming the file to write
+// when it has none; ETCHAT_CACHE_ADAPTER overrides the choice. Nothing
+// here includes an ExecuTorch header.
 #pragma once
 
 #include <memory>
