@@ -17,8 +17,8 @@ import (
 	"etchat/store"
 )
 
-const benchSynopsis = `--pte FILE [--tokenizer FILE] [-p 512,1024] [-n 128] [-d 0,4096] [-r 5] [--no-warmup]
-       [--kv-storage-dtype bf16,fp16] [--kv-max-capacity N,...] [--kv-windows 'SPEC;SPEC'] [--engine auto|cpu|metal]
+var benchSynopsis = `--pte FILE [--tokenizer FILE] [-p 512,1024] [-n 128] [-d 0,4096] [-r 5] [--no-warmup]
+       [--kv-storage-dtype bf16,fp16] [--kv-max-capacity N,...] [--kv-windows 'SPEC;SPEC'] [--engine ` + strings.Join(engine.Choices(), "|") + `]
        [-o md|csv|json|jsonl|sql] [--db PATH] [--no-save] [--plot FILE.png] [-q]
 
 Every listed value combines with every other (llama-bench style): each -p size is a
@@ -43,7 +43,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	dtypes := fs.String("kv-storage-dtype", "bf16", "off-graph: KV storage dtypes, comma list of bf16|fp16|fp32")
 	caps := fs.String("kv-max-capacity", "0", "off-graph: cache capacities in tokens, comma list (0 = the model's get_max_ctx_len)")
 	windows := fs.String("kv-windows", "", "off-graph: attention patterns, ';'-separated list of window specs (each a comma list repeated over the layers, 0 = flat; empty = the model's own)")
-	eng := fs.String("engine", "auto", "engine: auto, cpu or metal")
+	eng := fs.String("engine", engine.Auto, "engine: "+engine.Help())
 	out := fs.String("o", "md", "output format: md, csv, json, jsonl or sql")
 	dbPath := fs.String("db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
 	noSave := fs.Bool("no-save", false, "do not store the results")
@@ -90,8 +90,8 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 
 	// Check every test fits before loading anything heavy.
-	if _, err := bench.Prepare(bench.Options{PTE: o.PTE, Tokenizer: o.Tokenizer, Prompts: o.Prompts, Gens: o.Gens,
-		Depths: o.Depths, Caches: o.Caches, Reps: o.Reps, Engine: noEngine{}}); err != nil {
+	o.EngineChoice = *eng
+	if _, err := bench.Prepare(o); err != nil {
 		return err
 	}
 
@@ -106,13 +106,14 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		}
 		defer db.Close()
 	}
-	sel, err := inference.OpenEngine(*eng)
-	if err != nil {
-		return err
-	}
-	o.Engine = sel.Engine
 	if !*quiet {
-		fmt.Fprintln(env.Stderr, "bench:", sel)
+		var said string
+		o.Selected = func(sel inference.Selection) {
+			if line := sel.String(); line != said {
+				fmt.Fprintln(env.Stderr, "bench:", line)
+				said = line
+			}
+		}
 		o.Progress = func(p bench.Progress) { fmt.Fprintln(env.Stderr, "bench:", p) }
 	}
 	var saveErr error
@@ -157,9 +158,6 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 	return nil
 }
-
-// noEngine lets Prepare check the tests before an engine is chosen.
-type noEngine struct{ inference.Engine }
 
 // intList reads a comma list of sizes for flag name.
 func intList(name, s string) ([]int, error) {

@@ -75,12 +75,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	// Everything that can be wrong with the files is found before the
 	// model is loaded.
-	m, err := inference.Prepare(o.pte, o.loadOptions(ids == nil))
+	m, err := o.prepare(ids == nil)
 	if err != nil {
-		var te *inference.TemplateError
-		if errors.As(err, &te) {
-			return Usagef("invalid value %q for flag -chat: %v", o.chat, err)
-		}
 		return err
 	}
 	info, cfg, chat := m.Info, m.Cache, m.Chat
@@ -248,11 +244,17 @@ func parseIDs(s string) ([]int, error) {
 	return ids, nil
 }
 
-// loadOptions are the loader's options for these flags; needTokenizer is
-// false when --prompt-ids makes text optional.
-func (o *runOpts) loadOptions(needTokenizer bool) inference.LoadOptions {
-	return inference.LoadOptions{Engine: o.engine, Policy: o.cache.policy(), Tokenizer: o.tokenizer,
-		NeedTokenizer: needTokenizer, Chat: o.chat}
+// prepare is the loader's first half for these flags; needTokenizer is
+// false when --prompt-ids makes text optional. A bad --chat is a usage
+// error.
+func (o *runOpts) prepare(needTokenizer bool) (*inference.Model, error) {
+	m, err := inference.Prepare(o.pte, inference.LoadOptions{Engine: o.engine, Policy: o.cache.policy(), Tokenizer: o.tokenizer,
+		NeedTokenizer: needTokenizer, Chat: o.chat})
+	var te *inference.TemplateError
+	if errors.As(err, &te) {
+		return nil, Usagef("invalid value %q for flag -chat: %v", o.chat, err)
+	}
+	return m, err
 }
 
 func footprint(w io.Writer, when string, sess inference.Session, load inference.Memory) {

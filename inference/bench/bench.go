@@ -34,10 +34,12 @@ import (
 	"strings"
 	"time"
 
+	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/inference/stats"
+	"etchat/inference/tokenizer"
 )
 
 // CacheSpec is one KV-cache policy to test; zero fields mean the model's
@@ -171,6 +173,7 @@ type Result struct {
 	Test       Test      `json:"test"`
 	Model      Model     `json:"model"`
 	Engine     string    `json:"engine"`
+	Device     string    `json:"device,omitempty"` // what the engine computed on: cpu, metal, cuda
 	Backends   string    `json:"backends"`
 	Machine    Machine   `json:"machine"`
 	AppVersion string    `json:"app_version"`
@@ -262,15 +265,23 @@ type Options struct {
 	NoWarmup  bool
 	Seed      uint64 // prompt ids; 0 = DefaultSeed
 
-	Engine     engine.Engine
-	Backends   string // what the engine runs on, e.g. "CPU" or "MLX"; "" = from the engine's name
-	AppVersion string
-	Machine    *Machine // nil = DetectMachine
-	Batch      string   // "" = a new one from the clock
+	// Engine is the engine to measure; when nil, EngineChoice (auto, cpu,
+	// mlx) is chosen by the loader (inference.Load), with auto's fallback,
+	// and Library is the native runner library ("" = the usual search).
+	Engine       engine.Engine
+	EngineChoice string
+	Library      string
+	Backends     string // what the engine runs on, e.g. "CPU" or "MLX"; "" = from the engine's name
+	AppVersion   string
+	Machine      *Machine // nil = DetectMachine
+	Batch        string   // "" = a new one from the clock
 
 	// Progress, when set, is called before every repetition (and warmup)
 	// and once when a test ends, from the running goroutine.
 	Progress func(Progress)
+	// Selected, when set, is told the engine chosen (once per cache
+	// configuration), before its tests run.
+	Selected func(inference.Selection)
 	// Result, when set, is called with each finished test's result.
 	Result func(*Result)
 	// Clock reads the time for every measurement; nil = time.Now. (Tests
@@ -307,6 +318,7 @@ var ErrDoesNotFit = errors.New("test does not fit in the cache")
 
 // Plan is a checked set of tests, ready to run.
 type plan struct {
+	model  *inference.Model // prepared by the loader, default cache
 	info   *modelinfo.Info
 	caches []planCache
 	tests  int
@@ -315,7 +327,7 @@ type plan struct {
 
 type planCache struct {
 	spec  CacheSpec
-	cfg   *kvcache.Config
+	model *inference.Model // the loader's model for this cache configuration
 	cache Cache
 	tests []Test
 }
@@ -325,7 +337,7 @@ func (o *Options) validate() error {
 	if o.PTE == "" {
 		return errors.New("no .pte given")
 	}
-	if o.Engine == nil {
+	if o.Engine == nil && o.EngineChoice == "" {
 		return errors.New("no engine given")
 	}
 	if o.Reps < 1 {
@@ -365,19 +377,32 @@ func Prepare(o Options) (tests []Test, err error) {
 	return tests, nil
 }
 
+// PrepareModels is the loader's model for each cache configuration the
+// options ask for (prepared, not open), in order: what Run measures.
+func PrepareModels(o Options) ([]*inference.Model, error) {
+	p, err := prepare(&o)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*inference.Model, len(p.caches))
+	for i, c := range p.caches {
+		out[i] = c.model
+	}
+	return out, nil
+}
+
 func prepare(o *Options) (*plan, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	info, err := modelinfo.Load(o.PTE, modelinfo.Options{Hash: true})
+	// The loader reads the model and its tokenizer and checks that they
+	// belong together, as it does for a chat.
+	m, err := inference.Prepare(o.PTE, inference.LoadOptions{Engine: o.EngineChoice, Library: o.Library,
+		Tokenizer: o.Tokenizer, Hash: true})
 	if err != nil {
 		return nil, err
 	}
-	switch info.Kind {
-	case modelinfo.OffGraph, modelinfo.InGraph:
-	default:
-		return nil, fmt.Errorf("%s: cannot run this model: %s", o.PTE, info.KindReason)
-	}
+	info := m.Info
 	specs := o.Caches
 	if len(specs) == 0 {
 		specs = []CacheSpec{{}}
@@ -386,19 +411,18 @@ func prepare(o *Options) (*plan, error) {
 	if len(depths) == 0 {
 		depths = []int{0}
 	}
-	p := &plan{info: info}
+	p := &plan{model: m, info: info}
 	var misfits []string
 	seen := map[string]bool{}
 	for _, spec := range specs {
-		var cfg *kvcache.Config
-		if info.Kind == modelinfo.OffGraph {
-			if cfg, err = info.CacheConfig(spec.Policy()); err != nil {
-				return nil, fmt.Errorf("cache %+v: %w", spec, err)
-			}
-		} else if spec.Capacity != 0 || spec.Windows != "" || (spec.DType != "" && spec.DType != "bf16") {
+		if info.Kind != modelinfo.OffGraph && (spec.Capacity != 0 || spec.Windows != "" || (spec.DType != "" && spec.DType != "bf16")) {
 			return nil, fmt.Errorf("%s keeps its cache in the graph: the kv flags do not apply", filepath.Base(o.PTE))
 		}
-		pc := planCache{spec: spec, cfg: cfg, cache: resolveCache(cfg, info)}
+		pm, err := m.WithPolicy(spec.Policy())
+		if err != nil {
+			return nil, fmt.Errorf("cache %+v: %w", spec, err)
+		}
+		pc := planCache{spec: spec, model: pm, cache: resolveCache(pm.Cache, info)}
 		if seen[pc.cache.String()] {
 			continue
 		}
@@ -429,7 +453,11 @@ func prepare(o *Options) (*plan, error) {
 	if len(misfits) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrDoesNotFit, strings.Join(misfits, "; "))
 	}
-	p.toks, err = NewTokens(info, o.Tokenizer, seedOr(o.Seed))
+	var tk *tokenizer.Tokenizer
+	if m.Chat != nil {
+		tk = m.Chat.HF
+	}
+	p.toks, err = newTokens(info, tk, tokenizerName(m), seedOr(o.Seed))
 	if err != nil {
 		return nil, err
 	}
@@ -465,10 +493,6 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 	if batch == "" {
 		batch = NewBatch(now())
 	}
-	backends := o.Backends
-	if backends == "" {
-		backends = BackendsFor(o.Engine.Name())
-	}
 	model := Model{
 		Path: p.info.Path, Name: ModelName(p.info.Path), SHA256: p.info.SHA256,
 		Size: p.info.Weights.Bytes, Params: p.info.Weights.Params, Kind: string(p.info.Kind),
@@ -477,17 +501,37 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 	}
 	var out []*Result
 	n := 0
+	var sel *inference.Selection // chosen once, by the first open
+	if o.Engine != nil {
+		sel = &inference.Selection{Engine: o.Engine, Name: o.Engine.Name(), Device: engine.DeviceOf(o.Engine, engine.HostOS), Reason: "given"}
+		if c, err := engine.Canonical(sel.Name); err == nil {
+			sel.Name = c
+		}
+	}
 	for _, pc := range p.caches {
 		if len(pc.tests) == 0 {
 			continue
 		}
 		loadStart := now()
-		sess, err := o.Engine.Open(ctx, o.PTE, pc.cfg)
+		var err error
+		if sel != nil {
+			err = pc.model.OpenOn(ctx, *sel)
+		} else if err = pc.model.Open(ctx); err == nil {
+			sel = &pc.model.Engine
+		}
 		if err != nil {
 			return out, fmt.Errorf("open %s (%s): %w", filepath.Base(o.PTE), pc.cache, err)
 		}
+		sess := pc.model.Session
 		loadEnd := now()
-		r := runner{ctx: ctx, sess: sess, chunk: p.info.PrefillChunk, toks: p.toks, now: now}
+		if o.Selected != nil {
+			o.Selected(*sel)
+		}
+		backends := o.Backends
+		if backends == "" {
+			backends = BackendsFor(sel.Name)
+		}
+		r := runner{ctx: ctx, sess: sess, chunk: pc.model.PrefillChunk(), toks: p.toks, now: now}
 		if pc.cache.Capacity == 0 || sess.Capacity() < pc.cache.Capacity {
 			pc.cache.Capacity = sess.Capacity()
 		}
@@ -499,7 +543,7 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 				return out, fmt.Errorf("%w: %s needs %d cache cells, the session holds %d", ErrDoesNotFit, t.Name(), t.Tokens(), sess.Capacity())
 			}
 			res := &Result{
-				Batch: batch, Test: t, Model: model, Engine: o.Engine.Name(), Backends: backends,
+				Batch: batch, Test: t, Model: model, Engine: sel.Name, Device: sel.Device, Backends: backends,
 				Machine: *m, AppVersion: o.AppVersion, Warmup: !o.NoWarmup, Seed: seedOr(o.Seed),
 				TestTime: now(), LoadNs: loadEnd.Sub(loadStart).Nanoseconds(),
 			}
@@ -570,13 +614,11 @@ func NewBatch(t time.Time) string { return t.UTC().Format("20060102T150405.00000
 
 // BackendsFor is the backends column for an engine name.
 func BackendsFor(engineName string) string {
-	switch engineName {
-	case "cpu":
-		return "CPU"
-	case "metal":
-		return "MLX"
+	name, err := engine.Canonical(engineName)
+	if err != nil {
+		return engineName
 	}
-	return engineName
+	return strings.ToUpper(name)
 }
 
 type runner struct {
@@ -584,37 +626,13 @@ type runner struct {
 	sess  engine.Session
 	chunk int
 	toks  *Tokens
-	buf   []int64
 	now   func() time.Time
 }
 
-// prefill feeds ids from the session's length in chunks and returns the
-// last logits and the forward time.
+// prefill is the generation loop's prefill (inference.Prefill): ids from
+// the session's length in chunks of the model's prefill chunk.
 func (r *runner) prefill(ids []int) ([]float32, error) {
-	chunk := r.chunk
-	if chunk <= 0 {
-		chunk = len(ids)
-	}
-	if cap(r.buf) < 2*chunk {
-		r.buf = make([]int64, 2*chunk)
-	}
-	start := r.sess.Len()
-	var logits []float32
-	for off := 0; off < len(ids); off += chunk {
-		if err := r.ctx.Err(); err != nil {
-			return nil, err
-		}
-		n := min(chunk, len(ids)-off)
-		in, pos := r.buf[:n], r.buf[n:2*n]
-		for i := range n {
-			in[i], pos[i] = int64(ids[off+i]), int64(start+off+i)
-		}
-		var err error
-		if logits, err = r.sess.Forward(r.ctx, in, pos); err != nil {
-			return nil, fmt.Errorf("prefill at position %d (%d tokens): %w", start+off, n, err)
-		}
-	}
-	return logits, nil
+	return inference.Prefill(r.ctx, r.sess, ids, r.chunk, nil)
 }
 
 // rep runs one repetition of t from a cleared cache.
@@ -646,7 +664,9 @@ func (r *runner) rep(t Test) (Rep, error) {
 	}
 	if t.NGen == 0 {
 		// pp: the first token is chosen after the timed span.
-		Argmax(logits)
+		if _, err := inference.Argmax(logits); err != nil {
+			return rep, err
+		}
 		t2 := r.now()
 		rep.Ns = t1.Sub(t0).Nanoseconds()
 		rep.TTFTNs = t2.Sub(t0).Nanoseconds()
@@ -655,7 +675,11 @@ func (r *runner) rep(t Test) (Rep, error) {
 	} else {
 		tok := int64(ids[t.NDepth+t.NPrompt])
 		if logits != nil {
-			tok = int64(Argmax(logits))
+			id, err := inference.Argmax(logits)
+			if err != nil {
+				return rep, err
+			}
+			tok = int64(id)
 		}
 		pos := int64(r.sess.Len())
 		var fwd, samp time.Duration
@@ -671,7 +695,11 @@ func (r *runner) rep(t Test) (Rep, error) {
 				return rep, fmt.Errorf("decode step %d at position %d: %w", i, pos, err)
 			}
 			f1 := r.now()
-			tok = int64(Argmax(lg))
+			id, err := inference.Argmax(lg)
+			if err != nil {
+				return rep, fmt.Errorf("decode step %d at position %d: %w", i, pos, err)
+			}
+			tok = int64(id)
 			f2 := r.now()
 			fwd += f1.Sub(f0)
 			samp += f2.Sub(f1)
@@ -691,16 +719,4 @@ func (r *runner) rep(t Test) (Rep, error) {
 	mem := r.sess.Memory()
 	rep.PeakMem, rep.KVBytes = mem.PeakBytes, mem.KVBytes
 	return rep, nil
-}
-
-// Argmax is the greedy choice: the index of the largest logit, the lowest
-// index on ties.
-func Argmax(logits []float32) int {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return best
 }

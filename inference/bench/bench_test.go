@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"etchat/inference"
+	"etchat/inference/engine"
+	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/inference/tokenizer"
 	"etchat/internal/fixtures"
@@ -73,7 +76,7 @@ func TestRunFixtures(t *testing.T) {
 			for _, r := range rs {
 				got = append(got, r.Test.Name())
 				checkResult(t, r, 2)
-				if r.Model.SHA256 == "" || r.Model.Size <= 0 || r.Model.Params <= 0 || r.Engine != "cpu" || r.Backends != "CPU" {
+				if r.Model.SHA256 == "" || r.Model.Size <= 0 || r.Model.Params <= 0 || r.Engine != "cpu" || r.Device != "cpu" || r.Backends != "CPU" {
 					t.Errorf("model/engine not described: %+v %s %s", r.Model, r.Engine, r.Backends)
 				}
 				if c.cache != "" && r.Test.Cache.String() != c.cache {
@@ -263,13 +266,56 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-func TestArgmax(t *testing.T) {
-	if got := Argmax([]float32{1, 3, 3, -1}); got != 1 {
-		t.Errorf("argmax %d, want the lower of tied ids", got)
+// Decode chooses each next token with the sampler's argmax (NaN entries
+// skipped, the lower id on ties), as chat's greedy decoding does; a row of
+// NaN stops the test with an error instead of feeding token 0.
+func TestDecodeArgmax(t *testing.T) {
+	nan := float32(math.NaN())
+	rows := [][]float32{{nan, 1, 7, 7, -1}, {3, nan, 9, 2, 9}, {nan, nan, nan, -2, -3}}
+	o := opts(t, fixtures.Llama3, nil, []int{len(rows)}, 1)
+	o.NoWarmup = true
+	o.Engine = &fixedLogits{cpuEngine(), rows, nil}
+	run(t, o)
+	e := o.Engine.(*fixedLogits)
+	// The first step's input is a synthetic id; each next one is the argmax
+	// of the row before.
+	if got := e.inputs[1:]; !slices.Equal(got, []int64{2, 2}) {
+		t.Errorf("decode inputs %v, want [2 2] (argmax of %v)", got, rows[:2])
 	}
-	if got := Argmax([]float32{-5, -2, -9}); got != 1 {
-		t.Errorf("argmax %d", got)
+	o.Engine = &fixedLogits{cpuEngine(), [][]float32{{nan, nan}}, nil}
+	if _, err := Run(context.Background(), o); !errors.Is(err, inference.ErrBadLogits) {
+		t.Errorf("all-NaN row: %v", err)
 	}
+}
+
+// fixedLogits answers every forward with the next of rows (then the last
+// again) and records each forward's first id.
+type fixedLogits struct {
+	engine.Engine
+	rows   [][]float32
+	inputs []int64
+}
+
+func (e *fixedLogits) Open(ctx context.Context, path string, cfg *kvcache.Config) (engine.Session, error) {
+	s, err := e.Engine.Open(ctx, path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fixedSession{s, e}, nil
+}
+
+type fixedSession struct {
+	engine.Session
+	e *fixedLogits
+}
+
+func (s *fixedSession) Forward(ctx context.Context, ids, pos []int64) ([]float32, error) {
+	if _, err := s.Session.Forward(ctx, ids, pos); err != nil {
+		return nil, err
+	}
+	i := min(len(s.e.inputs), len(s.e.rows)-1)
+	s.e.inputs = append(s.e.inputs, ids[0])
+	return s.e.rows[i], nil
 }
 
 func TestMeanSD(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"etchat/inference/engine"
 )
 
 // Selector picks stored bench results: run ids, filters, and "latest".
@@ -84,7 +86,7 @@ func ParseSelector(s string) (Selector, error) {
 // Matches applies the selector's model, engine and since filters to one
 // result (a run picked by id).
 func (sel Selector) Matches(r *Result) bool {
-	if sel.Engine != "" && !strings.EqualFold(r.Engine, sel.Engine) {
+	if sel.Engine != "" && !engine.Same(r.Engine, sel.Engine) {
 		return false
 	}
 	if sel.Model != "" && !strings.EqualFold(r.Model.Name, sel.Model) &&

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"etchat/inference"
 	"etchat/inference/modelinfo"
 	"etchat/inference/tokenizer"
 )
@@ -31,16 +32,33 @@ type Tokens struct {
 // NewTokens prepares the id stream for a model. tokPath is a
 // tokenizer.json; "" uses the one next to the .pte, if any.
 func NewTokens(info *modelinfo.Info, tokPath string, seed uint64) (*Tokens, error) {
-	vocab := info.VocabSize
-	t := &Tokens{Seed: seed, skip: map[int]bool{}}
 	if tokPath == "" {
 		tokPath = info.Companion.Tokenizer
 	}
-	if tokPath != "" {
-		tk, err := tokenizer.Load(tokPath)
-		if err != nil {
-			return nil, fmt.Errorf("tokenizer: %w", err)
-		}
+	if tokPath == "" {
+		return newTokens(info, nil, "", seed)
+	}
+	tk, err := tokenizer.Load(tokPath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return newTokens(info, tk, filepath.Base(tokPath), seed)
+}
+
+// tokenizerName is the file name of a prepared model's tokenizer.
+func tokenizerName(m *inference.Model) string {
+	if m.Chat == nil {
+		return ""
+	}
+	return filepath.Base(m.Chat.Path)
+}
+
+// newTokens is NewTokens with the tokenizer loaded (tk nil: none; name is
+// its file name).
+func newTokens(info *modelinfo.Info, tk *tokenizer.Tokenizer, name string, seed uint64) (*Tokens, error) {
+	vocab := info.VocabSize
+	t := &Tokens{Seed: seed, skip: map[int]bool{}}
+	if tk != nil {
 		if tv := tk.VocabSize(); tv > 0 && (vocab <= 0 || tv < vocab) {
 			vocab = tv
 		}
@@ -52,7 +70,7 @@ func NewTokens(info *modelinfo.Info, tokPath string, seed uint64) (*Tokens, erro
 				t.skip[id] = true
 			}
 		}
-		t.Source = fmt.Sprintf("seeded ids in [0, %d) without the tokenizer's added/special ids (%s)", vocab, filepath.Base(tokPath))
+		t.Source = fmt.Sprintf("seeded ids in [0, %d) without the tokenizer's added/special ids (%s)", vocab, name)
 	} else {
 		for _, id := range info.EOSIDs {
 			t.skip[id] = true

@@ -23,6 +23,7 @@ type runConfig struct {
 	Test     bench.Test  `json:"test"`
 	Model    bench.Model `json:"model"`
 	Backends string      `json:"backends"`
+	Device   string      `json:"device,omitempty"`
 	Warmup   bool        `json:"warmup"`
 	Seed     uint64      `json:"seed"`
 	LoadNs   int64       `json:"load_ns"`
@@ -35,7 +36,7 @@ func ToRun(r *bench.Result) (store.Run, []store.Sample, error) {
 	if len(r.Reps) == 0 {
 		return store.Run{}, nil, errors.New("result has no repetitions")
 	}
-	cfg, err := json.Marshal(runConfig{Batch: r.Batch, Test: r.Test, Model: r.Model, Backends: r.Backends,
+	cfg, err := json.Marshal(runConfig{Batch: r.Batch, Test: r.Test, Model: r.Model, Backends: r.Backends, Device: r.Device,
 		Warmup: r.Warmup, Seed: r.Seed, LoadNs: r.LoadNs, Reps: r.Reps})
 	if err != nil {
 		return store.Run{}, nil, err
@@ -89,7 +90,7 @@ func FromRun(run store.Run, samples []store.Sample) (*bench.Result, error) {
 		}
 	}
 	r := &bench.Result{
-		RunID: run.ID, Batch: cfg.Batch, Test: cfg.Test, Model: cfg.Model, Engine: run.Engine, Backends: cfg.Backends,
+		RunID: run.ID, Batch: cfg.Batch, Test: cfg.Test, Model: cfg.Model, Engine: run.Engine, Device: cfg.Device, Backends: cfg.Backends,
 		AppVersion: run.AppVersion, Warmup: cfg.Warmup, Seed: cfg.Seed, TestTime: run.Started, Ended: run.Ended,
 		LoadNs: cfg.LoadNs, Reps: cfg.Reps,
 	}

@@ -100,6 +100,21 @@ func TestStoreRoundTrip(t *testing.T) {
 	if _, err := Select(ctx, db, bench.Selector{IDs: []int64{id}, Engine: "metal"}); err == nil || !strings.Contains(err.Error(), "no stored benchmark runs match") {
 		t.Errorf("ids + engine: %v", err)
 	}
+	// The native engine's earlier name selects its rows and the other way round.
+	metal, err := db.InsertRun(ctx, store.Run{Kind: "bench", Engine: "metal", ModelName: "m", Bench: store.BenchTest{NGen: 10}},
+		[]store.Sample{{TokS: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"mlx", "metal", "MLX"} {
+		got, err := Select(ctx, db, bench.Selector{Engine: name, Model: "m"})
+		if err != nil || len(got) != 1 || got[0].RunID != metal.ID || got[0].Engine != "metal" {
+			t.Errorf("engine %s: %v, %v", name, got, err)
+		}
+		if got, err := Select(ctx, db, bench.Selector{IDs: []int64{metal.ID}, Engine: name}); err != nil || len(got) != 1 {
+			t.Errorf("id + engine %s: %v, %v", name, got, err)
+		}
+	}
 	if _, err := Select(ctx, db, bench.Selector{IDs: []int64{9999}}); err == nil {
 		t.Error("a missing run id selected nothing without error")
 	}

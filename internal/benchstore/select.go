@@ -3,9 +3,9 @@ package benchstore
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"etchat/inference/bench"
+	"etchat/inference/engine"
 	"etchat/store"
 )
 
@@ -32,7 +32,7 @@ func Select(ctx context.Context, db *store.DB, sel bench.Selector) ([]*bench.Res
 		}
 		var keep []store.Run
 		for _, r := range runs {
-			if sel.Engine == "" || strings.EqualFold(r.Engine, sel.Engine) {
+			if sel.Engine == "" || engine.Same(r.Engine, sel.Engine) {
 				keep = append(keep, r)
 			}
 		}
