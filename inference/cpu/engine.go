@@ -31,8 +31,12 @@ type Options struct {
 	Threads int
 }
 
-// Engine is the CPU engine.
-type Engine struct{ opts Options }
+// Engine is the CPU engine. Sessions it opens on the same file share one
+// loaded program (see programs).
+type Engine struct {
+	opts  Options
+	progs programs
+}
 
 // New makes a CPU engine.
 func New(opts Options) engine.Engine { return &Engine{opts: opts} }
@@ -125,6 +129,11 @@ type model struct {
 	initSlots []initSlot
 	qmats     map[*mlxgraph.QuantizedMatmulNode]*qMatrix
 	heapBytes int64
+	initRuns  int // times the init chain ran (once)
+	// refs counts the sessions using the program (guarded by the
+	// engine's programs); release drops one.
+	refs    int
+	release func() error
 }
 
 // Open loads the program at path.
@@ -132,7 +141,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m, err := load(path)
+	m, err := e.progs.acquire(path)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +151,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 	}
 	s, err := newSession(m, cfg, threads)
 	if err != nil {
-		m.close()
+		m.done()
 		return nil, err
 	}
 	return s, nil

@@ -66,6 +66,7 @@ func (m *model) runInit() error {
 	if gr.InitChain < 0 || len(gr.Chains[gr.InitChain]) == 0 {
 		return nil
 	}
+	m.initRuns++
 	s := &session{m: m, threads: 1, slots: make([]*tensor, gr.NumTensors()), vals: make([]value, gr.NumValues), init: true}
 	copy(s.slots, m.consts)
 	if err := s.run(context.Background(), gr.Chains[gr.InitChain]); err != nil {

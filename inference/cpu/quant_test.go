@@ -1,8 +1,12 @@
 package cpu
 
 import (
+	"context"
+	"slices"
 	"testing"
 
+	"etchat/inference/kvcache"
+	"etchat/inference/mlxgraph"
 	"etchat/internal/fixtures"
 )
 
@@ -142,4 +146,82 @@ func TestBenchQ4StablePrefix(t *testing.T) {
 		n++
 	}
 	t.Logf("%d of %d ids equal PyTorch's (%d required)", n, len(got), c.Stable)
+}
+
+// The init chain runs once per loaded program: two sessions on one file
+// share the program and its computed biases (B = −8·scale for 4-bit,
+// exactly), counted in the sessions' memory; the program is unmapped when
+// the last session closes.
+func TestInitChainOncePerProgram(t *testing.T) {
+	e := New(Options{}).(*Engine)
+	l := layoutOf(t, fixtures.Llama3Q4)
+	cfg, err := kvcache.Build(l, kvcache.DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.Open(context.Background(), fixtures.PTE(fixtures.Llama3Q4), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Open(context.Background(), fixtures.PTE(fixtures.Llama3Q4), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.(*session).m
+	if b.(*session).m != m || m.refs != 2 || m.initRuns != 1 {
+		t.Fatalf("sessions share a program: %v, refs %d, init chain ran %d times", b.(*session).m == m, m.refs, m.initRuns)
+	}
+	var biasBytes int64
+	gr := m.graph
+	for _, in := range gr.Chains[gr.InitChain] {
+		n := in.Op.(*mlxgraph.MultiplyNode)
+		scale, bias := m.consts[n.A], m.consts[n.Out]
+		sv, bv := scale.floats(nil), bias.floats(nil)
+		if !slices.Equal(bias.shape, scale.shape) {
+			t.Fatalf("bias slot %d shape %v, scale %v", n.Out, bias.shape, scale.shape)
+		}
+		for i := range sv {
+			if bv[i] != -8*sv[i] {
+				t.Fatalf("bias slot %d [%d] = %v, want -8·%v", n.Out, i, bv[i], sv[i])
+			}
+		}
+		biasBytes += int64(len(bv)) * 4
+	}
+	// One slot is written twice (the tied embedding's), counted once.
+	if m.heapBytes <= 0 || m.heapBytes > biasBytes {
+		t.Errorf("program heap %d bytes; the biases are %d", m.heapBytes, biasBytes)
+	}
+	ids := []int64{791, 6864, 4062}
+	la, err := a.Forward(context.Background(), ids, []int64{0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la = slices.Clone(la)
+	lb, err := b.Forward(context.Background(), ids, []int64{0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(la, lb) || m.initRuns != 1 {
+		t.Errorf("two sessions differ (%g) or the init chain ran again (%d)", maxAbs(la, lb), m.initRuns)
+	}
+	if mem := a.Memory(); mem.ActiveBytes < mem.KVBytes+m.heapBytes {
+		t.Errorf("memory %+v leaves out the program's %d heap bytes", mem, m.heapBytes)
+	}
+	a.Close()
+	if _, err := b.Forward(context.Background(), []int64{13}, []int64{3}); err != nil {
+		t.Fatalf("after the other session closed: %v", err)
+	}
+	b.Close()
+	if m.unmap != nil || len(e.progs.open) != 0 {
+		t.Errorf("program still open after both sessions closed")
+	}
+	// A new session loads it again.
+	c, err := e.Open(context.Background(), fixtures.PTE(fixtures.Llama3Q4), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.(*session).m == m {
+		t.Error("closed program reused")
+	}
 }

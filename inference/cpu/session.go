@@ -398,5 +398,5 @@ func (s *session) Close() error {
 	}
 	s.closed = true
 	s.kv, s.mut, s.slots = nil, nil, nil
-	return s.m.close()
+	return s.m.done()
 }
