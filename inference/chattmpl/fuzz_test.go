@@ -2,6 +2,7 @@ package chattmpl
 
 import (
 	"encoding/json"
+	"runtime"
 	"testing"
 
 	"etchat/inference/chattmpl/jinja"
@@ -9,15 +10,26 @@ import (
 
 // FuzzConfigAndMessages: any tokenizer_config.json and messages JSON is
 // parsed, and any template in it rendered under tight limits, without a
-// panic.
+// panic; ParseConfig's allocation is bounded by the config's size.
 func FuzzConfigAndMessages(f *testing.F) {
 	f.Add([]byte(`{"chat_template": "{{ bos_token }}{% for m in messages %}{{ m.role }}{{ m.content }}{% endfor %}", "bos_token": {"content": "<s>"}}`),
 		[]byte(`[{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "f", "arguments": {"b": 1, "a": [1.5]}}}]}]`))
 	f.Add([]byte(`{"chat_template": [{"name": "default", "template": "{{ messages|tojson(indent=1) }}"}], "eos_token": "</s>"}`),
 		[]byte(`[{"role": "user", "content": [{"type": "text", "text": "x"}]}]`))
 	f.Add([]byte(`{"chat_template": 3}`), []byte(`{"role": 1}`))
+	f.Add([]byte(`{"chat_template": [{"name": "default", "template": "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"}, {"name": "tool_use", "template": "{% for t in tools %}{{ t|tojson }}{% endfor %}"}], "bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false}, "eos_token": {"content": "<|im_end|>"}, "added_tokens_decoder": {"0": {"content": "<s>", "special": true}}}`),
+		[]byte(`[{"role": "system", "content": "be brief"}, {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "<think>\nx</think>4"}]`))
+	f.Add([]byte(`{"chat_template": "{{ raise_exception('no') if messages|length > 1 }}{{ messages[-1].content }}", "pad_token": null, "unk_token": "<unk>"}`),
+		[]byte(`[{"role": "tool", "content": "{\"a\": 1}", "tool_call_id": "c1"}]`))
 	f.Fuzz(func(t *testing.T, cfgJSON, msgJSON []byte) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.TotalAlloc
 		cfg, err := ParseConfig(cfgJSON)
+		runtime.ReadMemStats(&ms)
+		if used, bound := ms.TotalAlloc-before, 64<<10+64*uint64(len(cfgJSON)); used > bound {
+			t.Fatalf("ParseConfig of %d bytes allocated %d bytes (bound %d)", len(cfgJSON), used, bound)
+		}
 		if err != nil {
 			return
 		}

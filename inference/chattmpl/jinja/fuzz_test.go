@@ -2,8 +2,29 @@ package jinja
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 )
+
+// chatTemplates are small chat templates in the styles the fixture
+// families use (Llama 3, Gemma, ChatML/Qwen with tools and thinking,
+// Mistral with raise_exception), under 600 bytes each; the real ones are
+// regression tests in package chattmpl.
+var chatTemplates = []string{
+	`{{- bos_token }}{%- for m in messages %}{{- '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n' + m['content'] | trim + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}`,
+	`{{ bos_token }}{% if messages[0]['role'] == 'system' %}{% set first = messages[0]['content'] + '\n\n' %}{% set loop_messages = messages[1:] %}{% else %}{% set first = '' %}{% set loop_messages = messages %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('roles must alternate') }}{% endif %}{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}{{ '<start_of_turn>' + role + '\n' + (first if loop.first else '') + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}`,
+	`{%- if tools %}{{- '<|im_start|>system\n# Tools\n<tools>' }}{%- for tool in tools %}{{- '\n' }}{{- tool | tojson }}{%- endfor %}{{- '\n</tools><|im_end|>\n' }}{%- endif %}{%- for message in messages %}{%- if message.role == 'assistant' and message.tool_calls is defined %}{%- for tc in message.tool_calls %}{{- '<tool_call>\n' + tc.function | tojson + '\n</tool_call>' }}{%- endfor %}{%- elif message.content is string %}{{- '<|im_start|>' + message.role + '\n' + message.content.split('</think>')[-1].lstrip('\n') + '<|im_end|>\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n<think>\n\n</think>\n\n' }}{%- endif %}`,
+	`{%- for message in messages %}{%- if message['role'] == 'user' %}{{- '[INST] ' + message['content'] + ' [/INST]' }}{%- elif message['role'] == 'assistant' %}{{- ' ' + message['content'] + eos_token }}{%- else %}{{- raise_exception('Only user and assistant roles are supported!') }}{%- endif %}{%- endfor %}{{ strftime_now('%Y-%m-%d') }}{% macro m(x, y=2) %}{{ x ~ y ~ caller() if caller is defined else x }}{% endmacro %}{{ m(1) }}{% filter upper %}{{ namespace(a=1).a }}{% endfilter %}`,
+}
+
+// parseBound is the most Parse may allocate for an n-byte template.
+func parseBound(n int) uint64 { return 64<<10 + 128*uint64(n) }
+
+func allocated() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
 
 // FuzzRender: any template text, rendered over a small conversation,
 // either renders or fails with an error; it never panics or hangs (the
@@ -11,6 +32,9 @@ import (
 func FuzzRender(f *testing.F) {
 	for _, c := range semanticsCases {
 		f.Add(c.tmpl)
+	}
+	for _, s := range chatTemplates {
+		f.Add(s)
 	}
 	for _, s := range []string{
 		"", "{", "{{", "{%", "{#", "}}", "%}", "{{}}", "{%%}", "{% for %}", "{% set %}", "{{ a[ }}", "{{ 'a }}",
@@ -26,11 +50,16 @@ func FuzzRender(f *testing.F) {
 		f.Add(s)
 	}
 	vars := map[string]any{
-		"messages": []any{map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "yo"}},
-		"tools":    nil, "add_generation_prompt": true, "bos_token": "<s>",
+		"messages":              []any{map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "yo"}},
+		"tools":                 []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{}}}},
+		"add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>",
 	}
 	f.Fuzz(func(t *testing.T, src string) {
+		before := allocated()
 		tm, err := Parse(src)
+		if used := allocated() - before; used > parseBound(len(src)) {
+			t.Fatalf("Parse of %d bytes allocated %d bytes (bound %d)", len(src), used, parseBound(len(src)))
+		}
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
@@ -40,4 +69,23 @@ func FuzzRender(f *testing.F) {
 		}
 		_, _ = tm.Render(vars, &Options{Limits: Limits{MaxSteps: 20000, MaxOutput: 1 << 16, MaxDepth: 20}})
 	})
+}
+
+// The chat-template seeds must render, or the fuzzer starts from errors.
+func TestChatTemplateSeedsRender(t *testing.T) {
+	vars := map[string]any{
+		"messages":              []any{map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "yo"}},
+		"tools":                 []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}},
+		"add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>",
+	}
+	for i, src := range chatTemplates {
+		tm, err := Parse(src)
+		if err != nil {
+			t.Fatalf("template %d: %v", i, err)
+		}
+		out, err := tm.Render(vars, nil)
+		if err != nil || out == "" {
+			t.Errorf("template %d: %q, %v", i, out, err)
+		}
+	}
 }
