@@ -102,7 +102,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 		if db, err = store.Open(ctx, path, store.Options{}); err != nil {
-			return errors.New(store.Explain(err))
+			return storeError(err)
 		}
 		defer db.Close()
 	}

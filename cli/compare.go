@@ -66,7 +66,7 @@ func runCompare(ctx context.Context, env *Env, args []string) error {
 	}
 	db, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
-		return errors.New(store.Explain(err))
+		return storeError(err)
 	}
 	defer db.Close()
 	var sides [2][]*bench.Result

@@ -49,3 +49,13 @@ func hint(err error) string {
 	}
 	return ""
 }
+
+// explained is a store error with the store's advice as its message; it
+// keeps the error's identity for hint and errors.Is.
+type explained struct{ err error }
+
+func (e *explained) Error() string { return store.Explain(e.err) }
+func (e *explained) Unwrap() error { return e.err }
+
+// storeError is err as the CLI reports a store failure.
+func storeError(err error) error { return &explained{err} }

@@ -33,6 +33,7 @@ func TestHint(t *testing.T) {
 		{fmt.Errorf("%w: 129 tokens", inference.ErrPromptTooLong), "--kv-max-capacity"},
 		{wrap(inference.ErrCacheFull), "--kv-max-capacity"},
 		{fmt.Errorf("save: %w", store.ErrBusy), "wait for it"},
+		{storeError(fmt.Errorf("open: %w", store.ErrBusy)), "wait for it"},
 		{fmt.Errorf("open: %w", store.ErrCorrupt), "move the damaged database aside"},
 		{misleading, ""},
 	} {

@@ -105,7 +105,7 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 	}
 	db, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
-		return errors.New(store.Explain(err))
+		return storeError(err)
 	}
 	defer db.Close()
 	filter := store.RunFilter{Model: *model, Kind: *kind, Limit: *limit}
@@ -140,7 +140,7 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 		err = listConversations(ctx, env.Stdout, db, *model, *limit, *asJSON)
 	}
 	if err != nil {
-		return errors.New(store.Explain(err))
+		return storeError(err)
 	}
 	return nil
 }
