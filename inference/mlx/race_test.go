@@ -1,0 +1,5 @@
+//go:build race
+
+package mlx
+
+const raceEnabled = true
