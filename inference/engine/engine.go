@@ -1,8 +1,11 @@
 // Package engine defines the contract between etchat's generation code and
-// the engines that execute a .pte: the CPU interpreter (inference/cpu) and the
-// Metal runner behind purego (inference/mlx). It owns no implementation; it
-// sits below both engines and below package inference so that every one of
-// them can name the same types without an import cycle.
+// the engines that execute a .pte: the CPU interpreter (inference/cpu) and
+// ExecuTorch + MLX behind purego (inference/mlx; Metal on a Mac, CUDA on
+// NVIDIA, MLX's CPU backend otherwise). It also holds the one list of engine
+// names (Kinds, with aliases and descriptions) and the registry the
+// program's wiring fills (Register). It owns no implementation; it sits
+// below both engines and below package inference so that every one of them
+// can name the same types without an import cycle.
 package engine
 
 import (
@@ -14,7 +17,9 @@ import (
 
 // Engine opens models. Implementations are safe for concurrent Open calls.
 type Engine interface {
-	// Name is a short identifier: "cpu" or "metal".
+	// Name is a short identifier, one of Kinds' names or aliases ("cpu",
+	// "mlx"). An engine that knows the device it computes on also
+	// implements Devicer.
 	Name() string
 	// Open loads the program at path. cfg is the cache configuration built by
 	// kvcache.Build from the file's layout; it is nil for in-graph models,
