@@ -86,6 +86,15 @@ type Conversation struct {
 	sampler *Sampler
 	msgs    []Message
 	cache   []int
+	// flight is the turn being answered (nil between turns), for Pending.
+	flight *flight
+}
+
+// flight is a turn in progress: the prompt as rendered, which message owns
+// each of its tokens, and the reply's tokens so far.
+type flight struct {
+	full, bounds []int
+	gen          []int
 }
 
 // NewConversation starts an empty conversation on sess; the session's
@@ -283,13 +292,18 @@ func (c *Conversation) UndoTurn(ctx context.Context) (UndoResult, error) {
 	return c.cut(ctx, u, c.msgs[u].Start)
 }
 
-// UndoTokens drops the last n tokens from the cache. A reply cut short
-// keeps its remaining tokens; a user message that loses tokens, or is left
-// without a reply, is removed with the rest of its turn (so more than n
-// tokens may go; UndoResult.Dropped says how many).
+// UndoTokens takes back the last n tokens the user sees: a reply cut short
+// keeps its remaining tokens (its text and stats follow); a committed turn
+// end, which is not shown, goes with the reply's last token. A user
+// message that loses tokens, or is left without a reply, is removed with
+// the rest of its turn (so more than n tokens may go; UndoResult.Dropped
+// says how many), as the CLI's /undo N does.
 func (c *Conversation) UndoTokens(ctx context.Context, n int) (UndoResult, error) {
 	if n < 0 {
 		return UndoResult{Len: len(c.cache)}, fmt.Errorf("cannot undo %d tokens", n)
+	}
+	if last := len(c.msgs) - 1; n > 0 && last >= 0 && c.msgs[last].Role == RoleAssistant && c.msgs[last].End() == len(c.cache) {
+		n += c.hiddenTail(c.msgs[last].IDs) // the closed turn's end is not a visible token
 	}
 	target := max(0, len(c.cache)-n)
 	first := len(c.msgs) // first message to remove
@@ -299,11 +313,17 @@ func (c *Conversation) UndoTokens(ctx context.Context, n int) (UndoResult, error
 			continue
 		}
 		if m.Role == RoleAssistant && m.Start < target {
-			// Shorten the reply.
+			// Shorten the reply; what is shown and counted follows.
 			kept := target - m.Start
 			m.IDs = m.IDs[:kept]
-			m.Generated = m.Generated[:min(len(m.Generated), kept)]
+			m.Generated = append([]int(nil), m.IDs...) // what it holds now (re-rendered replies hold their text's tokens)
 			m.Text = c.tok.Decode(m.Generated, true)
+			if m.Stats != nil {
+				st := *m.Stats
+				st.NumGeneratedTokens = int64(len(m.Generated))
+				m.Stats = &st
+			}
+			m.StopReason = StopUndone
 			first = i + 1
 		} else {
 			first = i
@@ -319,6 +339,22 @@ func (c *Conversation) UndoTokens(ctx context.Context, n int) (UndoResult, error
 	}
 	return c.cut(ctx, first, target)
 }
+
+// hiddenTail is how many of a reply's last tokens are its turn's end (the
+// turn-end token and the template's line break after it), which the
+// transcript does not show.
+func (c *Conversation) hiddenTail(ids []int) int {
+	turnEnd := idSet(c.gen.TurnEndIDs)
+	for k := len(ids) - 1; k >= 0 && k >= len(ids)-2; k-- {
+		if turnEnd[ids[k]] {
+			return len(ids) - k
+		}
+	}
+	return 0
+}
+
+// StopUndone is the stop reason of a reply that Undo Tokens shortened.
+const StopUndone = "shortened by undo"
 
 // cut removes messages from index first on and brings the cache to target
 // tokens.
@@ -389,26 +425,203 @@ func (c *Conversation) lastUser() int {
 	return -1
 }
 
-// render is the prompt for the conversation so far, with the generation
-// prompt.
-func (c *Conversation) render() ([]int, error) {
+// renderText is the conversation's prompt text up to and with msgs.
+func (c *Conversation) renderText(msgs []Message, addGen bool) (string, error) {
 	if c.tmpl == nil {
 		var b strings.Builder
-		for _, m := range c.msgs {
+		for _, m := range msgs {
 			b.WriteString(m.Text)
 		}
-		return c.tok.Encode(b.String(), true)
+		return b.String(), nil
 	}
-	text, err := c.tmpl.Render(c.msgs, true)
+	text, err := c.tmpl.Render(msgs, addGen)
 	if err != nil {
-		return nil, fmt.Errorf("chat template: %w", err)
+		return "", fmt.Errorf("chat template: %w", err)
 	}
-	return c.tok.Encode(text, false)
+	return text, nil
+}
+
+func (c *Conversation) encode(text string) ([]int, error) {
+	return c.tok.Encode(text, c.tmpl == nil) // raw text: the tokenizer's own specials (BOS)
+}
+
+// render is the prompt for the conversation so far, with the generation
+// prompt, as the template renders it (earlier replies as text, the way
+// the reference runners re-render a chat), and bounds[i], the end of
+// message i's tokens in it. Each message owns the tokens that render it:
+// a user message its text, its turn end and the reply's header (the
+// generation prompt); a reply its text and its turn end. So what the
+// transcript shows and what the cache holds are one thing. Where the
+// template's output cannot be mapped back to the messages, they keep the
+// tokens the cache agrees on.
+func (c *Conversation) render() (full, bounds []int, err error) {
+	text, err := c.renderText(c.msgs, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if full, err = c.encode(text); err != nil {
+		return nil, nil, err
+	}
+	n := len(c.msgs)
+	bounds = make([]int, n)
+	starts, ends := c.contentSpans(text)
+	turnEnd := idSet(c.gen.TurnEndIDs)
+	// tokensTo is the number of tokens of text[:off], when they are a
+	// prefix of full (a boundary the tokenizer does not merge across).
+	tokensTo := func(off int) int {
+		ids, err := c.encode(text[:off])
+		if err != nil || commonPrefix(ids, full) != len(ids) {
+			return -1
+		}
+		return len(ids)
+	}
+	for i := 0; i < n-1; i++ {
+		bounds[i] = -1
+		if starts == nil {
+			continue
+		}
+		if c.msgs[i].Role != RoleAssistant && c.msgs[i+1].Role == RoleAssistant {
+			bounds[i] = tokensTo(starts[i+1]) // up to the reply's text
+			continue
+		}
+		k := tokensTo(ends[i])
+		if k >= 0 && k < len(full) && turnEnd[full[k]] {
+			for k++; k < len(full) && strings.TrimSpace(c.tok.Decode(full[k:k+1], false)) == ""; k++ {
+			}
+		}
+		bounds[i] = k
+	}
+	agree := commonPrefix(c.cache, full)
+	for i := 0; i < n-1; i++ {
+		if bounds[i] < 0 {
+			bounds[i] = min(c.msgs[i].End(), agree)
+		}
+		if i > 0 {
+			bounds[i] = max(bounds[i], bounds[i-1])
+		}
+	}
+	if n > 0 {
+		bounds[n-1] = len(full)
+	}
+	return full, bounds, nil
+}
+
+// Marks around each message's text while the template renders, to find
+// where each text lands in the prompt.
+const markStart, markEnd = "\uE000", "\uE001"
+
+// contentSpans are the byte offsets in text (the unmarked rendering) where
+// each message's text starts and ends; nil when the template's output
+// cannot be mapped (it rewrites the texts beyond trimming them).
+func (c *Conversation) contentSpans(text string) (starts, ends []int) {
+	for _, trim := range []bool{false, true} {
+		msgs := make([]Message, len(c.msgs))
+		for i, m := range c.msgs {
+			t := m.Text
+			if trim {
+				t = strings.TrimSpace(t)
+			}
+			msgs[i] = Message{Role: m.Role, Text: markStart + t + markEnd}
+		}
+		marked, err := c.renderText(msgs, true)
+		if err != nil {
+			return nil, nil
+		}
+		var b strings.Builder
+		starts, ends = starts[:0], ends[:0]
+		for i := 0; i < len(marked); {
+			switch {
+			case strings.HasPrefix(marked[i:], markStart):
+				starts = append(starts, b.Len())
+				i += len(markStart)
+			case strings.HasPrefix(marked[i:], markEnd):
+				ends = append(ends, b.Len())
+				i += len(markEnd)
+			default:
+				b.WriteByte(marked[i])
+				i++
+			}
+		}
+		if b.String() == text && len(starts) == len(c.msgs) && len(ends) == len(c.msgs) {
+			return starts, ends
+		}
+	}
+	return nil, nil
+}
+
+// PromptTooLongError: a turn does not fit in the cache. Alone is the
+// length of the new message rendered on its own (with the system prompt):
+// when that alone does not fit, undoing the history does not help.
+type PromptTooLongError struct {
+	Tokens, Alone, Capacity int
+}
+
+func (e *PromptTooLongError) Error() string {
+	if e.Alone+1 > e.Capacity {
+		return fmt.Sprintf("the message alone is %d tokens and the cache holds %d", e.Alone, e.Capacity)
+	}
+	return fmt.Sprintf("the conversation with this message is %d tokens and the cache holds %d", e.Tokens, e.Capacity)
+}
+
+func (e *PromptTooLongError) Unwrap() error { return ErrPromptTooLong }
+
+// tooLong builds the error for a prompt of n tokens.
+func (c *Conversation) tooLong(n int) error {
+	e := &PromptTooLongError{Tokens: n, Alone: n, Capacity: c.sess.Capacity()}
+	if u := c.lastUser(); u >= 0 {
+		alone := &Conversation{tok: c.tok, tmpl: c.tmpl, gen: c.gen}
+		if c.msgs[0].Role == RoleSystem && u > 0 {
+			alone.msgs = append(alone.msgs, Message{Role: RoleSystem, Text: c.msgs[0].Text})
+		}
+		alone.msgs = append(alone.msgs, Message{Role: RoleUser, Text: c.msgs[u].Text})
+		if ids, _, err := alone.render(); err == nil {
+			e.Alone = len(ids)
+		}
+	}
+	return e
+}
+
+// assign gives each message its tokens of full (ending at bounds) up to the
+// first n, and records full[:n] as the cache.
+func (c *Conversation) assign(full, bounds []int, n int) {
+	c.cache = append(c.cache[:0:0], full[:n]...)
+	start := 0
+	for i := range c.msgs {
+		end := min(bounds[i], n)
+		c.msgs[i].IDs = nil
+		if end > start {
+			c.msgs[i].IDs = append([]int(nil), full[start:end]...)
+		}
+		start = max(start, end)
+	}
+	c.fixStarts()
+}
+
+// Pending is the turn being answered as the transcript will hold it: the
+// messages with the answered one's prompt tokens, the reply so far (its
+// tokens and text), and the tokens that makes. ok is false between turns.
+// Call it from the turn's callbacks (OnToken, OnPrefill): the conversation
+// is not safe for concurrent use.
+func (c *Conversation) Pending() (msgs []Message, tokens int, ok bool) {
+	f := c.flight
+	if f == nil {
+		return nil, 0, false
+	}
+	msgs = cloneMessages(c.msgs)
+	start := 0
+	for i := range msgs {
+		msgs[i].IDs = append([]int(nil), f.full[start:f.bounds[i]]...)
+		msgs[i].Start = start
+		start = f.bounds[i]
+	}
+	gen := append([]int(nil), f.gen...)
+	msgs = append(msgs, Message{Role: RoleAssistant, Text: c.tok.Decode(gen, true), IDs: gen, Generated: gen, Start: len(f.full)})
+	return msgs, len(f.full) + len(gen), true
 }
 
 // respond answers the last message, which is the user's.
 func (c *Conversation) respond(ctx context.Context, onToken func(Token) error) (*Reply, error) {
-	full, err := c.render()
+	full, bounds, err := c.render()
 	if err != nil {
 		return nil, err
 	}
@@ -416,47 +629,60 @@ func (c *Conversation) respond(ctx context.Context, onToken func(Token) error) (
 		return nil, errors.New("the rendered prompt is empty")
 	}
 	if len(full)+1 > c.sess.Capacity() {
-		return nil, fmt.Errorf("%w: the conversation is %d tokens, capacity %d (undo or reset)", ErrPromptTooLong, len(full), c.sess.Capacity())
+		return nil, c.tooLong(len(full))
 	}
 	reuse := commonPrefix(c.cache, full)
 	if reuse == len(full) {
 		reuse-- // the last prompt token is fed again for its logits
 	}
 	reply := &Reply{Reused: reuse, Prefilled: len(full) - reuse}
+	c.flight = &flight{full: full, bounds: bounds}
+	defer func() { c.flight = nil }()
 	// Keep the agreeing prefix; when the cache refuses the rewind it is
-	// prefilled again, and its tokens stay with the messages they were in.
+	// prefilled again.
 	if reply.Reprefilled, err = c.keep(ctx, reuse); err != nil {
+		c.assign(full, bounds, len(c.cache))
 		return nil, err
 	}
-	// The turn's new prompt tokens belong to the message being answered.
-	last := len(c.msgs) - 1
-	c.msgs[last].IDs = append([]int(nil), full[c.msgs[last].Start:reuse]...)
-	c.fixStarts()
+	c.assign(full, bounds, len(c.cache))
 
 	opts := c.gen
-	opts.Sampler, opts.OnToken, opts.Decoder = c.sampler, onToken, c.tok
+	opts.Sampler, opts.Decoder = c.sampler, c.tok
+	opts.OnToken = func(t Token) error {
+		c.flight.gen = append(c.flight.gen, t.ID)
+		if onToken != nil {
+			return onToken(t)
+		}
+		return nil
+	}
 	res, err := Generate(ctx, c.sess, full[reuse:], opts)
 	if res == nil {
-		c.reconcile(full)
+		c.assign(full, bounds, min(c.sess.Len(), len(full)))
 		return nil, err
 	}
 	held := append(append([]int(nil), full...), res.GeneratedIDs...)
 	if res.TurnEnd {
 		held = append(held, res.StopID)
 	}
-	c.reconcile(held)
-	gen := append([]int(nil), res.GeneratedIDs...)
+	if fed := c.sess.Len(); errors.Is(err, context.Canceled) && fed >= len(full) && fed < len(held) && !res.TurnEnd &&
+		c.sess.CanExtend(len(held)-fed) {
+		// Stopped between sampling a token and feeding it: the user saw
+		// it, so the cache takes it too.
+		_, _ = prefill(context.WithoutCancel(ctx), c.sess, held[fed:], c.gen.PrefillChunk, nil, &Stats{})
+	}
+	n := min(c.sess.Len(), len(held))
+	c.assign(full, bounds, min(n, len(full)))
+	// The reply shows what the cache holds: a token sampled but never fed
+	// (an engine failure, a stream callback's error) is not shown.
+	gen := append([]int(nil), res.GeneratedIDs[:min(len(res.GeneratedIDs), max(0, n-len(full)))]...)
 	msg := Message{Role: RoleAssistant, Text: c.tok.Decode(gen, true), Start: len(full), Generated: gen,
 		StopReason: res.StopReason, Capped: res.Capped}
-	if len(held) > len(full) && len(c.cache) > len(full) {
-		msg.IDs = append([]int(nil), c.cache[len(full):]...)
-	}
-	// reconcile gave the reply's tokens to the user message; hand them over.
-	m := &c.msgs[last]
-	if m.End() > len(full) {
-		m.IDs = m.IDs[:len(full)-m.Start]
+	if n > len(full) {
+		msg.IDs = append([]int(nil), held[len(full):n]...)
+		c.cache = append(c.cache, msg.IDs...)
 	}
 	st := res.Stats
+	st.NumGeneratedTokens = int64(len(gen))
 	msg.Stats = &st
 	c.msgs = append(c.msgs, msg)
 	c.fixStarts()
@@ -666,4 +892,67 @@ func (t *trackedSession) CanRewind(n int) bool {
 		return rc.CanRewind(n)
 	}
 	return t.seq != nil && t.seq.CanRewind(n)
+}
+
+// DraftTokens is how many tokens sending text now would add to the cache
+// (template markup included), and the tokens the prompt would then hold.
+func (c *Conversation) DraftTokens(text string) (added, total int, err error) {
+	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == RoleUser {
+		return 0, 0, errors.New("the last message has no reply yet")
+	}
+	saved := c.msgs
+	c.msgs = append(cloneMessages(saved), Message{Role: RoleUser, Text: text})
+	full, _, err := c.render()
+	c.msgs = saved
+	if err != nil {
+		return 0, 0, err
+	}
+	return len(full) - commonPrefix(c.cache, full), len(full), nil
+}
+
+// Switch makes msgs (another branch of the conversation, with the tokens
+// each message held) the conversation: the cache keeps the prefix it
+// shares with msgs and the rest is prefilled, as after an undo.
+func (c *Conversation) Switch(ctx context.Context, msgs []Message) (UndoResult, error) {
+	var ids []int
+	vocab := c.sess.Vocab()
+	for i, m := range msgs {
+		switch m.Role {
+		case RoleSystem, RoleUser, RoleAssistant:
+		default:
+			return UndoResult{Len: len(c.cache)}, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+		for _, id := range m.IDs {
+			if id < 0 || (vocab > 0 && id >= vocab) {
+				return UndoResult{Len: len(c.cache)}, fmt.Errorf("message %d: token %d outside the vocabulary (%d)", i, id, vocab)
+			}
+		}
+		ids = append(ids, m.IDs...)
+	}
+	if len(ids)+1 > c.sess.Capacity() {
+		return UndoResult{Len: len(c.cache)}, c.tooLong(len(ids))
+	}
+	before := len(c.cache)
+	k := commonPrefix(c.cache, ids)
+	re, err := c.keep(ctx, k)
+	res := UndoResult{Reprefilled: re, Messages: len(c.msgs)}
+	if err == nil && len(ids) > k {
+		_, err = prefill(ctx, c.sess, ids[k:], c.gen.PrefillChunk, c.gen.OnPrefill, &Stats{})
+	}
+	c.msgs = cloneMessages(msgs)
+	c.reconcileAll(ids)
+	res.Len, res.Dropped = len(c.cache), max(0, before-k)
+	return res, err
+}
+
+// reconcileAll records the prefix of ids the session holds as the cache,
+// each message keeping its part of it.
+func (c *Conversation) reconcileAll(ids []int) {
+	bounds := make([]int, len(c.msgs))
+	end := 0
+	for i := range c.msgs {
+		end += len(c.msgs[i].IDs)
+		bounds[i] = end
+	}
+	c.assign(ids, bounds, min(c.sess.Len(), len(ids)))
 }

@@ -211,14 +211,20 @@ func TestConversationUndoTokens(t *testing.T) {
 	c.Send(bg, "second", nil)
 	n0 := c.Len()
 	reply := c.Messages()[3]
-	// Three tokens off the reply: it is shortened.
+	// Three visible tokens off the reply: it is shortened (a committed
+	// turn end, not shown, goes with them), and its stats follow.
+	hidden := len(reply.IDs) - len(reply.Generated)
 	u, err := c.UndoTokens(bg, 3)
-	if err != nil || u.Len != n0-3 || u.Dropped != 3 || u.Messages != 0 {
-		t.Fatalf("undo 3: %+v %v", u, err)
+	if err != nil || u.Len != n0-3-hidden || u.Dropped != 3+hidden || u.Messages != 0 {
+		t.Fatalf("undo 3: %+v %v (hidden %d)", u, err, hidden)
 	}
 	m := c.Messages()[3]
-	if len(m.IDs) != len(reply.IDs)-3 || m.Text != tok.Decode(reply.Generated[:len(reply.IDs)-3], true) {
+	if len(m.Generated) != len(reply.Generated)-3 || !equalInts(m.IDs, reply.Generated[:len(m.Generated)]) ||
+		m.Text != tok.Decode(reply.Generated[:len(reply.Generated)-3], true) {
 		t.Errorf("shortened reply %q ids %d", m.Text, len(m.IDs))
+	}
+	if m.Stats.NumGeneratedTokens != int64(len(m.Generated)) || m.StopReason != StopUndone {
+		t.Errorf("shortened reply's stats %d generated, stop %q", m.Stats.NumGeneratedTokens, m.StopReason)
 	}
 	checkInvariants(t, c, s)
 	// Cutting into the user message removes the whole turn.

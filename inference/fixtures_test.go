@@ -175,7 +175,10 @@ func TestFixtureMultiturnConversation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if u.Reprefilled == predicted || u.Len != len(mt.Turn1.InputIDs)+8-(len(mt.Turn2.CacheIDsAfterTurn1)-mt.Turn2.RewindTo) {
+			// Undo keeps what the transcript shows: turn 1 as turn 2 rendered
+			// it (the reply's text re-tokenized), up to where turn 2 began.
+			if u.Reprefilled == predicted || u.Len != c.Messages()[1].End() || u.Len <= mt.Turn2.RewindTo ||
+				!equalInts(c.CacheIDs(), mt.Turn2.InputIDs[:u.Len]) {
 				t.Errorf("undo: %+v (predicted instant %v)", u, predicted)
 			}
 			if name == fixtures.Gemma3 && !u.Reprefilled {

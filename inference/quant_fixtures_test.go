@@ -127,35 +127,13 @@ func TestQuantizedFixturesConversation(t *testing.T) {
 			if got := c.Messages()[1].Text; got != mt.Assistant {
 				t.Errorf("assistant text %q, want %q", got, mt.Assistant)
 			}
-			// The reference re-renders turn 2 from the decoded assistant
-			// text; Conversation keeps the generated ids. They agree when
-			// the text re-tokenizes to the same ids: then turn 2 must
-			// reuse the common prefix and give the reference's tokens.
-			retok := equalInts(mt.Turn2.InputIDs[:len(mt.Turn2.CacheIDs)], mt.Turn2.CacheIDs)
+			// The conversation re-renders turn 2 from the decoded assistant
+			// text, as the reference does (also where the generated ids do
+			// not re-tokenize to themselves, as on llama3-tiny-q4): it keeps
+			// the common prefix and gives the reference's tokens.
 			r2, err := c.Send(bg, mt.Turn2.Messages[2].Content, nil)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if !retok {
-				// llama3-tiny-q4: "…เคย Omegabalanced…" was generated as
-				// other ids than its text encodes to. The conversation
-				// keeps all of turn 1; the reference's re-rendered turn 2
-				// goes through the engine directly below.
-				if r2.Reused != len(mt.Turn2.CacheIDs) || r2.Reprefilled {
-					t.Errorf("turn 2 reused %d (reprefilled %v), want all %d cached ids", r2.Reused, r2.Reprefilled, len(mt.Turn2.CacheIDs))
-				}
-				if err := sess.Rewind(mt.Turn2.RewindTo); err != nil {
-					t.Fatal(err)
-				}
-				gen := Options{MaxNewTokens: len(mt.Turn2.GeneratedIDs), IgnoreEOS: true, PrefillChunk: cfg.MaxWrite}
-				res, err := Generate(bg, sess, mt.Turn2.InputIDs[mt.Turn2.RewindTo:], gen)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !equalInts(res.GeneratedIDs, mt.Turn2.GeneratedIDs) {
-					t.Errorf("turn 2 after the rewind to %d: %v, want %v", mt.Turn2.RewindTo, res.GeneratedIDs, mt.Turn2.GeneratedIDs)
-				}
-				return
 			}
 			if r2.Reused != mt.Turn2.CommonPrefixLen || r2.Reprefilled {
 				t.Errorf("turn 2 reused %d (reprefilled %v), want the common prefix %d kept", r2.Reused, r2.Reprefilled, mt.Turn2.CommonPrefixLen)
