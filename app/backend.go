@@ -89,6 +89,6 @@ func OpenBackend(ctx context.Context, o Options, prefs *Prefs, getenv func(strin
 		return b, func() {}
 	}
 	sa := NewStoreAdapter(db)
-	b.Library, b.Chats, b.Runs, b.DBPath, b.DB = sa, sa, sa, db.File(), db
+	b.Library, b.Chats, b.DBPath, b.DB = sa, sa, db.File(), db
 	return b, func() { _ = db.Close() }
 }

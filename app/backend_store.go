@@ -162,8 +162,10 @@ func toInt(ids []int32) []int {
 	return out
 }
 
+// sameMessage: b is the stored a, perhaps holding other tokens now (a
+// reply re-rendered as text by a later turn); branches differ in text.
 func sameMessage(a store.Message, b Message) bool {
-	return a.Role == b.Role && a.Text == b.Text && a.Partial == b.Partial && slices.Equal(toInt(a.TokenIDs), b.Tokens)
+	return a.Role == b.Role && a.Text == b.Text && a.Partial == b.Partial
 }
 
 // continues reports whether b is a later version of the reply a, which was
@@ -200,11 +202,25 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 	for common < len(path) && common < len(msgs) && sameMessage(path[common], msgs[common]) {
 		common++
 	}
-	var parent int64
+	// The kept messages take the tokens they hold now.
 	pos := 0
+	for i := range common {
+		sm, m := path[i], msgs[i]
+		if !slices.Equal(toInt(sm.TokenIDs), m.Tokens) || sm.PosStart != pos {
+			sm.TokenIDs, sm.PosStart, sm.PosEnd = toInt32(m.Tokens), pos, pos+len(m.Tokens)
+			if sm.Stats, err = messageStats(m); err != nil {
+				return err
+			}
+			if err := s.db.UpdateMessage(ctx, sm); err != nil {
+				return err
+			}
+			path[i] = sm
+		}
+		pos += len(m.Tokens)
+	}
+	var parent int64
 	if common > 0 {
 		parent = path[common-1].ID
-		pos = path[common-1].PosEnd
 	}
 	if common == len(path)-1 && common < len(msgs) && continues(path[common], msgs[common]) {
 		m := msgs[common]
@@ -314,16 +330,79 @@ func (s *storeAdapter) DeleteConversation(ctx context.Context, id int64) error {
 	return s.db.DeleteConversation(ctx, id)
 }
 
-func (s *storeAdapter) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
-	rs, err := s.db.ListRuns(ctx, store.RunFilter{Limit: limit})
+
+// siblings are the alternatives of a stored message: its parent's
+// children, or the conversation's first messages.
+func (s *storeAdapter) siblings(ctx context.Context, id int64, m store.Message) ([]store.Message, error) {
+	if m.ParentID != 0 {
+		return s.db.Children(ctx, m.ParentID)
+	}
+	all, err := s.db.Messages(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RunRow, len(rs))
-	for i, r := range rs {
-		out[i] = RunRow{ID: r.ID, Kind: r.Kind, Model: r.ModelName, SHA256: r.ModelSHA256, Engine: r.Engine, Started: r.Started,
-			PromptTokens: int(r.Stats.NumPromptTokens), GenTokens: int(r.Stats.NumGeneratedTokens),
-			PrefillTokS: r.PrefillTokS, DecodeTokS: r.DecodeTokS, TTFT: time.Duration(r.TTFTMs * float64(time.Millisecond)), Error: r.Error}
+	var roots []store.Message
+	for _, x := range all {
+		if x.ParentID == 0 {
+			roots = append(roots, x)
+		}
+	}
+	return roots, nil
+}
+
+func (s *storeAdapter) Branches(ctx context.Context, id int64) ([]Branch, error) {
+	_, path, err := s.db.CurrentPath(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Branch, len(path))
+	for i, m := range path {
+		sib, err := s.siblings(ctx, id, m)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Branch{N: len(sib)}
+		for k, x := range sib {
+			if x.ID == m.ID {
+				out[i].K = k + 1
+			}
+		}
 	}
 	return out, nil
+}
+
+func (s *storeAdapter) SwitchBranch(ctx context.Context, id int64, index, step int) ([]Message, error) {
+	_, path, err := s.db.CurrentPath(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(path) {
+		return nil, fmt.Errorf("message %d is not on the conversation's path", index)
+	}
+	sib, err := s.siblings(ctx, id, path[index])
+	if err != nil {
+		return nil, err
+	}
+	k := slices.IndexFunc(sib, func(x store.Message) bool { return x.ID == path[index].ID })
+	k += step
+	if k < 0 || k >= len(sib) {
+		return nil, fmt.Errorf("there is no other branch that way (%d of %d)", k+1-step, len(sib))
+	}
+	// Follow the chosen branch down its latest messages to a leaf.
+	leaf := sib[k]
+	for {
+		kids, err := s.db.Children(ctx, leaf.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(kids) == 0 {
+			break
+		}
+		leaf = kids[len(kids)-1]
+	}
+	if err := s.db.SetCurrentLeaf(ctx, id, leaf.ID); err != nil {
+		return nil, err
+	}
+	_, _, msgs, err := s.LoadConversation(ctx, id)
+	return msgs, err
 }

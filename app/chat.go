@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"etchat/inference"
+	"etchat/inference/engine"
 )
 
 // ChatState is everything the chat view draws, copied out of the
@@ -19,23 +23,40 @@ type ChatState struct {
 	Title         string
 	Settings      Settings
 	Messages      []Message // the committed transcript
+	Branches      []Branch  // per message: its place among its alternatives (may be shorter)
 	PendingUser   string    // the user text of the turn being generated
 	Streaming     string    // the reply so far, while generating
 	Busy          bool
 	Activity      string   // what the busy work is: "Loading model…", "Generating…"
-	Progress      Progress // loading / prefill chunks; Total 0 = indeterminate
-	Position      int
+	Progress      Progress // loading / prefill chunks, decode tokens; Total 0 = indeterminate
+	Position      int      // tokens in the cache, or that it is filling with while a reply streams
 	Capacity      int
 	UndoInstant   bool
-	Engine        string
+	Engine        EngineInfo
 	Loaded        bool // a session is open
 	Err           string
+	// Draft is the message box's text as the view-model knows it, and
+	// DraftNote its token count ("12 tokens · 83 left of 128").
+	Draft, DraftNote string
+	// Restore is text to put back into the message box (a send that got
+	// no reply); RestoreSeq counts such requests so each is applied once.
+	Restore    string
+	RestoreSeq int
 }
 
 // Meter is the context meter's text: "37 / 128 tokens · undo is instant".
 func (s ChatState) Meter() string {
-	if !s.Loaded {
-		return "no model loaded"
+	switch {
+	case !s.Loaded && s.Busy:
+		return "loading the model…"
+	case !s.Loaded && s.Model == nil:
+		return "no model chosen"
+	case !s.Loaded:
+		return "no conversation open: the model loads when you send"
+	case s.Busy && s.Streaming != "":
+		return fmt.Sprintf("%d / %d tokens · generating", s.Position, s.Capacity)
+	case !s.CanUndo():
+		return fmt.Sprintf("%d / %d tokens · nothing to undo yet", s.Position, s.Capacity)
 	}
 	undo := "undo re-prefills the history"
 	if s.UndoInstant {
@@ -50,6 +71,38 @@ func (s ChatState) MeterFraction() float64 {
 		return 0
 	}
 	return min(1, float64(s.Position)/float64(s.Capacity))
+}
+
+// CanSend reports whether Send would do something now.
+func (s ChatState) CanSend() bool {
+	return !s.Busy && s.Model != nil && strings.TrimSpace(s.Draft) != ""
+}
+
+// CanUndo reports whether there is a turn to undo.
+func (s ChatState) CanUndo() bool { return !s.Busy && s.Loaded && lastUser(s.Messages) >= 0 }
+
+// CanUndoTokens reports whether there are tokens to take back.
+func (s ChatState) CanUndoTokens() bool { return !s.Busy && s.Loaded && s.Position > 0 }
+
+// CanRegenerate reports whether there is a reply to regenerate.
+func (s ChatState) CanRegenerate() bool {
+	return !s.Busy && s.Loaded && slices.ContainsFunc(s.Messages, func(m Message) bool { return m.Role == "assistant" })
+}
+
+// CanReset reports whether there is anything to reset.
+func (s ChatState) CanReset() bool {
+	return !s.Busy && s.Loaded && slices.ContainsFunc(s.Messages, func(m Message) bool { return m.Role != "system" })
+}
+
+// Greedy reports whether the conversation samples greedily.
+func (s ChatState) Greedy() bool { return s.Settings.Temperature == 0 }
+
+// BranchOf is message i's place among its alternatives.
+func (s ChatState) BranchOf(i int) Branch {
+	if i < len(s.Branches) {
+		return s.Branches[i]
+	}
+	return Branch{}
 }
 
 // CanEditLast reports whether there is a user message to edit.
@@ -72,12 +125,14 @@ func lastUser(msgs []Message) int {
 	return -1
 }
 
-// StatsLine is a reply's measurements as the transcript shows them.
+// StatsLine is a reply's measurements as the transcript shows them. The
+// prompt tokens are those the turn read anew (the history already in the
+// cache is not read again).
 func StatsLine(r *Reply) string {
 	if r == nil {
 		return ""
 	}
-	s := fmt.Sprintf("prefill %.1f tok/s · decode %.1f tok/s · TTFT %d ms · %d prompt + %d generated tokens",
+	s := fmt.Sprintf("prefill %.1f tok/s · decode %.1f tok/s · TTFT %d ms · %d new prompt + %d generated tokens",
 		r.PrefillTokPerS, r.DecodeTokPerS, r.TTFT.Milliseconds(), r.PromptTokens, r.GeneratedTokens)
 	if r.StopReason != "" {
 		s += " · " + r.StopReason
@@ -122,6 +177,9 @@ type Chat struct {
 	// loses at most that much of it); now is the clock it is measured by.
 	partialEvery time.Duration
 	now          func() time.Time
+	// live is the session while an action generates on it, for the
+	// progress callback's meter.
+	live Session
 
 	OnChange func()
 	OnError  func(error)
@@ -233,7 +291,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 // refreshLocked copies the session's view into the state.
 func (c *Chat) refreshLocked() {
 	if c.sess == nil {
-		c.st.Loaded, c.st.Messages, c.st.Position, c.st.Capacity, c.st.Engine = false, nil, 0, 0, ""
+		c.st.Loaded, c.st.Messages, c.st.Position, c.st.Capacity, c.st.Engine = false, nil, 0, 0, EngineInfo{}
 		return
 	}
 	c.st.Loaded = true
@@ -247,6 +305,11 @@ func (c *Chat) refreshLocked() {
 func (c *Chat) progress(p Progress) {
 	c.mu.Lock()
 	c.st.Progress = p
+	if c.live != nil && p.Stage == "prefill" {
+		if _, n, ok := c.live.Pending(); ok {
+			c.st.Position = n // what the cache fills with
+		}
+	}
 	switch p.Stage {
 	case "loading":
 		c.st.Activity = "Loading model…"
@@ -270,7 +333,7 @@ func (c *Chat) SetModel(ctx context.Context, model *ModelInfo) error {
 		return ErrBusy
 	}
 	c.closeLocked()
-	c.st = ChatState{Model: model, Settings: DefaultSettings(c.defEng)}
+	c.st = ChatState{Model: model, Settings: ModelDefaults(model, c.defEng), Draft: c.st.Draft}
 	c.mu.Unlock()
 	err := c.ReloadConversations(ctx)
 	c.changed()
@@ -392,6 +455,7 @@ func (c *Chat) OpenConversation(id int64) error {
 		c.sess = sess
 		c.st.ConvID, c.st.Title, c.st.Settings = id, sum.Title, s
 		c.mu.Unlock()
+		c.loadBranches(ctx, id)
 		return nil
 	})
 }
@@ -434,19 +498,36 @@ func (c *Chat) ApplySettings(s Settings) error {
 	})
 }
 
+// loadError says what to do about a model that did not load, from the
+// loader's typed errors.
 func loadError(m *ModelInfo, s Settings, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	msg := err.Error()
 	next := "check the settings sheet, or pick another engine"
+	var (
+		lib   *engine.LibraryError
+		na    *engine.NotAvailableError
+		unk   *engine.UnknownError
+		tok   *inference.TokenizerError
+		tmpl  *inference.TemplateError
+		vocab *inference.VocabMismatchError
+		cache *inference.CacheConfigError
+		unsup *inference.UnsupportedModelError
+	)
 	switch {
-	case strings.Contains(msg, "library") || strings.Contains(msg, "not available"):
+	case errors.As(err, &lib), errors.As(err, &na), errors.Is(err, inference.ErrNoEngine):
 		next = "choose the cpu engine in the settings sheet, or set the runner library path in Preferences"
-	case strings.Contains(strings.ToLower(msg), "tokenizer"):
-		next = "put the model's tokenizer.json next to the .pte and Rescan in the Models tab"
-	case strings.Contains(msg, "capacity") || strings.Contains(msg, "window") || strings.Contains(msg, "dtype"):
+	case errors.As(err, &unk):
+		next = "choose one of " + strings.Join(engine.Choices(), ", ") + " in the settings sheet"
+	case errors.As(err, &tok), errors.As(err, &vocab):
+		next = "put the model's own tokenizer.json next to the .pte and Rescan in the Models tab"
+	case errors.As(err, &tmpl):
+		next = "check the chat template in tokenizer_config.json next to the .pte"
+	case errors.As(err, &cache):
 		next = "change the cache fields in the settings sheet"
+	case errors.As(err, &unsup):
+		next = "this file cannot be run: export it with the off-graph cache (export_llm_hf.py --use-offgraph-cache)"
 	}
 	return fmt.Errorf("could not load %s on the %s engine: %v — %s", m.Name(), s.Engine, err, next)
 }
@@ -494,29 +575,44 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		}
 		c.mu.Lock()
 		c.st.PendingUser = pendingUser
-		id := c.st.ConvID
+		c.st.Loaded, c.st.Capacity = true, sess.Capacity()
+		id, budget := c.st.ConvID, c.st.Settings.MaxNewTokens
+		c.live = sess
 		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.live = nil
+			c.mu.Unlock()
+		}()
 		// The reply in progress is saved at its first token and then at
 		// most every partialEvery, so a crash loses at most that much of
 		// it. A failed save here is not fatal: the final save reports.
 		var lastSave time.Time
 		stream := func(delta string) {
+			msgs, n, ok := sess.Pending()
 			c.mu.Lock()
 			c.st.Streaming += delta
 			c.st.Activity = "Generating…"
+			if ok {
+				// The meter and the bar follow the reply as it streams.
+				c.st.Position = n
+				gen := len(msgs[len(msgs)-1].Tokens)
+				c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
+			}
 			c.mu.Unlock()
 			c.changed()
-			if c.store == nil || id == 0 {
+			if c.store == nil || id == 0 || !ok {
 				return
 			}
 			if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
-				if msgs := sess.Partial(); msgs != nil {
-					_ = c.store.SaveTranscript(context.WithoutCancel(ctx), id, msgs)
-					lastSave = now
-				}
+				_ = c.store.SaveTranscript(context.WithoutCancel(ctx), id, msgs)
+				lastSave = now
 			}
 		}
 		reply, err := do(ctx, sess, stream)
+		if err != nil {
+			err = c.explainTurn(err)
+		}
 		bg := context.WithoutCancel(ctx)
 		if serr := c.save(bg, sess); serr != nil && err == nil {
 			err = serr
@@ -525,7 +621,7 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 			c.mu.Lock()
 			id, model, set := c.st.ConvID, c.st.Model, c.st.Settings
 			c.mu.Unlock()
-			if rerr := c.store.RecordRun(bg, id, model, sess.Engine(), set, reply); rerr != nil && err == nil {
+			if rerr := c.store.RecordRun(bg, id, model, sess.Engine().Name, set, reply); rerr != nil && err == nil {
 				err = fmt.Errorf("the reply's measurements could not be saved: %w", rerr)
 			}
 		}
@@ -553,7 +649,24 @@ func (c *Chat) save(ctx context.Context, sess Session) error {
 			c.mu.Unlock()
 		}
 	}
+	c.loadBranches(ctx, id)
 	return c.ReloadConversations(ctx)
+}
+
+// loadBranches reads where each message stands among its alternatives.
+func (c *Chat) loadBranches(ctx context.Context, id int64) {
+	if c.store == nil || id == 0 {
+		return
+	}
+	br, err := c.store.Branches(ctx, id)
+	if err != nil {
+		br = nil // the arrows are not shown; the chat goes on
+	}
+	c.mu.Lock()
+	if c.st.ConvID == id {
+		c.st.Branches = br
+	}
+	c.mu.Unlock()
 }
 
 func firstUser(msgs []Message) int {
@@ -586,9 +699,137 @@ func (c *Chat) Send(text string) error {
 	}
 	c.mu.Lock()
 	startNew := c.sess == nil && c.st.Model != nil
+	c.st.Draft, c.st.DraftNote = "", ""
 	c.mu.Unlock()
-	return c.generate(text, startNew, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
-		return s.Send(ctx, text, stream)
+	err := c.generate(text, startNew, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+		r, err := s.Send(ctx, text, stream)
+		if err != nil && r.GeneratedTokens == 0 {
+			c.restore(text) // no reply: the text goes back into the box
+		}
+		return r, err
+	})
+	if err != nil {
+		c.restore(text)
+	}
+	return err
+}
+
+// restore asks the view to put text back into the message box.
+func (c *Chat) restore(text string) {
+	c.mu.Lock()
+	c.st.Restore, c.st.Draft = text, text
+	c.st.RestoreSeq++
+	c.mu.Unlock()
+	c.changed()
+}
+
+// explainTurn says what to do about a turn that failed.
+func (c *Chat) explainTurn(err error) error {
+	var long *inference.PromptTooLongError
+	if errors.As(err, &long) {
+		c.mu.Lock()
+		m := c.st.Model
+		c.mu.Unlock()
+		if long.Alone+1 > long.Capacity {
+			more := "raise the capacity in the conversation settings"
+			if m != nil && m.MaxCtxLen > 0 && long.Capacity >= m.MaxCtxLen {
+				more = fmt.Sprintf("this model reads at most %d tokens", m.MaxCtxLen)
+			}
+			return fmt.Errorf("your message alone is %d tokens, and this conversation holds %d: shorten it (%s); your text is back in the message box: %w",
+				long.Alone, long.Capacity, more, err)
+		}
+		return fmt.Errorf("with the history, this turn would be %d tokens, and the conversation holds %d: undo earlier turns, reset, or start a new conversation; your text is back in the message box: %w",
+			long.Tokens, long.Capacity, err)
+	}
+	return err
+}
+
+// SetDraft records the message box's text and counts its tokens against
+// the room left.
+func (c *Chat) SetDraft(text string) {
+	c.mu.Lock()
+	sess, capacity := c.sess, c.st.Capacity
+	c.mu.Unlock()
+	note := ""
+	if sess != nil && strings.TrimSpace(text) != "" {
+		added, total, ok := sess.DraftTokens(text)
+		switch {
+		case !ok:
+			c.mu.Lock()
+			note = c.st.DraftNote // busy: keep the last count
+			c.mu.Unlock()
+		case total+1 > capacity:
+			note = fmt.Sprintf("%d tokens · too long: the conversation would be %d of %d", added, total, capacity)
+		default:
+			note = fmt.Sprintf("%d tokens · %d left of %d", added, capacity-total, capacity)
+		}
+	}
+	c.mu.Lock()
+	changed := c.st.Draft != text || c.st.DraftNote != note
+	c.st.Draft, c.st.DraftNote = text, note
+	c.mu.Unlock()
+	if changed {
+		c.changed()
+	}
+}
+
+// SetGreedy switches the open conversation (and new ones) between greedy
+// decoding and the model's sampling defaults, without reloading.
+func (c *Chat) SetGreedy(on bool) error {
+	c.mu.Lock()
+	if c.st.Busy {
+		c.mu.Unlock()
+		return ErrBusy
+	}
+	s, model, sess, id := c.st.Settings, c.st.Model, c.sess, c.st.ConvID
+	c.mu.Unlock()
+	if on {
+		s.Temperature, s.TopK, s.TopP = 0, 0, 1
+	} else {
+		d := ModelDefaults(model, s.Engine)
+		s.Temperature, s.TopK, s.TopP = d.Temperature, d.TopK, d.TopP
+	}
+	if sess != nil {
+		if err := sess.SetSampling(s); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	c.st.Settings = s
+	c.mu.Unlock()
+	if c.store != nil && id != 0 {
+		if err := c.store.SaveSettings(context.Background(), id, s); err != nil {
+			return fmt.Errorf("the settings could not be saved: %w", err)
+		}
+	}
+	c.changed()
+	return nil
+}
+
+// SwitchBranch shows message index's alternative step places away (−1 the
+// previous, +1 the next) and continues from that branch; the cache keeps
+// the prefix the two branches share.
+func (c *Chat) SwitchBranch(index, step int) error {
+	sess, err := c.session()
+	if err != nil {
+		return err
+	}
+	if c.store == nil {
+		return errors.New("branches are kept in the database, which is not open")
+	}
+	c.mu.Lock()
+	id := c.st.ConvID
+	c.mu.Unlock()
+	return c.start("Switching branch…", func(ctx context.Context) error {
+		msgs, err := c.store.SwitchBranch(ctx, id, index, step)
+		if err != nil {
+			return fmt.Errorf("could not switch branch: %w", err)
+		}
+		if err := sess.Switch(ctx, msgs); err != nil {
+			return fmt.Errorf("could not switch branch: %w", err)
+		}
+		c.loadBranches(ctx, id)
+		return nil
 	})
 }
 

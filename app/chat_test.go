@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"etchat/inference"
 	"etchat/internal/fixtures"
+	"etchat/store"
 )
 
 // newTestChat makes a chat view-model over the backend with the llama3
@@ -52,7 +55,7 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 	c, errs := newTestChat(t, b, inspect(t, path))
 
 	st := run(t, c, errs, c.NewConversation(greedy(16)))
-	if !st.Loaded || st.Position != 0 || st.Capacity != 128 || st.Engine != "cpu" || st.ConvID == 0 {
+	if !st.Loaded || st.Position != 0 || st.Capacity != 128 || st.Engine.Name != "cpu" || st.ConvID == 0 {
 		t.Fatalf("after New: loaded %v position %d capacity %d engine %q conv %d", st.Loaded, st.Position, st.Capacity, st.Engine, st.ConvID)
 	}
 	if st.Meter() != "0 / 128 tokens · undo re-prefills the history" && !strings.HasPrefix(st.Meter(), "0 / 128 tokens") {
@@ -165,7 +168,7 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 const llamaSHA = "2cb9166a288728029b048e4b9cc0287a0beb0943ef5c8edf6c7d03301c31d7f1"
 
 func TestChatReopenRebuildsCacheFromStore(t *testing.T) {
-	b, _ := testBackend(t)
+	b, db := testBackend(t)
 	ref := llamaReference(t).Multiturn
 	path := modelCopy(t, fixtures.Llama3, true)
 	NewLibrary(b.Inspector, b.Library).Add(context.Background(), path)
@@ -178,9 +181,9 @@ func TestChatReopenRebuildsCacheFromStore(t *testing.T) {
 		t.Fatalf("turn 1 %q, want %q", got, ref.Turn1.GeneratedText)
 	}
 	id := st.ConvID
-	runs, err := b.Runs.ListRuns(context.Background(), 10)
-	if err != nil || len(runs) != 1 || runs[0].Kind != "chat" || runs[0].GenTokens != 8 || runs[0].Engine != "cpu" ||
-		runs[0].PromptTokens != len(ref.Turn1.InputIDs) || runs[0].Model != fixtures.Llama3 || runs[0].SHA256 != llamaSHA {
+	runs, err := db.ListRuns(context.Background(), store.RunFilter{Limit: 10})
+	if err != nil || len(runs) != 1 || runs[0].Kind != "chat" || runs[0].Stats.NumGeneratedTokens != 8 || runs[0].Engine != "cpu" ||
+		runs[0].Stats.NumPromptTokens != int64(len(ref.Turn1.InputIDs)) || runs[0].ModelName != fixtures.Llama3 || runs[0].ModelSHA256 != llamaSHA {
 		t.Errorf("stored runs %+v, %v", runs, err)
 	}
 	c.Close()
@@ -263,8 +266,12 @@ func TestChatRefusesWhatCannotRun(t *testing.T) {
 	if err := c2.Send("hi"); err == nil || !strings.Contains(err.Error(), "New conversation") {
 		t.Errorf("send without a conversation: %v", err)
 	}
-	// the metal engine is not available here: a clear message
-	if _, err := b.Opener.Open(context.Background(), inspect(t, modelCopy(t, fixtures.Llama3, true)), Settings{Engine: "metal", MaxNewTokens: 1, InitialCapacity: -1}, nil, nil); err == nil || !strings.Contains(err.Error(), "cpu engine") {
+	// the native engine is not available here: a typed error, and the
+	// chat's hint says what to do
+	m := inspect(t, modelCopy(t, fixtures.Llama3, true))
+	s := Settings{Engine: "metal", MaxNewTokens: 1, InitialCapacity: -1}
+	_, err = b.Opener.Open(context.Background(), m, s, nil, nil)
+	if !errors.Is(err, inference.ErrNoEngine) || !strings.Contains(loadError(m, s, err).Error(), "choose the cpu engine") {
 		t.Errorf("metal: %v", err)
 	}
 }

@@ -6,9 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"etchat/internal/engines"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
+
+func TestMain(m *testing.M) {
+	engines.Register() // as main does
+	os.Exit(m.Run())
+}
 
 // testDB opens a real store in a temp folder.
 func testDB(t *testing.T) (*store.DB, string) {
@@ -28,7 +34,7 @@ func testBackend(t *testing.T) (Backend, *store.DB) {
 	t.Helper()
 	db, path := testDB(t)
 	sa := NewStoreAdapter(db)
-	return Backend{Inspector: NewInspector(), Library: sa, Chats: sa, Runs: sa, Opener: NewOpener(nil), DBPath: path}, db
+	return Backend{Inspector: NewInspector(), Library: sa, Chats: sa, Opener: NewOpener(nil), DBPath: path, DB: db}, db
 }
 
 // modelCopy makes a private model folder from a fixture (the .pte linked,
@@ -109,5 +115,6 @@ func greedy(n int) Settings {
 	s := DefaultSettings("cpu")
 	s.StorageDType = "fp32"
 	s.MaxNewTokens = n
+	s.Temperature, s.TopP = 0, 1
 	return s
 }

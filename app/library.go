@@ -37,6 +37,20 @@ func (e LibraryEntry) Label() string {
 	return e.Name()
 }
 
+// ChatBlocked says why the chat cannot open the model ("" when it can).
+func (e LibraryEntry) ChatBlocked() string {
+	switch {
+	case e.Chattable():
+		return ""
+	case e.Info == nil || !e.Runnable():
+		if r := e.Reason(); r != "" {
+			return "Chat is not available: " + r
+		}
+		return "Chat is not available: etchat cannot run this file"
+	}
+	return "Chat is not available: there is no tokenizer.json next to the .pte — put the model's tokenizer.json (and tokenizer_config.json) there, then Rescan"
+}
+
 // Runnable reports whether the chat can open the model.
 func (e LibraryEntry) Runnable() bool {
 	return e.Info != nil && (e.Info.Kind == KindOffGraph || e.Info.Kind == KindInGraph)
@@ -80,7 +94,12 @@ func (e LibraryEntry) Row() string {
 		return e.Reason()
 	}
 	m := e.Info
-	parts := []string{FormatBytes(m.SizeBytes)}
+	// The companions first: they decide whether the model can chat, and
+	// the end of a long row is what a narrow list cuts off.
+	parts := []string{companionText(m), FormatBytes(m.SizeBytes)}
+	if m.Quantization != "" {
+		parts = append(parts, m.Quantization)
+	}
 	if m.Layout != nil {
 		if cfg, err := m.CacheConfig(kvcache.DefaultPolicy()); err == nil {
 			parts = append(parts, cfg.LayersSummary())
@@ -92,7 +111,6 @@ func (e LibraryEntry) Row() string {
 	if m.PrefillChunk > 0 {
 		parts = append(parts, "chunk "+strconv.Itoa(m.PrefillChunk))
 	}
-	parts = append(parts, companionText(m))
 	return strings.Join(parts, " · ")
 }
 
@@ -110,7 +128,7 @@ func companionText(m *ModelInfo) string {
 
 // Library is the model library's view-model: the list, the selection, and
 // the details pane's memory estimate at the capacity and dtype the user
-// picks. It is safe for concurrent use; OnChange (if set) is called after
+// picks. It is safe for concurrent use; subscribers (Subscribe) are called after
 // every change, from whichever goroutine made it.
 type Library struct {
 	inspect Inspector
@@ -126,7 +144,7 @@ type Library struct {
 	scanDone, scanTotal int
 	scanName            string // the model being read
 
-	OnChange func()
+	subs []func()
 }
 
 // NewLibrary makes a library view-model; store may be nil (nothing is
@@ -135,8 +153,19 @@ func NewLibrary(inspect Inspector, store LibraryStore) *Library {
 	return &Library{inspect: inspect, store: store, dtype: "bf16"}
 }
 
+// Subscribe adds f to the functions called after every change (from
+// whichever goroutine made it); each view subscribes on its own.
+func (l *Library) Subscribe(f func()) {
+	l.mu.Lock()
+	l.subs = append(l.subs, f)
+	l.mu.Unlock()
+}
+
 func (l *Library) changed() {
-	if f := l.OnChange; f != nil {
+	l.mu.Lock()
+	subs := append([]func(){}, l.subs...)
+	l.mu.Unlock()
+	for _, f := range subs {
 		f()
 	}
 }
@@ -485,6 +514,10 @@ type Details struct {
 	Memory   string
 	CacheErr string
 	Summary  string // the runner's two-line cache announcement
+	// Configurable: the estimate's capacity and dtype apply (off-graph).
+	Configurable bool
+	// ChatBlocked is why Chat is disabled ("" when it is not).
+	ChatBlocked string
 }
 
 // LayerHeader names the columns of Details.Layers.
@@ -497,7 +530,7 @@ func (l *Library) Details() (Details, bool) {
 		return Details{}, false
 	}
 	capText, dtype := l.Estimate()
-	d := Details{Title: e.Label()}
+	d := Details{Title: e.Label(), ChatBlocked: e.ChatBlocked()}
 	fact := func(k, v string) { d.Facts = append(d.Facts, [2]string{k, v}) }
 	fact("File", e.Path)
 	if e.Info == nil {
@@ -533,6 +566,9 @@ func (l *Library) Details() (Details, bool) {
 		w += fmt.Sprintf(", %s parameters", humanCount(m.Params))
 	}
 	fact("Weights", w)
+	if m.Quantization != "" {
+		fact("Quantization", m.Quantization)
+	}
 	fact("Methods", strings.Join(m.Methods, ", "))
 	if len(m.Delegates) > 0 {
 		fact("Delegates", strings.Join(m.Delegates, "; "))
@@ -548,15 +584,21 @@ func (l *Library) Details() (Details, bool) {
 		fact("SHA-256", m.SHA256)
 	}
 	if m.Layout == nil {
-		d.Memory = "The program keeps its cache inside the graph; its memory is not configurable."
+		d.Memory = "The program keeps its cache inside the graph: capacity and dtype are fixed by the export, so there is nothing to estimate here."
 		return d, true
 	}
+	d.Configurable = true
 	p := kvcache.DefaultPolicy()
 	p.StorageDType = dtype
 	if t := strings.TrimSpace(capText); t != "" {
 		n, err := strconv.Atoi(t)
 		if err != nil || n <= 0 {
 			d.CacheErr = fmt.Sprintf("capacity %q is not a positive whole number", t)
+			d.Memory = "No estimate: " + d.CacheErr
+			return d, true
+		}
+		if m.MaxCtxLen > 0 && n > m.MaxCtxLen {
+			d.CacheErr = fmt.Sprintf("capacity %d is above the model's maximum context of %d tokens: it was exported for at most %d", n, m.MaxCtxLen, m.MaxCtxLen)
 			d.Memory = "No estimate: " + d.CacheErr
 			return d, true
 		}
@@ -579,7 +621,7 @@ func (l *Library) Details() (Details, bool) {
 			strconv.Itoa(lm.Rows), FormatBytes(lm.Initial), FormatBytes(lm.Full)})
 	}
 	d.Memory = fmt.Sprintf("KV cache at capacity %d, %s: %s at start, %s when full", cfg.Capacity, cfg.DType.Flag(), FormatBytes(initial), FormatBytes(full))
-	d.Summary = cfg.Summary()
+	d.Summary = CacheSummary(cfg)
 	return d, true
 }
 
@@ -600,4 +642,18 @@ func humanCount(n int64) string {
 		return fmt.Sprintf("%.1f K", float64(n)/1e3)
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// CacheSummary is the runner's cache announcement, plus a line saying that
+// the pools start at the capacity when it is below the initial size.
+func CacheSummary(cfg *kvcache.Config) string {
+	s := cfg.Summary()
+	initial := cfg.InitialCapacity
+	if initial < 0 {
+		initial = kvcache.DefaultInitialCapacity
+	}
+	if initial > cfg.Capacity {
+		s += fmt.Sprintf("\n        (the pools start at the capacity, %d: it is below the initial size %d)", cfg.Capacity, initial)
+	}
+	return s
 }

@@ -27,7 +27,7 @@ func TestLibraryAddShowRemovePersist(t *testing.T) {
 	b, db := testBackend(t)
 	lib := NewLibrary(b.Inspector, b.Library)
 	changes := 0
-	lib.OnChange = func() { changes++ }
+	lib.Subscribe(func() { changes++ })
 
 	// A folder of three models (one without a tokenizer), a stray file, a
 	// broken .pte and a path that does not exist.
@@ -58,7 +58,7 @@ func TestLibraryAddShowRemovePersist(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 	if changes == 0 {
-		t.Error("OnChange not called")
+		t.Error("subscriber not called")
 	}
 	// Adding again changes nothing.
 	if again := lib.Add(ctx, ingraph); len(again.Added) != 0 || len(again.Already) != 1 {
@@ -77,7 +77,7 @@ func TestLibraryAddShowRemovePersist(t *testing.T) {
 		t.Errorf("broken: badge %q reason %q", e.Badge(), e.Reason())
 	}
 	if e := byName[fixtures.Llama3]; e.Badge() != "off-graph" || !e.Runnable() ||
-		e.Row() != "7.9 MiB · 2 layers: 2 flat · ctx 128 · chunk 32 · tokenizer found, template found" {
+		e.Row() != "tokenizer found, template found · 7.9 MiB · fp32 · 2 layers: 2 flat · ctx 128 · chunk 32" {
 		t.Errorf("llama3: %q %q", e.Badge(), e.Row())
 	}
 	if e := byName[fixtures.Gemma3]; !strings.Contains(e.Row(), "4 layers: 1 flat + 3 ring(window 8)") || !strings.Contains(e.Row(), "chunk 8") {

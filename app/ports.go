@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"etchat/inference"
 	"etchat/inference/kvcache"
 	"etchat/inference/stats"
 	"etchat/store"
@@ -60,6 +61,8 @@ type ModelInfo struct {
 	VocabSize    int
 	WeightBytes  int64
 	WeightDTypes []string
+	// Quantization is the weights' summary: "4-bit", "8-bit", "bf16"….
+	Quantization string
 	Params       int64
 	Methods      []string
 	Delegates    []string
@@ -146,9 +149,13 @@ type Progress struct {
 	Total int    // chunks in all; 0 when unknown
 }
 
-// Session is an open conversation with a loaded model.
+// Session is an open conversation with a loaded model. The transcript it
+// returns is what the cache holds: each message's Tokens are its tokens in
+// the cache, in order, and a reply's text is its tokens decoded.
 type Session interface {
-	// Send appends a user turn and generates a reply, streaming text.
+	// Send appends a user turn and generates a reply, streaming text. When
+	// no reply comes (an error before the first token, Stop while reading
+	// the prompt) the turn is taken back whole.
 	Send(ctx context.Context, text string, stream func(delta string)) (Reply, error)
 	// Regenerate replaces the last reply with a new one.
 	Regenerate(ctx context.Context, stream func(delta string)) (Reply, error)
@@ -156,17 +163,26 @@ type Session interface {
 	EditLast(ctx context.Context, text string, stream func(delta string)) (Reply, error)
 	// UndoTurn removes the last user turn and its reply.
 	UndoTurn(ctx context.Context) error
-	// UndoTokens removes the last n tokens of the conversation.
+	// UndoTokens removes the last n tokens shown (or the whole user turn
+	// they reach into).
 	UndoTokens(ctx context.Context, n int) error
 	// Reset empties the conversation (keeping the system prompt).
 	Reset(ctx context.Context) error
+	// Switch makes msgs (another branch, as the store holds it) the
+	// conversation; the cache keeps the prefix they share.
+	Switch(ctx context.Context, msgs []Message) error
+	// SetSampling changes temperature, top-k, top-p, seed and the reply
+	// budget without reloading.
+	SetSampling(s Settings) error
+	// DraftTokens is how many tokens sending text would add and the
+	// prompt's length then; ok is false while an action runs.
+	DraftTokens(text string) (added, total int, ok bool)
 	// Messages is the transcript as the cache holds it now.
 	Messages() []Message
-	// Partial is the transcript with the reply being generated as its last
-	// message (Partial set), for saving while it streams: the turn's prompt
-	// tokens and the reply's tokens so far. Call it only from a stream
-	// callback; nil when there is no consistent picture to save.
-	Partial() []Message
+	// Pending is the transcript with the reply being generated as its last
+	// message (Partial set) and the tokens that makes. Call it only from a
+	// stream or progress callback; ok is false between turns.
+	Pending() (msgs []Message, tokens int, ok bool)
 	// Position is the number of tokens in the cache; Capacity the most it
 	// admits.
 	Position() int
@@ -174,9 +190,25 @@ type Session interface {
 	// UndoInstant reports whether undoing the last turn rewinds the cache
 	// in place (true) or has to re-prefill the history (false).
 	UndoInstant() bool
-	// Engine names the engine that runs the session.
-	Engine() string
+	// Engine says which engine runs the session, on what, and why.
+	Engine() EngineInfo
 	Close() error
+}
+
+// EngineInfo is the engine a session runs on: its name, its device, and
+// why it was chosen (Fallback: auto wanted the native engine and fell back
+// to the CPU engine, Reason says why).
+type EngineInfo struct {
+	Name, Device, Reason string
+	Fallback             bool
+}
+
+// String is the chat header's engine part: "cpu on cpu".
+func (e EngineInfo) String() string {
+	if e.Name == "" {
+		return ""
+	}
+	return e.Name + " on " + e.Device
 }
 
 // Opener loads a model and starts (or restores) a conversation on it.
@@ -207,27 +239,25 @@ type ChatStore interface {
 	RecordRun(ctx context.Context, id int64, model *ModelInfo, engine string, s Settings, r Reply) error
 	LoadConversation(ctx context.Context, id int64) (ConversationSummary, Settings, []Message, error)
 	DeleteConversation(ctx context.Context, id int64) error
+	// Branches says, for each message of the current path, where it stands
+	// among its alternatives (regenerations, edits).
+	Branches(ctx context.Context, id int64) ([]Branch, error)
+	// SwitchBranch moves message index of the current path to its sibling
+	// step places away (−1: the previous) and continues down that branch's
+	// latest messages; it returns the new current path.
+	SwitchBranch(ctx context.Context, id int64, index, step int) ([]Message, error)
 }
 
-// RunRow is one stored run for the Benchmarks table.
-type RunRow struct {
-	ID           int64
-	Kind         string
-	Model        string
-	SHA256       string
-	Engine       string
-	Started      time.Time
-	PromptTokens int
-	GenTokens    int
-	PrefillTokS  float64
-	DecodeTokS   float64
-	TTFT         time.Duration
-	Error        string
-}
+// Branch is a message's place among its alternatives: the K-th of N
+// (1-based); N ≤ 1 when it has none.
+type Branch struct{ K, N int }
 
-// RunStore lists stored runs.
-type RunStore interface {
-	ListRuns(ctx context.Context, limit int) ([]RunRow, error)
+// Label is "‹ 2/3 ›", or "" without alternatives.
+func (b Branch) Label() string {
+	if b.N <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("‹ %d/%d ›", b.K, b.N)
 }
 
 // Backend is everything the app needs from below; New wires the real one.
@@ -235,11 +265,13 @@ type Backend struct {
 	Inspector Inspector
 	Library   LibraryStore
 	Chats     ChatStore
-	Runs      RunStore
 	Opener    Opener
 	// DB is the open database (nil when StoreErr is set), for views that
 	// use the store directly (app/benchmarks).
 	DB *store.DB
+	// OpenEngine opens an engine by choice for benchmarks; nil: the
+	// window's opener (engine registry, runner library preference).
+	OpenEngine func(kind string) (inference.Engine, error)
 	// DBPath is shown in the preferences and the about box.
 	DBPath string
 	// StoreErr, when set, is why the database could not be opened; the app

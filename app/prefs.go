@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
+
+	inferengine "etchat/inference/engine"
 )
 
 // Preference keys.
@@ -14,6 +16,12 @@ const (
 	PrefRunnerLibrary = "runner_library"
 	PrefEngine        = "default_engine"
 	PrefTheme         = "theme" // system | light | dark
+	// PrefEnterNewline swaps the message box's keys: Enter starts a new
+	// line and Ctrl/Cmd+Enter sends.
+	PrefEnterNewline = "enter_newline"
+	// The conversation open when the window closed, reopened at start.
+	PrefLastModel = "last_model"
+	PrefLastConv  = "last_conversation"
 )
 
 // Themes are the theme choices.
@@ -56,8 +64,8 @@ func (p *Prefs) Save(dbPath, runnerLib, engine string) error {
 	if engine == "" {
 		engine = "auto"
 	}
-	if !contains(Engines, engine) {
-		return fmt.Errorf("unknown engine %q: choose auto, cpu or metal", engine)
+	if _, err := inferengine.Canonical(engine); err != nil {
+		return fmt.Errorf("unknown engine %q: choose %s", engine, strings.Join(Engines(), ", "))
 	}
 	if dbPath != "" {
 		if fi, err := os.Stat(dbPath); err == nil && fi.IsDir() {
@@ -77,4 +85,26 @@ func (p *Prefs) Save(dbPath, runnerLib, engine string) error {
 	p.p.SetString(PrefRunnerLibrary, runnerLib)
 	p.p.SetString(PrefEngine, engine)
 	return nil
+}
+
+// EnterNewline reports whether Enter starts a new line (and Ctrl/Cmd+Enter
+// sends) instead of sending.
+func (p *Prefs) EnterNewline() bool { return p.p.Bool(PrefEnterNewline) }
+
+// SetEnterNewline stores the Enter key's choice.
+func (p *Prefs) SetEnterNewline(on bool) { p.p.SetBool(PrefEnterNewline, on) }
+
+// LastConversation is the model and conversation open when the window
+// last closed ("", 0 for none).
+func (p *Prefs) LastConversation() (model string, id int64) {
+	return p.p.String(PrefLastModel), int64(p.p.Int(PrefLastConv))
+}
+
+// SetLastConversation records the open conversation.
+func (p *Prefs) SetLastConversation(model string, id int64) {
+	if m, i := p.LastConversation(); m == model && i == id {
+		return
+	}
+	p.p.SetString(PrefLastModel, model)
+	p.p.SetInt(PrefLastConv, int(id))
 }

@@ -9,8 +9,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
-
-	"etchat/app/benchmarks"
 )
 
 // AppID is the application identifier (FyneApp.toml says the same).
@@ -30,10 +28,6 @@ func Run(ctx context.Context, args []string) int {
 	b, closeBackend := OpenBackend(ctx, opts, NewPrefs(a.Preferences()), os.Getenv)
 	defer closeBackend()
 	u := NewUI(a, b)
-	if b.DB != nil {
-		vm := benchmarks.New(benchmarks.Deps{DB: b.DB, OpenEngine: NewOpener(u.Prefs).(*engineOpener).OpenEngine, AppVersion: Version})
-		u.WireBenchmarks(vm, benchmarks.NewView(vm, u.Win))
-	}
 	go func() {
 		<-ctx.Done() // Ctrl+C in the terminal closes the window
 		u.Close()

@@ -1,12 +1,15 @@
 package app
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 )
 
@@ -26,12 +29,63 @@ type Settings struct {
 	SystemPrompt    string  `json:"system_prompt"`
 }
 
-// DefaultSettings are the runner's defaults with greedy sampling.
+// Chat's sampling when the model says nothing (generation_config.json
+// without sampling fields): varied replies, so Regenerate gives another
+// one. Greedy is one click away (ChatState.Greedy, Chat.SetGreedy).
+const (
+	DefaultTemperature = 0.7
+	DefaultTopP        = 0.9
+)
+
+// DefaultSettings are the runner's cache defaults with chat sampling
+// (temperature 0.7, top-p 0.9).
 func DefaultSettings(engine string) Settings {
 	if engine == "" {
 		engine = "auto"
 	}
-	return Settings{Engine: engine, StorageDType: "bf16", InitialCapacity: -1, TopP: 1, MaxNewTokens: 64}
+	return Settings{Engine: engine, StorageDType: "bf16", InitialCapacity: -1, Temperature: DefaultTemperature,
+		TopP: DefaultTopP, MaxNewTokens: 64}
+}
+
+// genConfig is the sampling part of a Hugging Face generation_config.json.
+type genConfig struct {
+	DoSample    *bool    `json:"do_sample"`
+	Temperature *float64 `json:"temperature"`
+	TopP        *float64 `json:"top_p"`
+	TopK        *int     `json:"top_k"`
+}
+
+// ModelDefaults are DefaultSettings with the sampling the model's
+// generation_config.json (next to the .pte) asks for, when it has sampling
+// fields: a field it leaves out takes Hugging Face's default (temperature
+// 1, top-p 1, no top-k); do_sample false is greedy.
+func ModelDefaults(m *ModelInfo, engine string) Settings {
+	s := DefaultSettings(engine)
+	if m == nil {
+		return s
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(m.Path), "generation_config.json"))
+	if err != nil {
+		return s
+	}
+	var g genConfig
+	if json.Unmarshal(b, &g) != nil || g.DoSample == nil && g.Temperature == nil && g.TopP == nil && g.TopK == nil {
+		return s
+	}
+	s.Temperature, s.TopP, s.TopK = 1, 1, 0
+	if g.Temperature != nil && *g.Temperature >= 0 && *g.Temperature <= 10 {
+		s.Temperature = *g.Temperature
+	}
+	if g.TopP != nil && *g.TopP > 0 && *g.TopP <= 1 {
+		s.TopP = *g.TopP
+	}
+	if g.TopK != nil && *g.TopK >= 0 {
+		s.TopK = *g.TopK
+	}
+	if g.DoSample != nil && !*g.DoSample {
+		s.Temperature, s.TopP, s.TopK = 0, 1, 0
+	}
+	return s
 }
 
 // Policy is the cache part of the settings.
@@ -39,8 +93,8 @@ func (s Settings) Policy() kvcache.Policy {
 	return kvcache.Policy{Capacity: s.Capacity, StorageDType: s.StorageDType, InitialCapacity: s.InitialCapacity, Windows: s.Windows}
 }
 
-// Engines are the choices of the engine selector.
-var Engines = []string{"auto", "cpu", "metal"}
+// Engines are the choices of the engine selector (the engine registry's).
+func Engines() []string { return engine.Choices() }
 
 // DTypes are the choices of the storage dtype selector.
 var DTypes = []string{"bf16", "fp16", "fp32"}
@@ -143,8 +197,8 @@ func (f *SettingsForm) Evaluate() Result {
 	if s.Engine == "" {
 		s.Engine = "auto"
 	}
-	if !contains(Engines, s.Engine) {
-		bad("Engine", fmt.Sprintf("%q is not an engine; choose auto, cpu or metal", s.Engine))
+	if _, err := engine.Canonical(s.Engine); err != nil {
+		bad("Engine", fmt.Sprintf("%q is not an engine; choose %s", s.Engine, strings.Join(Engines(), ", ")))
 	}
 
 	intField := func(field, text string, def, lo int) int {
@@ -186,13 +240,8 @@ func (f *SettingsForm) Evaluate() Result {
 	s.StorageDType = strings.TrimSpace(f.StorageDType)
 	s.InitialCapacity = intField("InitialCapacity", f.InitialCapacity, -1, 0)
 	s.Windows = strings.TrimSpace(f.Windows)
-	if f.CacheEditable() && r.ErrorFor("Capacity") == "" && r.ErrorFor("InitialCapacity") == "" {
-		cfg, err := f.model.CacheConfig(s.Policy())
-		if err != nil {
-			bad(cacheField(err), err.Error())
-		} else {
-			r.Cache = cfg
-		}
+	if f.CacheEditable() {
+		r.Cache = f.evaluateCache(s.Policy(), bad, r.ErrorFor("Capacity") != "" || r.ErrorFor("InitialCapacity") != "")
 	}
 
 	s.Temperature = floatField("Temperature", f.Temperature, 0, 0, 10)
@@ -213,21 +262,55 @@ func (f *SettingsForm) Evaluate() Result {
 	return r
 }
 
-// cacheField says which field a kvcache.Build error is about.
-func cacheField(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "initial capacity"):
-		return "InitialCapacity"
-	case strings.Contains(msg, "dtype"):
-		return "StorageDType"
-	case strings.Contains(msg, "windows"):
-		return "Windows"
+// evaluateCache checks the cache fields one by one, so that every wrong
+// field is named (not only the first the builder meets), and builds the
+// config with the one builder the engines use. parseFailed: a number did
+// not parse (already reported).
+func (f *SettingsForm) evaluateCache(p kvcache.Policy, bad func(field, msg string), parseFailed bool) *kvcache.Config {
+	n := 0
+	report := func(field, msg string) { bad(field, msg); n++ }
+	if limit := f.model.MaxCtxLen; limit > 0 && p.Capacity > limit {
+		report("Capacity", fmt.Sprintf("at most %d: the model was exported for %d tokens of context (empty = %d)", limit, limit, limit))
 	}
-	if errors.Is(err, kvcache.ErrCacheFull) {
-		return "Capacity"
+	if p.StorageDType != "" {
+		if _, err := kvcache.ParseDType(p.StorageDType); err != nil {
+			report("StorageDType", fmt.Sprintf("%q is not a storage dtype: choose bf16, fp16 or fp32", p.StorageDType))
+		}
 	}
-	return "Capacity"
+	if strings.TrimSpace(p.Windows) != "" {
+		if _, err := kvcache.ParseWindows(p.Windows); err != nil {
+			report("Windows", fmt.Sprintf("%q: give window sizes separated by commas (whole numbers ≥ 0; 0 = flat), e.g. 512 or 8,8,0", p.Windows))
+		}
+	}
+	if n > 0 || parseFailed {
+		return nil
+	}
+	cfg, err := f.model.CacheConfig(p)
+	if err == nil {
+		return cfg
+	}
+	// The builder refused the combination: name each field that it refuses
+	// on its own, against the model's defaults.
+	def := kvcache.DefaultPolicy()
+	for _, c := range []struct {
+		field string
+		set   func(*kvcache.Policy)
+	}{
+		{"Capacity", func(q *kvcache.Policy) { q.Capacity = p.Capacity }},
+		{"InitialCapacity", func(q *kvcache.Policy) { q.InitialCapacity = p.InitialCapacity }},
+		{"Windows", func(q *kvcache.Policy) { q.Windows = p.Windows }},
+		{"StorageDType", func(q *kvcache.Policy) { q.StorageDType = p.StorageDType }},
+	} {
+		q := def
+		c.set(&q)
+		if _, ferr := f.model.CacheConfig(q); ferr != nil {
+			report(c.field, ferr.Error())
+		}
+	}
+	if n == 0 { // only the combination fails
+		report("Capacity", err.Error())
+	}
+	return nil
 }
 
 func contains(list []string, s string) bool {

@@ -42,11 +42,12 @@ func TestSettingsFormMessagesComeFromTheCacheRules(t *testing.T) {
 	}{
 		{func(f *SettingsForm) { f.Capacity = "lots" }, "Capacity", `"lots" is not a whole number`},
 		{func(f *SettingsForm) { f.Capacity = "0" }, "Capacity", "must be at least 1"},
-		{func(f *SettingsForm) { f.Capacity = "99999999" }, "Capacity", "above the limit"},
+		{func(f *SettingsForm) { f.Capacity = "99999999" }, "Capacity", "at most 128: the model was exported for 128 tokens"},
+		{func(f *SettingsForm) { f.Capacity = "200" }, "Capacity", "at most 128"},
 		{func(f *SettingsForm) { f.InitialCapacity = "-4" }, "InitialCapacity", "must be at least 0"},
-		{func(f *SettingsForm) { f.StorageDType = "int8" }, "StorageDType", "unknown kv storage dtype"},
-		{func(f *SettingsForm) { f.Windows = "8,x" }, "Windows", "invalid --kv-windows"},
-		{func(f *SettingsForm) { f.Engine = "gpu" }, "Engine", "choose auto, cpu or metal"},
+		{func(f *SettingsForm) { f.StorageDType = "int8" }, "StorageDType", `"int8" is not a storage dtype: choose bf16, fp16 or fp32`},
+		{func(f *SettingsForm) { f.Windows = "8,x" }, "Windows", `"8,x": give window sizes separated by commas`},
+		{func(f *SettingsForm) { f.Engine = "gpu" }, "Engine", "choose auto, cpu, mlx"},
 		{func(f *SettingsForm) { f.Temperature = "hot" }, "Temperature", "not a number"},
 		{func(f *SettingsForm) { f.Temperature = "-1" }, "Temperature", "between 0 and 10"},
 		{func(f *SettingsForm) { f.TopP = "1.5" }, "TopP", "between 0 and 1"},
@@ -69,6 +70,23 @@ func TestSettingsFormMessagesComeFromTheCacheRules(t *testing.T) {
 		if len(r.Errors) != 1 {
 			t.Errorf("%s: %d errors %v", c.field, len(r.Errors), r.Errors)
 		}
+		for _, e := range r.Errors {
+			if strings.Contains(e.Msg, "--") {
+				t.Errorf("%s: message quotes a command-line flag: %q", e.Field, e.Msg)
+			}
+		}
+	}
+	// Three wrong cache fields: three messages, each under its field.
+	f := NewSettingsForm(DefaultSettings("cpu"), m)
+	f.Capacity, f.StorageDType, f.Windows = "4000", "int8", "x"
+	if r := f.Evaluate(); len(r.Errors) != 3 || r.ErrorFor("Capacity") == "" || r.ErrorFor("StorageDType") == "" || r.ErrorFor("Windows") == "" {
+		t.Errorf("three wrong fields: %v", r.Errors)
+	}
+	// A combination only the builder refuses is still named.
+	f = NewSettingsForm(DefaultSettings("cpu"), m)
+	f.InitialCapacity = "99999999"
+	if r := f.Evaluate(); r.ErrorFor("InitialCapacity") == "" {
+		t.Errorf("initial capacity above the limit: %v", r.Errors)
 	}
 }
 

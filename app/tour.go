@@ -107,12 +107,12 @@ func (u *UI) Tour(dir string) error {
 	// library, then the history and the chart of what the script ran.
 	sub, _ := u.benchObj.(*container.AppTabs)
 	fyne.DoAndWait(func() { u.SelectTab(TabBenchmarks) })
-	if u.benchVM != nil {
-		f := u.benchVM.Form()
+	if u.BenchVM != nil {
+		f := u.BenchVM.Form()
 		f.Prompts, f.Gens, f.Reps, f.Engine = "32", "16", "3", "cpu"
-		u.benchVM.SetForm(f)
-		u.benchVM.ChooseModel(model.Path)
-		_ = u.benchVM.Refresh(u.ctx)
+		u.BenchVM.SetForm(f)
+		u.BenchVM.ChooseModel(model.Path)
+		_ = u.BenchVM.Refresh(u.ctx)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if err := shot("benchmarks"); err != nil {

@@ -31,16 +31,12 @@ type UI struct {
 	Prefs   *Prefs
 	Library *Library
 	Chat    *Chat
-	Bench   *Benchmarks
+	// BenchVM is the Benchmarks tab's view-model (nil without a database).
+	BenchVM *benchmarks.ViewModel
 
-	tabs       *container.AppTabs
-	lib        *libraryView
-	chat       *chatView
-	runs       *benchView
-	benchWired bool
-	// benchVM is the app/benchmarks view-model when that view is wired;
-	// the library feeds it the models its run form offers.
-	benchVM  *benchmarks.ViewModel
+	tabs     *container.AppTabs
+	lib      *libraryView
+	chat     *chatView
 	benchObj fyne.CanvasObject
 	// banner shows a lasting problem (the database not open).
 	banner *widget.Label
@@ -66,23 +62,17 @@ func NewUI(a fyne.App, b Backend) *UI {
 	u := &UI{App: a, Backend: b, Prefs: NewPrefs(a.Preferences()), ctx: ctx, cancel: cancel, do: fyne.Do}
 	u.Library = NewLibrary(b.Inspector, b.Library)
 	u.Chat = NewChat(b.Opener, b.Chats, u.Prefs.Engine())
-	u.Bench = NewBenchmarks(b.Runs)
 	u.ApplyTheme(u.Prefs.Theme())
 
 	u.Win = a.NewWindow("etchat")
 	u.lib = newLibraryView(u)
 	u.chat = newChatView(u)
-	u.runs = newBenchView(u)
+	u.benchObj = u.newBenchmarksTab()
 	u.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon(TabModels, theme.StorageIcon(), u.lib.root),
 		container.NewTabItemWithIcon(TabChat, theme.MailComposeIcon(), u.chat.root),
-		container.NewTabItemWithIcon(TabBenchmarks, theme.InfoIcon(), u.runs.root),
+		container.NewTabItemWithIcon(TabBenchmarks, theme.InfoIcon(), u.benchObj),
 	)
-	u.tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == TabBenchmarks && !u.benchWired {
-			u.runs.refresh()
-		}
-	}
 	u.banner = widget.NewLabel("")
 	u.banner.Wrapping = fyne.TextWrapWord
 	u.banner.Importance = widget.DangerImportance
@@ -96,7 +86,7 @@ func NewUI(a fyne.App, b Backend) *UI {
 	u.Win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { u.AddURIs(uris) })
 	u.Win.Canvas().SetOnTypedKey(func(ev *fyne.KeyEvent) {
 		if ev.Name == fyne.KeyEscape {
-			u.Chat.Stop()
+			u.Escape()
 		}
 	})
 	u.Win.Resize(fyne.NewSize(1180, 760))
@@ -120,6 +110,7 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 		if len(models) > 0 {
 			res = u.Library.Add(u.ctx, models...)
 		}
+		u.reopenLast()
 		u.do(func() {
 			if err != nil {
 				u.ShowError(err)
@@ -134,32 +125,62 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 	}()
 }
 
+// reopenLast opens the conversation that was open when the window last
+// closed (its model chosen, its list shown), if its model is still in the
+// library and can chat.
+func (u *UI) reopenLast() {
+	path, id := u.Prefs.LastConversation()
+	if path == "" {
+		return
+	}
+	e, ok := u.Library.Entry(path)
+	if !ok || !e.Chattable() {
+		return
+	}
+	if err := u.Chat.SetModel(u.ctx, e.Info); err != nil {
+		return
+	}
+	for _, c := range u.Chat.State().Conversations {
+		if c.ID == id {
+			_ = u.Chat.OpenConversation(id) // a failure shows in the chat
+			return
+		}
+	}
+}
+
 // Close stops running work and releases the model.
 func (u *UI) Close() {
 	u.cancel()
 	u.Chat.Close()
 }
 
-// SetBenchmarksView replaces the Benchmarks tab's run history with a
-// fuller view (package app/benchmarks: run form, history, chart), wired by
-// Run when the database is open.
-func (u *UI) SetBenchmarksView(obj fyne.CanvasObject) {
-	for _, t := range u.tabs.Items {
-		if t.Text == TabBenchmarks {
-			t.Content = obj
-		}
+// Escape closes the top dialog or menu, else stops a reply.
+func (u *UI) Escape() {
+	if top := u.Win.Canvas().Overlays().Top(); top != nil {
+		top.Hide()
+		u.Win.Canvas().Overlays().Remove(top)
+		return
 	}
-	u.benchWired = true
-	u.tabs.Refresh()
+	u.Chat.Stop()
 }
 
-// WireBenchmarks installs the app/benchmarks view (obj, over vm) in the
-// Benchmarks tab and keeps its run form's model choice in step with the
-// library.
-func (u *UI) WireBenchmarks(vm *benchmarks.ViewModel, obj fyne.CanvasObject) {
-	u.SetBenchmarksView(obj)
-	u.benchVM, u.benchObj = vm, obj
-	vm.SetLibrary(BenchModels(u.Library.Entries()))
+// newBenchmarksTab is the app/benchmarks view (run form, results,
+// history, chart, comparison) over the database, or why there is none.
+func (u *UI) newBenchmarksTab() fyne.CanvasObject {
+	if u.Backend.DB == nil {
+		l := widget.NewLabel("Benchmarks are stored in the database, which is not open: " +
+			"choose another database file in Preferences or pass --db, then restart.")
+		l.Wrapping = fyne.TextWrapWord
+		return l
+	}
+	open := u.Backend.OpenEngine
+	if open == nil {
+		open = NewOpener(u.Prefs).(*engineOpener).OpenEngine
+	}
+	u.BenchVM = benchmarks.New(benchmarks.Deps{DB: u.Backend.DB, OpenEngine: open, AppVersion: Version})
+	u.BenchVM.SetLibrary(BenchModels(u.Library.Entries()))
+	u.Library.Subscribe(func() { u.BenchVM.SetLibrary(BenchModels(u.Library.Entries())) })
+	return benchmarks.NewViewWith(u.ctx, u.BenchVM, u.Win, func(f func()) { u.do(f) })
 }
 
 // BenchModels are the library's runnable models as the benchmark form
@@ -370,8 +391,9 @@ func modKey() string {
 func ShortcutHelp() string {
 	mod := modKey()
 	rows := [][2]string{
+		{"Enter", "send the message (Shift+Enter: new line; swap in Preferences)"},
 		{mod + "+Enter", "send the message"},
-		{"Esc", "stop generating"},
+		{"Esc", "close the dialog, or stop generating"},
 		{mod + "+R", "regenerate the last reply"},
 		{mod + "+E", "edit the last message"},
 		{mod + "+Shift+Backspace", "undo the last turn"},
@@ -418,13 +440,16 @@ type prefsSheet struct {
 	db, lib *widget.Entry
 	engine  *widget.Select
 	theme   *widget.Select
+	enterNL *widget.Check
 	msg     *widget.Label
 	content fyne.CanvasObject
 }
 
 func (u *UI) newPrefsSheet() *prefsSheet {
-	s := &prefsSheet{db: widget.NewEntry(), lib: widget.NewEntry(), engine: widget.NewSelect(Engines, nil),
-		theme: widget.NewSelect(Themes, nil), msg: widget.NewLabel("")}
+	s := &prefsSheet{db: widget.NewEntry(), lib: widget.NewEntry(), engine: widget.NewSelect(Engines(), nil),
+		theme: widget.NewSelect(Themes, nil), msg: widget.NewLabel(""),
+		enterNL: widget.NewCheck("Enter starts a new line ("+modKey()+"+Enter sends)", nil)}
+	s.enterNL.SetChecked(u.Prefs.EnterNewline())
 	s.db.SetText(u.Prefs.DBPath())
 	s.db.SetPlaceHolder(u.Backend.DBPath)
 	s.lib.SetText(u.Prefs.RunnerLibrary())
@@ -437,6 +462,7 @@ func (u *UI) newPrefsSheet() *prefsSheet {
 		widget.NewFormItem("Runner library", s.lib),
 		widget.NewFormItem("Default engine", s.engine),
 		widget.NewFormItem("Theme", s.theme),
+		widget.NewFormItem("Message box", s.enterNL),
 	)
 	note := widget.NewLabel("The database path takes effect when etchat starts again (--db on the command line wins).")
 	note.Wrapping = fyne.TextWrapWord
@@ -453,6 +479,8 @@ func (u *UI) savePrefs(s *prefsSheet) error {
 	}
 	u.ApplyTheme(s.theme.Selected)
 	u.Chat.SetDefaultEngine(s.engine.Selected)
+	u.Prefs.SetEnterNewline(s.enterNL.Checked)
+	u.chat.input.SetPlaceHolder(composerHint(s.enterNL.Checked))
 	return nil
 }
 
@@ -470,7 +498,7 @@ func (u *UI) showPrefs() {
 	})
 	save.Importance = widget.HighImportance
 	cancel := widget.NewButton("Cancel", func() { d.Hide() })
-	d = dialog.NewCustomWithoutButtons("Preferences", container.NewGridWrap(fyne.NewSize(560, 260), s.content), u.Win)
+	d = dialog.NewCustomWithoutButtons("Preferences", container.NewGridWrap(fyne.NewSize(560, 300), s.content), u.Win)
 	d.SetButtons([]fyne.CanvasObject{cancel, save})
 	d.Show()
 }

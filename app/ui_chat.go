@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -39,22 +40,32 @@ type chatView struct {
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text
 
-	input    *composer
-	sendBtn  *widget.Button
-	stopBtn  *widget.Button
-	actions  []*widget.Button // disabled while busy
-	undoN    *widget.Entry
-	settings *widget.Button
+	input     *composer
+	draftNote *widget.Label
+	sendBtn   *widget.Button
+	stopBtn   *widget.Button
+	undoBtn   *widget.Button
+	regenBtn  *widget.Button
+	moreBtn   *widget.Button
+	greedy    *widget.Check
+	undoN     *widget.Entry
+	settings  *widget.Button
+	header    *fyne.Container
+	restored  int // the RestoreSeq applied to the message box
 
 	st          ChatState
 	syncing     bool
 	settingsDlg *dialog.CustomDialog
 }
 
-// composer is the message entry: Ctrl/Cmd+Enter sends, Esc stops.
+// composer is the message entry: Enter sends and Shift+Enter starts a
+// new line (swapped when enterNewline is set: then Ctrl/Cmd+Enter sends);
+// Esc stops a reply.
 type composer struct {
 	widget.Entry
 	onSend, onStop func()
+	enterNewline   func() bool
+	shift          bool
 }
 
 func newComposer() *composer {
@@ -65,9 +76,28 @@ func newComposer() *composer {
 	return c
 }
 
+func (c *composer) KeyDown(ev *fyne.KeyEvent) {
+	if ev.Name == desktop.KeyShiftLeft || ev.Name == desktop.KeyShiftRight {
+		c.shift = true
+	}
+	c.Entry.KeyDown(ev)
+}
+
+func (c *composer) KeyUp(ev *fyne.KeyEvent) {
+	if ev.Name == desktop.KeyShiftLeft || ev.Name == desktop.KeyShiftRight {
+		c.shift = false
+	}
+	c.Entry.KeyUp(ev)
+}
+
 func (c *composer) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape && c.onStop != nil {
+	switch {
+	case ev.Name == fyne.KeyEscape && c.onStop != nil:
 		c.onStop()
+		return
+	case (ev.Name == fyne.KeyReturn || ev.Name == fyne.KeyEnter) && !c.shift && c.onSend != nil &&
+		(c.enterNewline == nil || !c.enterNewline()):
+		c.onSend()
 		return
 	}
 	c.Entry.TypedKey(ev)
@@ -113,7 +143,7 @@ func newChatView(u *UI) *chatView {
 		}
 		v.do(u.Chat.OpenConversation(v.convs[i].ID))
 	}
-	v.newBtn = widget.NewButtonWithIcon("New Conversation", theme.ContentAddIcon(), v.newConversation)
+	v.newBtn = widget.NewButtonWithIcon("New", theme.ContentAddIcon(), v.newConversation)
 	v.delBtn = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), v.deleteConversation)
 	side := borderInOrder(
 		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.model, v.newBtn,
@@ -121,18 +151,25 @@ func newChatView(u *UI) *chatView {
 		v.delBtn, nil, nil, v.convList)
 
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.title.Truncation = fyne.TextTruncateEllipsis
 	v.meter = widget.NewProgressBar()
 	v.meter.TextFormatter = func() string { return v.meterText }
 	v.settings = widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), func() { v.showSettings() })
+	v.greedy = widget.NewCheck("Greedy", func(on bool) {
+		if !v.syncing {
+			v.do(u.Chat.SetGreedy(on))
+		}
+	})
 	v.activity = widget.NewLabel("")
+	v.activity.Truncation = fyne.TextTruncateEllipsis
 	v.progress = widget.NewProgressBar()
 	v.progressIn = widget.NewProgressBarInfinite()
 	v.progressIn.Stop()
 	v.errLabel = widget.NewLabel("")
 	v.errLabel.Wrapping = fyne.TextWrapWord
 	v.errLabel.Importance = widget.DangerImportance
-	header := container.NewVBox(
-		container.NewBorder(nil, nil, nil, v.settings, v.title),
+	v.header = container.NewVBox(
+		container.NewBorder(nil, nil, nil, container.NewHBox(v.greedy, v.settings), v.title),
 		container.NewBorder(nil, nil, widget.NewLabel("Context"), nil, v.meter),
 		container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn)),
 		v.errLabel,
@@ -143,39 +180,37 @@ func newChatView(u *UI) *chatView {
 	v.scroll = container.NewVScroll(v.transcript)
 
 	v.input = newComposer()
-	v.input.SetPlaceHolder("Message (" + modKey() + "+Enter to send, Esc to stop)")
+	v.input.SetPlaceHolder(composerHint(u.Prefs.EnterNewline()))
 	v.input.SetMinRowsVisible(3)
 	v.input.onSend = v.send
 	v.input.onStop = u.Chat.Stop
+	v.input.enterNewline = u.Prefs.EnterNewline
+	v.input.OnChanged = func(text string) {
+		if !v.syncing {
+			u.Chat.SetDraft(text)
+		}
+	}
+	v.draftNote = widget.NewLabel("")
+	v.draftNote.Truncation = fyne.TextTruncateEllipsis
 	v.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), v.send)
 	v.sendBtn.Importance = widget.HighImportance
 	v.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), u.Chat.Stop)
-	undo := widget.NewButtonWithIcon("Undo Turn", theme.ContentUndoIcon(), v.undoTurn)
+	v.undoBtn = widget.NewButtonWithIcon("Undo Turn", theme.ContentUndoIcon(), v.undoTurn)
 	v.undoN = widget.NewEntry()
 	v.undoN.SetText("1")
-	undoTok := widget.NewButton("Undo Tokens", v.undoTokens)
-	regen := widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), v.regenerate)
-	edit := widget.NewButtonWithIcon("Edit Last", theme.DocumentCreateIcon(), v.editLast)
-	reset := widget.NewButtonWithIcon("Reset", theme.ContentClearIcon(), v.reset)
-	v.actions = []*widget.Button{v.sendBtn, undo, undoTok, regen, edit, reset, v.newBtn, v.settings}
-	buttons := container.NewHBox(v.sendBtn, v.stopBtn, undo,
-		container.NewGridWrap(fyne.NewSize(56, v.undoN.MinSize().Height), v.undoN), undoTok, regen, edit, reset)
-	composerBox := container.NewBorder(nil, buttons, nil, nil, v.input)
+	v.regenBtn = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), v.regenerate)
+	// The rarer actions sit in a menu, so the row fits an 800-pixel window.
+	v.moreBtn = widget.NewButtonWithIcon("More", theme.MoreHorizontalIcon(), v.showMore)
+	buttons := container.NewHBox(v.sendBtn, v.stopBtn, v.undoBtn, v.regenBtn, v.moreBtn)
+	composerBox := container.NewBorder(nil, container.NewBorder(nil, nil, nil, buttons, v.draftNote), nil, nil, v.input)
 
-	main := borderInOrder(header, composerBox, nil, nil, v.scroll)
+	main := borderInOrder(v.header, composerBox, nil, nil, v.scroll)
 	split := container.NewHSplit(side, main)
 	split.Offset = 0.24
 	v.root = split
 	u.Chat.OnChange = u.coalesce(v.refresh)
 	u.Chat.OnError = func(err error) { u.do(func() { u.ShowError(err) }) }
-	prevLib := u.Library.OnChange
-	models := u.coalesce(v.refreshModels)
-	u.Library.OnChange = func() {
-		if prevLib != nil {
-			prevLib()
-		}
-		models()
-	}
+	u.Library.Subscribe(u.coalesce(v.refreshModels))
 	v.refreshModels()
 	v.refresh()
 	return v
@@ -227,6 +262,14 @@ func (v *chatView) setModel(m *ModelInfo) {
 	}()
 }
 
+func setEnabledW(w fyne.Disableable, on bool) {
+	if on {
+		w.Enable()
+	} else {
+		w.Disable()
+	}
+}
+
 func setEnabled(b *widget.Button, on bool) {
 	if on {
 		b.Enable()
@@ -265,8 +308,20 @@ func (v *chatView) refresh() {
 		if t == "" {
 			t = "Conversation"
 		}
-		v.title.SetText(fmt.Sprintf("%s — %s (engine: %s)", t, st.Model.Name(), st.Engine))
+		v.title.SetText(fmt.Sprintf("%s — %s · engine: %s", t, st.Model.Name(), st.Engine))
 	}
+	if st.Engine.Fallback && st.Engine.Reason != "" {
+		v.title.SetText(v.title.Text + " (" + st.Engine.Reason + ")")
+	}
+	v.greedy.SetChecked(st.Greedy())
+	setEnabledW(v.greedy, !st.Busy && st.Model != nil)
+	if st.RestoreSeq != v.restored {
+		v.restored = st.RestoreSeq
+		if strings.TrimSpace(v.input.Text) == "" {
+			v.input.SetText(st.Restore) // a send that got no reply: the text comes back
+		}
+	}
+	v.draftNote.SetText(st.DraftNote)
 	v.meterText = st.Meter()
 	v.meter.SetValue(st.MeterFraction())
 
@@ -297,9 +352,13 @@ func (v *chatView) refresh() {
 	} else {
 		v.errLabel.Hide()
 	}
-	for _, b := range v.actions {
-		setEnabled(b, !st.Busy && st.Model != nil)
-	}
+	v.header.Refresh() // lay out again: a hidden line leaves no band
+	setEnabled(v.sendBtn, !st.Busy && st.Model != nil)
+	setEnabled(v.newBtn, !st.Busy && st.Model != nil)
+	setEnabled(v.settings, !st.Busy && st.Model != nil)
+	setEnabled(v.undoBtn, st.CanUndo())
+	setEnabled(v.regenBtn, st.CanRegenerate())
+	setEnabled(v.moreBtn, st.CanUndoTokens() || st.CanUndo() || st.CanReset())
 	setEnabled(v.stopBtn, st.Busy)
 	setEnabled(v.delBtn, !st.Busy && st.ConvID != 0)
 	v.drawTranscript(st)
@@ -349,12 +408,13 @@ func (v *chatView) drawTranscript(st ChatState) {
 			}
 			segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
 		}
-		for _, m := range st.Messages {
+		for i, m := range st.Messages {
 			if m.Role == "system" && m.Text == "" {
 				continue
 			}
 			ms, _ := messageSegments(m.Role, m.Text, MessageNote(m))
 			segs = append(segs, ms...)
+			segs = append(segs, v.branchSegments(i, st)...)
 			segs = append(segs, &widget.SeparatorSegment{})
 		}
 		if liveOn {
@@ -377,16 +437,62 @@ func (v *chatView) drawTranscript(st ChatState) {
 	v.scroll.ScrollToBottom()
 }
 
+// branchSegments are "‹ k/n ›" under message i when it has alternatives:
+// the arrows switch to the previous or next one.
+func (v *chatView) branchSegments(i int, st ChatState) []widget.RichTextSegment {
+	b := st.BranchOf(i)
+	if b.N <= 1 {
+		return nil
+	}
+	arrow := func(text string, step int, on bool) widget.RichTextSegment {
+		if !on || st.Busy {
+			return &widget.TextSegment{Style: widget.RichTextStyle{Inline: true, ColorName: theme.ColorNameDisabled}, Text: text}
+		}
+		return &widget.HyperlinkSegment{Text: text, OnTapped: func() { v.do(v.u.Chat.SwitchBranch(i, step)) }}
+	}
+	return []widget.RichTextSegment{
+		arrow("‹", -1, b.K > 1),
+		&widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: fmt.Sprintf(" %d/%d ", b.K, b.N)},
+		arrow("›", +1, b.K < b.N),
+	}
+}
+
+// composerHint is the message box's placeholder for the Enter preference.
+func composerHint(enterNewline bool) string {
+	if enterNewline {
+		return "Message (" + modKey() + "+Enter sends, Enter starts a new line, Esc stops)"
+	}
+	return "Message (Enter sends, Shift+Enter starts a new line, Esc stops)"
+}
+
+// showMore opens the menu of the rarer actions.
+func (v *chatView) showMore() {
+	st := v.u.Chat.State()
+	undoTok := fyne.NewMenuItem("Undo Tokens…", v.undoTokensDialog)
+	undoTok.Disabled = !st.CanUndoTokens()
+	edit := fyne.NewMenuItem("Edit Last Message…", v.editLast)
+	edit.Disabled = !st.CanUndo()
+	reset := fyne.NewMenuItem("Reset Conversation…", v.reset)
+	reset.Disabled = !st.CanReset()
+	m := fyne.NewMenu("", undoTok, edit, reset)
+	c := v.u.Win.Canvas()
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.moreBtn)
+	widget.ShowPopUpMenuAtPosition(m, c, pos.Add(fyne.NewPos(0, v.moreBtn.Size().Height)))
+}
+
 func (v *chatView) send() {
 	text := v.input.Text
 	if strings.TrimSpace(text) == "" {
 		return
 	}
+	v.u.Chat.SetDraft(text)
 	if err := v.u.Chat.Send(text); err != nil {
 		v.u.ShowError(err)
 		return
 	}
+	v.syncing = true
 	v.input.SetText("")
+	v.syncing = false
 	v.u.Win.Canvas().Focus(v.input) // after pressing Send, Esc stops and the next message can be typed
 }
 

@@ -28,6 +28,7 @@ type libraryView struct {
 	scanBox  *fyne.Container
 
 	title    *widget.Label
+	blocked  *widget.Label   // why Chat is disabled, at the top
 	facts    *fyne.Container // label/value pairs in a form layout
 	capacity *widget.Entry
 	dtype    *widget.Select
@@ -41,6 +42,7 @@ type libraryView struct {
 	noSel    *widget.Label
 
 	removeBtn, deleteBtn, chatBtn *widget.Button
+	left                          *fyne.Container
 	syncing                       bool
 }
 
@@ -52,7 +54,7 @@ func newLibraryView(u *UI) *libraryView {
 			name := widget.NewLabelWithStyle("name", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 			badge := widget.NewLabel("badge")
 			row := widget.NewLabel("row")
-			row.Truncation = fyne.TextTruncateEllipsis
+			row.Wrapping = fyne.TextWrapWord // the tokenizer status comes first and is never cut
 			return container.NewVBox(container.NewHBox(name, badge), row)
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
@@ -69,6 +71,7 @@ func newLibraryView(u *UI) *libraryView {
 			badge.Refresh()
 			box.Objects[1].(*widget.Label).SetText(e.Row())
 			head.Refresh() // lay the name and badge out for their new widths
+			v.list.SetItemHeight(i, box.MinSize().Height)
 		},
 	)
 	v.list.OnSelected = func(i widget.ListItemID) {
@@ -80,7 +83,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.empty = widget.NewLabel("No models yet. Add .pte files or a folder with the buttons above, or drop them onto this window.")
 	v.empty.Wrapping = fyne.TextWrapWord
 
-	add := widget.NewButtonWithIcon("Add File…", theme.FileIcon(), v.addFile)
+	add := widget.NewButtonWithIcon("Add…", theme.FileIcon(), v.addPath)
 	addDir := widget.NewButtonWithIcon("Add Folder…", theme.FolderOpenIcon(), v.addFolder)
 	rescan := widget.NewButtonWithIcon("Rescan", theme.ViewRefreshIcon(), v.rescan)
 	v.removeBtn = widget.NewButtonWithIcon("Remove", theme.ContentRemoveIcon(), v.remove)
@@ -91,6 +94,9 @@ func newLibraryView(u *UI) *libraryView {
 
 	// Details pane.
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.blocked = widget.NewLabel("")
+	v.blocked.Wrapping = fyne.TextWrapWord
+	v.blocked.Importance = widget.WarningImportance
 	v.facts = container.New(layout.NewFormLayout())
 	v.capacity = widget.NewEntry()
 	v.capacity.SetPlaceHolder("model maximum")
@@ -123,7 +129,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.layerH = &minHeight{h: 180}
 	v.layerBox = container.New(v.layerH, v.layers)
 	v.details = container.NewVScroll(container.NewVBox(
-		v.title,
+		v.title, v.blocked,
 		widget.NewLabelWithStyle("KV cache estimate", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		estimate, v.memory, v.summary, v.layerBox, widget.NewSeparator(), v.facts,
 	))
@@ -135,11 +141,12 @@ func newLibraryView(u *UI) *libraryView {
 	v.scanText.Truncation = fyne.TextTruncateEllipsis
 	v.scanBox = container.NewVBox(v.scanText, v.scanBar)
 	v.scanBox.Hide()
-	left := container.NewBorder(v.scanBox, nil, nil, nil, container.NewStack(v.list, v.empty))
+	v.left = container.NewBorder(v.scanBox, nil, nil, nil, container.NewStack(v.list, v.empty))
+	left := v.left
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.42
 	v.root = borderInOrder(toolbar, nil, nil, nil, split)
-	u.Library.OnChange = u.coalesce(v.refresh)
+	u.Library.Subscribe(u.coalesce(v.refresh))
 	v.refresh()
 	return v
 }
@@ -158,9 +165,6 @@ func badgeImportance(e LibraryEntry) widget.Importance {
 func (v *libraryView) refresh() {
 	v.entries = v.u.Library.Entries()
 	v.list.Refresh()
-	if vm := v.u.benchVM; vm != nil {
-		vm.SetLibrary(BenchModels(v.entries))
-	}
 	if sc := v.u.Library.Scanning(); sc.Active() {
 		v.scanText.SetText(sc.Text())
 		v.scanBar.SetValue(sc.Fraction())
@@ -168,6 +172,7 @@ func (v *libraryView) refresh() {
 	} else {
 		v.scanBox.Hide()
 	}
+	v.left.Refresh() // lay out again: a hidden progress line leaves no band
 	if len(v.entries) == 0 && !v.u.Library.Scanning().Active() {
 		v.empty.Show()
 	} else {
@@ -210,6 +215,15 @@ func (v *libraryView) refreshDetails() {
 	v.noSel.Hide()
 	v.details.Show()
 	v.title.SetText(d.Title)
+	v.blocked.SetText(d.ChatBlocked)
+	if d.ChatBlocked == "" {
+		v.blocked.Hide()
+	} else {
+		v.blocked.Show()
+	}
+	// An in-graph program's cache is fixed by the export: nothing to pick.
+	setEnabledW(v.capacity, d.Configurable)
+	setEnabledW(v.dtype, d.Configurable)
 	v.facts.RemoveAll()
 	for _, f := range d.Facts {
 		l := widget.NewLabel(f[1])
@@ -259,6 +273,33 @@ func (v *libraryView) addFile() {
 	d.SetFilter(storage.NewExtensionFileFilter([]string{".pte"}))
 	d.Resize(fyne.NewSize(900, 600))
 	d.Show()
+}
+
+// addPath asks for a file or folder path (typed or pasted; Browse opens
+// the file dialog) and adds it.
+func (v *libraryView) addPath() {
+	e := widget.NewEntry()
+	e.SetPlaceHolder("/path/to/model.pte or a folder of models")
+	var d *dialog.CustomDialog
+	add := func() {
+		p := strings.TrimSpace(e.Text)
+		if p == "" {
+			return
+		}
+		d.Hide()
+		v.u.AddURIs([]fyne.URI{storage.NewFileURI(p)})
+	}
+	e.OnSubmitted = func(string) { add() }
+	browseFile := widget.NewButtonWithIcon("File…", theme.FileIcon(), func() { d.Hide(); v.addFile() })
+	browseDir := widget.NewButtonWithIcon("Folder…", theme.FolderOpenIcon(), func() { d.Hide(); v.addFolder() })
+	addBtn := widget.NewButtonWithIcon("Add", theme.ContentAddIcon(), add)
+	addBtn.Importance = widget.HighImportance
+	content := container.NewVBox(widget.NewLabel("Path of a .pte file or a folder (every .pte under it is added):"), e,
+		container.NewHBox(widget.NewLabel("or browse:"), browseFile, browseDir))
+	d = dialog.NewCustomWithoutButtons("Add Models", container.NewGridWrap(fyne.NewSize(560, 140), content), v.u.Win)
+	d.SetButtons([]fyne.CanvasObject{widget.NewButton("Cancel", func() { d.Hide() }), addBtn})
+	d.Show()
+	v.u.Win.Canvas().Focus(e)
 }
 
 func (v *libraryView) addFolder() {

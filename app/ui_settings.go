@@ -2,9 +2,11 @@ package app
 
 import (
 	"fmt"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -75,7 +77,7 @@ func newSettingsSheet(f *SettingsForm) *settingsSheet {
 		var w fyne.CanvasObject
 		switch name {
 		case "Engine", "StorageDType":
-			opts := Engines
+			opts := Engines()
 			if name == "StorageDType" {
 				opts = DTypes
 			}
@@ -103,16 +105,24 @@ func newSettingsSheet(f *SettingsForm) *settingsSheet {
 			}
 			w = e
 		}
-		msg := widget.NewLabel("")
+		// One line, always there: a message appearing while typing must
+		// not push the fields below it down (the next click would land in
+		// another field). The whole text is in the summary at the top.
+		msg := widget.NewLabel(" ")
 		msg.Importance = widget.DangerImportance
-		msg.Wrapping = fyne.TextWrapWord
-		msg.Hide()
+		msg.Truncation = fyne.TextTruncateEllipsis
+		msg.SizeName = theme.SizeNameCaptionText
 		s.errs[name] = msg
 		item := widget.NewFormItem(label, container.NewVBox(w, msg))
 		form.AppendItem(item)
 	}
 	s.summary = widget.NewLabel("")
 	s.summary.Wrapping = fyne.TextWrapWord
+	if !f.CacheEditable() {
+		// The cache of an in-graph program is fixed: its fields show the
+		// export's values, greyed.
+		f.Capacity, f.Windows = "", ""
+	}
 	note := widget.NewLabel("")
 	note.Wrapping = fyne.TextWrapWord
 	if !f.CacheEditable() {
@@ -131,21 +141,22 @@ func (s *settingsSheet) refresh() {
 	for name, l := range s.errs {
 		if msg := r.ErrorFor(name); msg != "" {
 			l.SetText(msg)
-			l.Show()
 		} else {
-			l.SetText("")
-			l.Hide()
+			l.SetText(" ")
 		}
 	}
 	switch {
 	case !r.OK():
 		s.summary.Importance = widget.DangerImportance
-		n := len(r.Errors)
-		if n == 1 {
-			s.summary.SetText("One field to fix before applying (see below).")
-		} else {
-			s.summary.SetText(fmt.Sprintf("%d fields to fix before applying (see below).", n))
+		var lines []string
+		for _, e := range r.Errors {
+			lines = append(lines, fieldLabel(e.Field)+": "+e.Msg)
 		}
+		head := "One field to fix before applying:"
+		if n := len(r.Errors); n > 1 {
+			head = fmt.Sprintf("%d fields to fix before applying:", n)
+		}
+		s.summary.SetText(head + "\n" + strings.Join(lines, "\n"))
 	case r.Cache != nil:
 		s.summary.Importance = widget.MediumImportance
 		s.summary.SetText(r.Summary())
@@ -156,4 +167,14 @@ func (s *settingsSheet) refresh() {
 	if s.onValid != nil {
 		s.onValid(r.OK())
 	}
+}
+
+// fieldLabel is a field's label in the sheet.
+func fieldLabel(name string) string {
+	for _, f := range settingsFields {
+		if f[0] == name {
+			return f[1]
+		}
+	}
+	return name
 }

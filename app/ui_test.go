@@ -21,6 +21,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"etchat/internal/fixtures"
+	"etchat/store"
 )
 
 // uiModels is a fixed folder (so the markup masters do not depend on the
@@ -280,7 +281,7 @@ func TestChatView(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(u)
-	if v.meterText != "0 / 128 tokens · undo re-prefills the history" {
+	if v.meterText != "0 / 128 tokens · nothing to undo yet" {
 		t.Errorf("meter %q", v.meterText)
 	}
 
@@ -309,13 +310,10 @@ func TestChatView(t *testing.T) {
 		t.Errorf("conversation list %+v", v.convs)
 	}
 	assertMarkup(t, "chat.xml", u.Win.Canvas(), root)
-	// the reply is in the run history
-	if err := u.Bench.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	settle(u)
-	if rows, empty := u.Bench.Table(); len(rows) != 1 || empty != "" || rows[0][2] != fixtures.Llama3 || rows[0][5] != "16" {
-		t.Errorf("run table %v %q", rows, empty)
+	// the reply is stored as a run
+	if runs, err := u.Backend.DB.ListRuns(context.Background(), store.RunFilter{Kind: "chat"}); err != nil || len(runs) != 1 ||
+		runs[0].ModelName != fixtures.Llama3 || runs[0].Stats.NumGeneratedTokens != 16 {
+		t.Errorf("stored runs %+v %v", runs, err)
 	}
 
 	// Esc in the composer stops.
@@ -328,13 +326,13 @@ func TestChatView(t *testing.T) {
 
 	// Undo tokens via the field; a bad number is explained.
 	v.undoN.SetText("2")
-	test.Tap(findButton(t, v.root, "Undo Tokens"))
+	v.undoTokens()
 	settle(u)
 	if v.meterText != "31 / 128 tokens · undo is instant" {
 		t.Errorf("after undo 2: %q", v.meterText)
 	}
 	v.undoN.SetText("two")
-	test.Tap(findButton(t, v.root, "Undo Tokens"))
+	v.undoTokens()
 	if top := u.Win.Canvas().Overlays().Top(); top == nil || !strings.Contains(test.RenderObjectToMarkup(top), "not a whole number") {
 		t.Error("no dialog for a bad token count")
 	} else {
@@ -342,7 +340,7 @@ func TestChatView(t *testing.T) {
 	}
 	test.Tap(findButton(t, v.root, "Undo Turn"))
 	settle(u)
-	if v.meterText != "0 / 128 tokens · undo re-prefills the history" || !strings.Contains(test.RenderObjectToMarkup(v.transcript), "Type a message below") {
+	if v.meterText != "0 / 128 tokens · nothing to undo yet" || !strings.Contains(test.RenderObjectToMarkup(v.transcript), "Type a message below") {
 		t.Errorf("after undo turn: %q", v.meterText)
 	}
 }
@@ -377,14 +375,19 @@ func TestSettingsSheet(t *testing.T) {
 	}
 	assertMarkup(t, "settings.xml", u.Win.Canvas(), root)
 	apply := findButton(t, u.Win.Canvas().Overlays().Top(), "Apply")
+	below := fyne.CurrentApp().Driver().AbsolutePositionForObject(s.entries["Temperature"])
 	test.Type(s.entries["Windows"], "4,x")
 	settle(u)
-	if msg := s.errs["Windows"]; !msg.Visible() || !strings.Contains(msg.Text, "invalid --kv-windows") || !apply.Disabled() ||
-		s.summary.Text != "One field to fix before applying (see below)." {
-		t.Errorf("windows message %q visible %v, apply disabled %v", msg.Text, msg.Visible(), apply.Disabled())
+	if msg := s.errs["Windows"]; !strings.Contains(msg.Text, `"4,x": give window sizes`) || !apply.Disabled() ||
+		!strings.HasPrefix(s.summary.Text, "One field to fix before applying:\nWindows: ") {
+		t.Errorf("windows message %q, apply disabled %v, summary %q", msg.Text, apply.Disabled(), s.summary.Text)
+	}
+	// The message does not push the fields below it down.
+	if now := fyne.CurrentApp().Driver().AbsolutePositionForObject(s.entries["Temperature"]); now != below {
+		t.Errorf("the field below moved from %v to %v", below, now)
 	}
 	s.entries["Windows"].SetText("4,4,0,4")
-	if s.errs["Windows"].Visible() || apply.Disabled() || !strings.HasPrefix(s.summary.Text, "4 layers: 1 flat + 3 ring(window 4)") {
+	if strings.TrimSpace(s.errs["Windows"].Text) != "" || apply.Disabled() || !strings.HasPrefix(s.summary.Text, "4 layers: 1 flat + 3 ring(window 4)") {
 		t.Errorf("after a valid window: %q", s.summary.Text)
 	}
 	// No conversation open: applying stores the settings for the next one.
@@ -403,32 +406,30 @@ func TestSettingsSheet(t *testing.T) {
 
 func TestBenchmarksView(t *testing.T) {
 	u, root := newTestUI(t)
-	if err := u.Bench.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
+	// The Benchmarks tab is the app/benchmarks view, its run form offering
+	// the library's runnable models.
+	if u.BenchVM == nil || u.tabs.Items[2].Content != u.benchObj {
+		t.Fatal("the benchmarks view is not installed")
 	}
-	settle(u)
+	var labels []string
+	for _, m := range u.BenchVM.Library() {
+		labels = append(labels, m.Label)
+	}
+	if strings.Join(labels, ",") != fixtures.Gemma3+","+fixtures.InGraph+","+fixtures.Llama3 {
+		t.Errorf("run form models %v", labels)
+	}
 	u.SelectTab(TabBenchmarks)
-	u.Bench.Refresh(context.Background())
 	settle(u)
-	if u.runs.empty.Text != "No runs stored yet." || !u.runs.empty.Visible() {
-		t.Errorf("empty text %q", u.runs.empty.Text)
-	}
-	assertMarkup(t, "benchmarks.xml", u.Win.Canvas(), root)
-
-	// A fuller view can take the tab's place.
-	full := widget.NewLabel("the app/benchmarks view")
-	u.SetBenchmarksView(full)
-	if u.tabs.Items[2].Content != full {
-		t.Error("benchmarks view not installed")
-	}
+	_ = root
 
 	// Without a database the tab says so.
-	bv := NewBenchmarks(nil)
-	if err := bv.Refresh(context.Background()); err == nil {
-		t.Error("no error without a store")
-	}
-	if _, empty := bv.Table(); !strings.Contains(empty, "database is not open") {
-		t.Errorf("empty %q", empty)
+	a := test.NewTempApp(t)
+	b, _ := testBackend(t)
+	b.DB, b.StoreErr = nil, errors.New("no database")
+	u2 := NewUI(a, b)
+	t.Cleanup(u2.Close)
+	if l, ok := u2.benchObj.(*widget.Label); !ok || !strings.Contains(l.Text, "database, which is not open") || u2.BenchVM != nil {
+		t.Errorf("tab without a database: %T", u2.benchObj)
 	}
 }
 
@@ -639,7 +640,7 @@ func TestKeyboardFocusOrderAndSend(t *testing.T) {
 			t.Errorf("%s: tab order %d (%v) then %d (%v)", what, ia, oka, ib, okb)
 		}
 	}
-	before(findButton(t, lib.root, "Add File…"), lib.list, "Add File before the list")
+	before(findButton(t, lib.root, "Add…"), lib.list, "Add before the list")
 	before(lib.list, lib.capacity, "list before the capacity field")
 
 	u.SelectTab(TabChat)

@@ -64,6 +64,12 @@ func NewView(vm *ViewModel, w fyne.Window) fyne.CanvasObject {
 	return newView(context.Background(), vm, w, fyne.Do).root
 }
 
+// NewViewWith is NewView with the function that runs widget updates from
+// other goroutines (the app's, which tests replace).
+func NewViewWith(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func())) fyne.CanvasObject {
+	return newView(ctx, vm, w, do).root
+}
+
 func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func())) *View {
 	v := &View{vm: vm, win: w, ctx: ctx, do: do, trendVer: -1, cmpVer: -1, formVer: -1}
 	f := vm.Form()
