@@ -261,4 +261,4 @@ func (c *convSession) UndoInstant() bool { return c.conv.CanUndoInstantly() }
 func (c *convSession) Engine() EngineInfo {
 	return EngineInfo{Name: c.engine.Name, Device: c.engine.Device, Reason: c.engine.Reason, Fallback: c.engine.Fallback}
 }
-func (c *convSession) Close() error      { return c.sess.Close() }
+func (c *convSession) Close() error { return c.sess.Close() }

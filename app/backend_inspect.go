@@ -41,7 +41,7 @@ func FromModelInfo(info *modelinfo.Info) *ModelInfo {
 		MaxCtxLen: info.MaxCtxLen, PrefillChunk: info.PrefillChunk, VocabSize: info.VocabSize,
 		WeightBytes: info.Weights.Bytes, WeightDTypes: info.Weights.DTypes, Params: info.Weights.Params,
 		Quantization: info.Quantization.Summary,
-		Tokenizer: info.Companion.Tokenizer, TokenizerConfig: info.Companion.TokenizerConfig,
+		Tokenizer:    info.Companion.Tokenizer, TokenizerConfig: info.Companion.TokenizerConfig,
 		HasChatTemplate: info.Companion.HasChatTemplate, ModelType: info.Companion.ModelType,
 	}
 	switch info.Kind {

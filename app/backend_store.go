@@ -330,7 +330,6 @@ func (s *storeAdapter) DeleteConversation(ctx context.Context, id int64) error {
 	return s.db.DeleteConversation(ctx, id)
 }
 
-
 // siblings are the alternatives of a stored message: its parent's
 // children, or the conversation's first messages.
 func (s *storeAdapter) siblings(ctx context.Context, id int64, m store.Message) ([]store.Message, error) {
