@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"etchat/internal/fuzzing"
 )
 
 // importSeeds are a real export (ExportJSON of a branchy conversation) and
@@ -88,6 +90,7 @@ func FuzzImport(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer fuzzing.Time(len(data))()
 		before := rows(t, db)
 		got, err := db.ImportJSON(ctx, bytes.NewReader(data))
 		after := rows(t, db)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"etchat/inference/chattmpl/jinja"
+	"etchat/internal/fuzzing"
 )
 
 // FuzzConfigAndMessages: any tokenizer_config.json and messages JSON is
@@ -22,6 +23,7 @@ func FuzzConfigAndMessages(f *testing.F) {
 	f.Add([]byte(`{"chat_template": "{{ raise_exception('no') if messages|length > 1 }}{{ messages[-1].content }}", "pad_token": null, "unk_token": "<unk>"}`),
 		[]byte(`[{"role": "tool", "content": "{\"a\": 1}", "tool_call_id": "c1"}]`))
 	f.Fuzz(func(t *testing.T, cfgJSON, msgJSON []byte) {
+		defer fuzzing.Time(len(cfgJSON) + len(msgJSON))()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		before := ms.TotalAlloc
@@ -48,3 +50,7 @@ func FuzzConfigAndMessages(f *testing.F) {
 		}
 	})
 }
+
+// TestMain bounds the fuzzer's minimisation when fuzzing (see
+// fuzzing.MinimizeTime).
+func TestMain(m *testing.M) { fuzzing.Main(m) }

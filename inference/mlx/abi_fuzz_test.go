@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/ebitengine/purego"
+
+	"etchat/internal/fuzzing"
 )
 
 // abiBytes hands out fuzz bytes; past the end it gives zeros.
@@ -112,6 +114,7 @@ func FuzzABI(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer fuzzing.Time(len(data))()
 		// The last error is per thread.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()

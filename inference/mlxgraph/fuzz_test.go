@@ -6,6 +6,7 @@ import (
 
 	"etchat/inference/mlxgraph"
 	"etchat/inference/pte/ptetest"
+	"etchat/internal/fuzzing"
 )
 
 // allocBound is the most Parse may allocate for an n-byte blob.
@@ -48,6 +49,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		defer fuzzing.Time(len(b))()
 		before := allocated()
 		g, err := mlxgraph.Parse(b)
 		if used := allocated() - before; used > allocBound(len(b)) {
@@ -106,3 +108,7 @@ func TestFuzzSeedsCoverDecoders(t *testing.T) {
 		}
 	}
 }
+
+// TestMain bounds the fuzzer's minimisation when fuzzing (see
+// fuzzing.MinimizeTime).
+func TestMain(m *testing.M) { fuzzing.Main(m) }

@@ -9,6 +9,7 @@ import (
 	"etchat/inference/mlxgraph"
 	"etchat/inference/pte"
 	"etchat/inference/pte/ptetest"
+	"etchat/internal/fuzzing"
 )
 
 // allocBound is the most a parse may allocate for an n-byte input: a
@@ -46,6 +47,7 @@ func FuzzOpen(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer fuzzing.Time(len(data))()
 		before := allocated()
 		pf, err := pte.Parse(bytes.NewReader(data), int64(len(data)))
 		if used := allocated() - before; used > allocBound(len(data)) {
@@ -156,3 +158,7 @@ func TestFuzzSeedsParse(t *testing.T) {
 		t.Logf("%s: %d bytes, %d methods, %d segments", s.Name, len(s.Data), len(pf.Methods), len(pf.Segments))
 	}
 }
+
+// TestMain bounds the fuzzer's minimisation when fuzzing (see
+// fuzzing.MinimizeTime).
+func TestMain(m *testing.M) { fuzzing.Main(m) }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"etchat/internal/fuzzing"
 )
 
 // allocBound is the most Parse may allocate for an n-byte tokenizer.json:
@@ -147,6 +149,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(strings.Replace(string(b), `"type"`, `"typo"`, 1)), "y")
 	}
 	f.Fuzz(func(t *testing.T, data []byte, text string) {
+		defer fuzzing.Time(len(data) + len(text))()
 		before := allocated()
 		tk, err := Parse(data)
 		if used := allocated() - before; used > allocBound(len(data)) {
@@ -189,6 +192,7 @@ func FuzzEncode(f *testing.F) {
 		tks[i] = load(f, fam.fixture)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		defer fuzzing.Time(len(s))()
 		for i, fam := range families {
 			tk := tks[i]
 			ids := tk.Encode(s, false)
@@ -216,6 +220,7 @@ func FuzzScanners(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		defer fuzzing.Time(len(s))()
 		s = strings.ToValidUTF8(s, "\uFFFD")
 		checkScanners(t, s)
 	})
@@ -234,3 +239,7 @@ func TestFuzzSeedsParse(t *testing.T) {
 		}
 	}
 }
+
+// TestMain bounds the fuzzer's minimisation when fuzzing (see
+// fuzzing.MinimizeTime).
+func TestMain(m *testing.M) { fuzzing.Main(m) }

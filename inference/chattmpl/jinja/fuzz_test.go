@@ -4,6 +4,8 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+
+	"etchat/internal/fuzzing"
 )
 
 // chatTemplates are small chat templates in the styles the fixture
@@ -55,6 +57,7 @@ func FuzzRender(f *testing.F) {
 		"add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>",
 	}
 	f.Fuzz(func(t *testing.T, src string) {
+		defer fuzzing.Time(len(src))()
 		before := allocated()
 		tm, err := Parse(src)
 		if used := allocated() - before; used > parseBound(len(src)) {
@@ -89,3 +92,7 @@ func TestChatTemplateSeedsRender(t *testing.T) {
 		}
 	}
 }
+
+// TestMain bounds the fuzzer's minimisation when fuzzing (see
+// fuzzing.MinimizeTime).
+func TestMain(m *testing.M) { fuzzing.Main(m) }
