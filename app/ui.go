@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"image/color"
 	"net/url"
 	"runtime"
 	"strings"
@@ -285,24 +284,7 @@ func (u *UI) AddURIs(uris []fyne.URI) <-chan struct{} {
 
 // ApplyTheme sets the light, dark or system theme.
 func (u *UI) ApplyTheme(name string) {
-	switch name {
-	case "light":
-		u.App.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantLight})
-	case "dark":
-		u.App.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantDark})
-	default:
-		u.App.Settings().SetTheme(theme.DefaultTheme())
-	}
-}
-
-// variantTheme forces one variant of a theme.
-type variantTheme struct {
-	fyne.Theme
-	v fyne.ThemeVariant
-}
-
-func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
-	return t.Theme.Color(n, t.v)
+	u.App.Settings().SetTheme(newAppTheme(name))
 }
 
 func shortcut(key fyne.KeyName, mods fyne.KeyModifier) fyne.Shortcut {

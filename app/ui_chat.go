@@ -29,7 +29,8 @@ type chatView struct {
 
 	title      *widget.Label
 	meter      *widget.ProgressBar
-	meterText  string // shown inside the meter bar
+	meterText  string // the meter's text, in meterLabel beside the bar
+	meterLabel *widget.Label
 	activity   *widget.Label
 	progress   *widget.ProgressBar
 	progressIn *widget.ProgressBarInfinite
@@ -152,8 +153,13 @@ func newChatView(u *UI) *chatView {
 
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.title.Truncation = fyne.TextTruncateEllipsis
+	// The meter's text is a label beside the bar, in the window's own text
+	// colour: text drawn inside a bar is white on pale blue in the light
+	// theme.
 	v.meter = widget.NewProgressBar()
-	v.meter.TextFormatter = func() string { return v.meterText }
+	v.meter.TextFormatter = func() string { return "" }
+	v.meterLabel = widget.NewLabel("")
+	v.meterLabel.Truncation = fyne.TextTruncateEllipsis
 	v.settings = widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), func() { v.showSettings() })
 	v.greedy = widget.NewCheck("Greedy", func(on bool) {
 		if !v.syncing {
@@ -170,7 +176,7 @@ func newChatView(u *UI) *chatView {
 	v.errLabel.Importance = widget.DangerImportance
 	v.header = container.NewVBox(
 		container.NewBorder(nil, nil, nil, container.NewHBox(v.greedy, v.settings), v.title),
-		container.NewBorder(nil, nil, widget.NewLabel("Context"), nil, v.meter),
+		container.NewBorder(nil, nil, widget.NewLabel("Context"), nil, container.NewGridWithColumns(2, v.meter, v.meterLabel)),
 		container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn)),
 		v.errLabel,
 	)
@@ -323,6 +329,7 @@ func (v *chatView) refresh() {
 	}
 	v.draftNote.SetText(st.DraftNote)
 	v.meterText = st.Meter()
+	v.meterLabel.SetText(v.meterText)
 	v.meter.SetValue(st.MeterFraction())
 
 	if st.Busy {
