@@ -81,7 +81,7 @@ func (s *session) execMore(in g.Instruction) error {
 			return err
 		}
 		if !x.isInt() {
-			return fmt.Errorf("BitwiseInvert of a float tensor")
+			return fmt.Errorf("bitwise invert of a float tensor")
 		}
 		if x.dt == stBool {
 			return s.mapBool(n.X, n.Out, func(v float64) bool { return v == 0 })
@@ -716,7 +716,7 @@ func (s *session) triangle(xt, out g.Tid, k int, lower bool) error {
 	}
 	r := len(x.shape)
 	if r < 2 {
-		return fmt.Errorf("Tril/Triu of rank %d", r)
+		return fmt.Errorf("tril/triu of rank %d", r)
 	}
 	var vals []float64
 	forEachIndex(x.shape, func(idx []int) {
@@ -838,7 +838,7 @@ func (s *session) squeeze(n *g.SqueezeNode) error {
 			return err
 		}
 		if x.shape[d] != 1 {
-			return fmt.Errorf("Squeeze: axis %d of %v is not 1", d, x.shape)
+			return fmt.Errorf("squeeze: axis %d of %v is not 1", d, x.shape)
 		}
 		drop[d] = true
 	}
@@ -864,7 +864,7 @@ func (s *session) split(n *g.SplitNode) error {
 		return err
 	}
 	if len(n.Sizes) != len(n.Outs) {
-		return fmt.Errorf("Split: %d sizes for %d outputs", len(n.Sizes), len(n.Outs))
+		return fmt.Errorf("split: %d sizes for %d outputs", len(n.Sizes), len(n.Outs))
 	}
 	start := 0
 	for i, sz := range n.Sizes {
@@ -873,7 +873,7 @@ func (s *session) split(n *g.SplitNode) error {
 			return err
 		}
 		if v < 0 || start+v > x.shape[ax] {
-			return fmt.Errorf("Split: sizes %v exceed axis %d of %v", n.Sizes, ax, x.shape)
+			return fmt.Errorf("split: sizes %v exceed axis %d of %v", n.Sizes, ax, x.shape)
 		}
 		shape := slices.Clone(x.shape)
 		shape[ax] = v
@@ -970,7 +970,7 @@ func (s *session) repeat(n *g.RepeatNode) error {
 		return err
 	}
 	if r < 0 {
-		return fmt.Errorf("Repeat: %d repeats", r)
+		return fmt.Errorf("repeat: %d repeats", r)
 	}
 	shape := slices.Clone(x.shape)
 	shape[ax] *= r
@@ -998,7 +998,7 @@ func (s *session) roll(n *g.RollNode) error {
 	}
 	shifts = slices.Clone(shifts)
 	if len(shifts) != len(n.Axes) {
-		return fmt.Errorf("Roll: %d shifts for %d axes", len(shifts), len(n.Axes))
+		return fmt.Errorf("roll: %d shifts for %d axes", len(shifts), len(n.Axes))
 	}
 	by := make([]int, len(x.shape))
 	for i, a := range n.Axes {
@@ -1026,7 +1026,7 @@ func (s *session) pad(n *g.PadNode) error {
 		return err
 	}
 	if n.Mode != "constant" {
-		return fmt.Errorf("Pad mode %q", n.Mode)
+		return fmt.Errorf("pad mode %q", n.Mode)
 	}
 	pw, err := s.resolveInts(n.PadWidth)
 	if err != nil {
@@ -1034,12 +1034,12 @@ func (s *session) pad(n *g.PadNode) error {
 	}
 	pw = slices.Clone(pw)
 	if len(pw) != 2*len(x.shape) {
-		return fmt.Errorf("Pad: %d widths for rank %d", len(pw), len(x.shape))
+		return fmt.Errorf("pad: %d widths for rank %d", len(pw), len(x.shape))
 	}
 	shape := slices.Clone(x.shape)
 	for d := range shape {
 		if pw[2*d] < 0 || pw[2*d+1] < 0 {
-			return fmt.Errorf("Pad: negative width %v", pw)
+			return fmt.Errorf("pad: negative width %v", pw)
 		}
 		shape[d] += pw[2*d] + pw[2*d+1]
 	}
@@ -1071,7 +1071,7 @@ func (s *session) takeAlongAxis(n *g.TakeAlongAxisNode) error {
 		return err
 	}
 	if !it.isInt() || len(it.shape) != len(x.shape) {
-		return fmt.Errorf("TakeAlongAxis: indices %v for %v", it.shape, x.shape)
+		return fmt.Errorf("takeAlongAxis: indices %v for %v", it.shape, x.shape)
 	}
 	ax, err := normAxis(int(n.Axis), len(x.shape), "TakeAlongAxis")
 	if err != nil {
@@ -1104,7 +1104,7 @@ func (s *session) takeAlongAxis(n *g.TakeAlongAxisNode) error {
 			k += x.shape[ax]
 		}
 		if k < 0 || k >= x.shape[ax] {
-			bad = fmt.Errorf("TakeAlongAxis: index %d out of range", k)
+			bad = fmt.Errorf("takeAlongAxis: index %d out of range", k)
 			k = 0
 		}
 		src[ax] = k
@@ -1137,7 +1137,7 @@ func (s *session) indexCopy(n *g.IndexCopyNode) error {
 	want := slices.Clone(dst.shape)
 	want[ax] = len(idx)
 	if !it.isInt() || !slices.Equal(upd.shape, want) {
-		return fmt.Errorf("IndexCopy: update %v with %d indices into %v", upd.shape, len(idx), dst.shape)
+		return fmt.Errorf("indexCopy: update %v with %d indices into %v", upd.shape, len(idx), dst.shape)
 	}
 	var vals []float64
 	forEachIndex(dst.shape, func(i []int) { vals = append(vals, dst.at(i)) })
@@ -1149,7 +1149,7 @@ func (s *session) indexCopy(n *g.IndexCopyNode) error {
 			k += dst.shape[ax]
 		}
 		if k < 0 || k >= dst.shape[ax] {
-			bad = fmt.Errorf("IndexCopy: index %d out of range", k)
+			bad = fmt.Errorf("indexCopy: index %d out of range", k)
 			return
 		}
 		p := 0
@@ -1173,7 +1173,7 @@ func (s *session) layerNorm(n *g.LayerNormNode) error {
 		return err
 	}
 	if len(x.shape) == 0 {
-		return fmt.Errorf("LayerNorm of a scalar")
+		return fmt.Errorf("layerNorm of a scalar")
 	}
 	H := x.shape[len(x.shape)-1]
 	var w, b []float32
@@ -1189,7 +1189,7 @@ func (s *session) layerNorm(n *g.LayerNormNode) error {
 			return err
 		}
 		if t.numel() != H {
-			return fmt.Errorf("LayerNorm: parameter of shape %v for rows of %d", t.shape, H)
+			return fmt.Errorf("layerNorm: parameter of shape %v for rows of %d", t.shape, H)
 		}
 		*p.dst = t.floats(nil)
 	}
@@ -1237,7 +1237,7 @@ func (s *session) rope(n *g.RopeNode) error {
 	r := len(x.shape)
 	dims := int(n.Dims)
 	if r < 3 || dims <= 0 || dims%2 != 0 || dims > x.shape[r-1] {
-		return fmt.Errorf("Rope: dims %d for input %v", dims, x.shape)
+		return fmt.Errorf("rope: dims %d for input %v", dims, x.shape)
 	}
 	var off int64
 	if n.Offset.IsVid {
@@ -1252,7 +1252,7 @@ func (s *session) rope(n *g.RopeNode) error {
 			return err
 		}
 		if t.numel() != 1 {
-			return fmt.Errorf("Rope: per-batch offsets %v not supported", t.shape)
+			return fmt.Errorf("rope: per-batch offsets %v not supported", t.shape)
 		}
 		off = int64(t.at(make([]int, len(t.shape))))
 	}
@@ -1264,7 +1264,7 @@ func (s *session) rope(n *g.RopeNode) error {
 			return err
 		}
 		if ft.numel() != half {
-			return fmt.Errorf("Rope: %d freqs for %d dims", ft.numel(), dims)
+			return fmt.Errorf("rope: %d freqs for %d dims", ft.numel(), dims)
 		}
 		for i, f := range ft.floats(nil) {
 			inv[i] = 1 / float64(f)

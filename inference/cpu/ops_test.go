@@ -42,9 +42,7 @@ const out0 = g.Tid(10)
 
 func runOp(c opCase) (*session, error) {
 	s := &session{m: &model{graph: &g.Graph{}}, threads: 1, slots: make([]*tensor, 16), vals: make([]value, 4)}
-	for i, x := range c.in {
-		s.slots[i] = x
-	}
+	copy(s.slots, c.in)
 	for i, v := range c.vals {
 		v.set = true
 		s.vals[i] = v

@@ -196,14 +196,14 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 		}
 	}
 	if len(x.shape) == 0 || x.isInt() {
-		return fmt.Errorf("QuantizedMatmul of input %v", x.shape)
+		return fmt.Errorf("quantizedMatmul of input %v", x.shape)
 	}
 	K, N := q.Cols, q.Rows
 	if !n.Transpose {
 		K, N = q.Rows, q.Cols
 	}
 	if x.shape[len(x.shape)-1] != K {
-		return fmt.Errorf("QuantizedMatmul: input %v for a weight of %d×%d (transpose %v)", x.shape, q.Rows, q.Cols, n.Transpose)
+		return fmt.Errorf("quantizedMatmul: input %v for a weight of %d×%d (transpose %v)", x.shape, q.Rows, q.Cols, n.Transpose)
 	}
 	rows := x.numel() / K
 	shape := append(s.tmp(0, x.shape[:len(x.shape)-1]...), N)
@@ -254,16 +254,16 @@ func (s *session) dequantize(n *g.DequantizeNode) error {
 	}
 	bits, gs := int(n.Bits), int(n.GroupSize)
 	if w.u == nil || len(w.shape) == 0 {
-		return fmt.Errorf("Dequantize of a %v tensor that is not uint32 words", w.shape)
+		return fmt.Errorf("dequantize of a %v tensor that is not uint32 words", w.shape)
 	}
 	wpr := w.shape[len(w.shape)-1]
 	cols := wpr * 32 / bits
 	if cols%gs != 0 || cols == 0 {
-		return fmt.Errorf("Dequantize: rows of %d words do not hold whole groups of %d", wpr, gs)
+		return fmt.Errorf("dequantize: rows of %d words do not hold whole groups of %d", wpr, gs)
 	}
 	rows := w.numel() / wpr
 	if sc.isInt() || bi.isInt() || sc.numel() != rows*cols/gs || bi.numel() != rows*cols/gs {
-		return fmt.Errorf("Dequantize: scales %v and biases %v for %v words in groups of %d", sc.shape, bi.shape, w.shape, gs)
+		return fmt.Errorf("dequantize: scales %v and biases %v for %v words in groups of %d", sc.shape, bi.shape, w.shape, gs)
 	}
 	shape := append(s.tmp(0, w.shape[:len(w.shape)-1]...), cols)
 	s.scratch[0] = shape
@@ -285,7 +285,7 @@ func (s *session) dequantize(n *g.DequantizeNode) error {
 		dt = int(*n.DType)
 	}
 	if !isFloatST(dt) {
-		return fmt.Errorf("Dequantize to dtype %d", dt)
+		return fmt.Errorf("dequantize to dtype %d", dt)
 	}
 	return s.set(n.Out, s.newF(dt, shape, o))
 }
