@@ -19,8 +19,12 @@ var chatTemplates = []string{
 	`{%- for message in messages %}{%- if message['role'] == 'user' %}{{- '[INST] ' + message['content'] + ' [/INST]' }}{%- elif message['role'] == 'assistant' %}{{- ' ' + message['content'] + eos_token }}{%- else %}{{- raise_exception('Only user and assistant roles are supported!') }}{%- endif %}{%- endfor %}{{ strftime_now('%Y-%m-%d') }}{% macro m(x, y=2) %}{{ x ~ y ~ caller() if caller is defined else x }}{% endmacro %}{{ m(1) }}{% filter upper %}{{ namespace(a=1).a }}{% endfilter %}`,
 }
 
-// parseBound is the most Parse may allocate for an n-byte template.
-func parseBound(n int) uint64 { return 64<<10 + 128*uint64(n) }
+// parseBound is the most Parse may allocate for an n-byte template. The
+// lexer makes up to one 48-byte token per byte ("<<<<…"), and the token
+// slice's growth allocates up to 5× its final size (append grows large
+// slices by 1.25×): 240 B per byte, plus the tree. Linear, as it must be;
+// the fuzzer found 171 B/byte at 2.8 KB (testdata/fuzz/FuzzRender).
+func parseBound(n int) uint64 { return 64<<10 + 512*uint64(n) }
 
 func allocated() uint64 {
 	var ms runtime.MemStats
