@@ -602,6 +602,9 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 func ModelName(path string) string {
 	base := filepath.Base(path)
 	if strings.EqualFold(base, "model.pte") {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs // "model.pte" in the model's own folder is named by that folder too
+		}
 		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != string(filepath.Separator) {
 			return dir
 		}
