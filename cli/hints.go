@@ -30,7 +30,12 @@ func hint(err error) string {
 	case errors.Is(err, engine.ErrNotAvailable):
 		return "use --engine cpu, which every build has"
 	case errors.As(err, &cache):
-		return "check the --kv-* flags against what 'etchat inspect --pte FILE' reports for this model"
+		flag := map[string]string{inference.CacheFieldCapacity: "--kv-max-capacity", inference.CacheFieldStorageDType: "--kv-storage-dtype",
+			inference.CacheFieldWindows: "--kv-windows", inference.CacheFieldInitialCapacity: "--kv-initial-capacity"}[cache.Field]
+		if flag == "" {
+			flag = "the --kv-* flags"
+		}
+		return "check " + flag + " against what 'etchat inspect FILE.pte' reports for this model"
 	case errors.As(err, &tok):
 		if tok.Given {
 			return "check the --tokenizer path: it must be the model's tokenizer.json"

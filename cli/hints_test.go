@@ -26,6 +26,7 @@ func TestHint(t *testing.T) {
 		{wrap(&engine.LibraryError{Problem: engine.LibraryUnloadable, Err: misleading}), "does not load on this machine"},
 		{&engine.NotAvailableError{Name: "mlx"}, "use --engine cpu"},
 		{wrap(&inference.CacheConfigError{Err: misleading}), "--kv-* flags"},
+		{wrap(&inference.CacheConfigError{Field: inference.CacheFieldWindows, Err: misleading}), "check --kv-windows against"},
 		{wrap(&inference.TokenizerError{Path: "x", Err: os.ErrNotExist}), "next to the .pte"},
 		{wrap(&inference.TokenizerError{Path: "x", Given: true, Err: misleading}), "check the --tokenizer path"},
 		{wrap(&inference.VocabMismatchError{}), "exported with this model"},

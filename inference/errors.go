@@ -14,9 +14,20 @@ func (e *UnsupportedModelError) Error() string {
 	return fmt.Sprintf("%s: etchat cannot run this program: %s", e.Path, e.Reason)
 }
 
-// CacheConfigError: the cache policy does not fit the model (a capacity,
-// dtype, initial capacity or windows value).
-type CacheConfigError struct{ Err error }
+// CacheConfigError: the cache policy does not fit the model. Field names
+// the policy field at fault (one of the CacheField constants).
+type CacheConfigError struct {
+	Field string
+	Err   error
+}
+
+// The cache policy's fields, as CacheConfigError names them.
+const (
+	CacheFieldCapacity        = "capacity"
+	CacheFieldStorageDType    = "storage_dtype"
+	CacheFieldWindows         = "windows"
+	CacheFieldInitialCapacity = "initial_capacity"
+)
 
 func (e *CacheConfigError) Error() string { return "cache config: " + e.Err.Error() }
 func (e *CacheConfigError) Unwrap() error { return e.Err }

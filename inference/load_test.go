@@ -101,9 +101,19 @@ func TestLoadProbeInGraph(t *testing.T) {
 func TestLoadTypedErrors(t *testing.T) {
 	dir := fixtures.Unpacked(t, fixtures.Llama3)
 	pte := filepath.Join(dir, "model.pte")
-	var ce *CacheConfigError
-	if _, err := Load(bg, pte, LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "int3"}}); !errors.As(err, &ce) {
-		t.Errorf("bad dtype: %v", err)
+	for _, c := range []struct {
+		p     kvcache.Policy
+		field string
+	}{
+		{kvcache.Policy{StorageDType: "int3"}, CacheFieldStorageDType},
+		{kvcache.Policy{Capacity: -5, StorageDType: "int3"}, CacheFieldCapacity},
+		{kvcache.Policy{Windows: "x"}, CacheFieldWindows},
+		{kvcache.Policy{InitialCapacity: -7}, CacheFieldInitialCapacity},
+	} {
+		var ce *CacheConfigError
+		if _, err := Load(bg, pte, LoadOptions{Engine: "cpu", Policy: c.p}); !errors.As(err, &ce) || ce.Field != c.field {
+			t.Errorf("policy %+v: %v (field %q), want field %s", c.p, err, ce, c.field)
+		}
 	}
 	var te *TokenizerError
 	if _, err := Load(bg, pte, LoadOptions{Engine: "cpu", Tokenizer: filepath.Join(dir, "none.json")}); !errors.As(err, &te) || !te.Given {
