@@ -3,7 +3,10 @@ package benchmarks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image"
+	"strconv"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -43,11 +46,14 @@ type View struct {
 	progress                                                     *widget.ProgressBar
 	status                                                       *widget.Label
 
+	results *widget.Label // the last run's tests, after Run
+
 	filter *widget.Select
 	table  *widget.Table
 	rows   []Row
 	empty  *widget.Label
-	trend  *canvas.Image
+	trend  *canvas.Image // pp
+	trendG *canvas.Image // tg
 
 	base, cand *widget.Entry
 	compare    *widget.Button
@@ -130,7 +136,9 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	v.progress = widget.NewProgressBar()
 	v.status = widget.NewLabel("")
 	v.status.Wrapping = fyne.TextWrapWord
-	runTab := container.NewVScroll(container.NewVBox(form, container.NewHBox(v.start, v.cancel), v.progress, v.status))
+	v.results = widget.NewLabel("")
+	v.results.TextStyle = fyne.TextStyle{Monospace: true}
+	runTab := container.NewVScroll(container.NewVBox(form, container.NewHBox(v.start, v.cancel), v.progress, v.status, v.results))
 
 	v.filter = widget.NewSelect([]string{allModels}, func(s string) {
 		if s == allModels {
@@ -175,10 +183,10 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 			// Selecting a row offers it to the comparison: first the
 			// baseline, then the candidate.
 			if v.base.Text == "" || v.cand.Text != "" {
-				v.base.SetText(r.Selector())
+				v.base.SetText(r.Selector(v.vm.allRows()))
 				v.cand.SetText("")
 			} else {
-				v.cand.SetText(r.Selector())
+				v.cand.SetText(r.Selector(v.vm.allRows()))
 			}
 		}
 	}
@@ -190,12 +198,16 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 
 	v.trend = canvas.NewImageFromImage(nil)
 	v.trend.FillMode = canvas.ImageFillContain
-	v.trend.SetMinSize(fyne.NewSize(640, 360))
-	chartTab := container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies)"), nil, nil, nil, v.trend)
+	v.trend.SetMinSize(fyne.NewSize(320, 180))
+	v.trendG = canvas.NewImageFromImage(nil)
+	v.trendG.FillMode = canvas.ImageFillContain
+	v.trendG.SetMinSize(fyne.NewSize(320, 180))
+	chartTab := container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies)"), nil, nil, nil,
+		container.NewGridWithColumns(1, v.trend, v.trendG))
 
-	v.base = entry("", "run ids or filters, e.g. 3,4 or model=NAME,engine=cpu,latest")
-	v.cand = entry("", "run ids or filters, e.g. batch=… or latest")
-	v.cmpText = widget.NewLabel("Pick two runs (select history rows, or type run ids or filters) and press Compare.")
+	v.base = entry("", "a run id (pick a History row), or a filter, e.g. model=NAME,latest")
+	v.cand = entry("", "a run id (pick a second History row)")
+	v.cmpText = widget.NewLabel("Pick two runs in History (the first row you select is the baseline, the second the candidate) and press Compare. Tests are matched by kind and size; the cache is a column.")
 	v.cmpText.TextStyle = fyne.TextStyle{Monospace: true}
 	v.cmpChart = canvas.NewImageFromImage(nil)
 	v.cmpChart.FillMode = canvas.ImageFillContain
@@ -222,8 +234,17 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	return v
 }
 
-// Selector picks the row's whole invocation (all its tests) for a comparison.
-func (r Row) Selector() string { return "batch=" + r.Batch }
+// Selector picks the row's whole invocation (all its tests) for a
+// comparison: their run ids.
+func (r Row) Selector(all []Row) string {
+	var ids []string
+	for _, x := range all {
+		if x.Batch == r.Batch {
+			ids = append(ids, strconv.FormatInt(x.RunID, 10))
+		}
+	}
+	return strings.Join(ids, ",")
+}
 
 func (v *View) formValue() Form {
 	return Form{
@@ -309,11 +330,34 @@ func (v *View) redraw() {
 	}
 	v.table.Refresh()
 
+	if rows := v.vm.ResultRows(); len(rows) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-14s %-28s %10s %8s %9s %5s\n", ResultColumns[0], ResultColumns[1], ResultColumns[2], ResultColumns[3], ResultColumns[4], ResultColumns[5])
+		for _, r := range rows {
+			fmt.Fprintf(&b, "%-14s %-28s %10s %8s %9s %5s\n", r[0], r[1], r[2], r[3], r[4], r[5])
+		}
+		v.results.SetText(b.String())
+	} else {
+		v.results.SetText("")
+	}
+
+	th := fyne.CurrentApp().Settings().Theme()
+	variant := fyne.CurrentApp().Settings().ThemeVariant()
+	fg, bg := th.Color(theme.ColorNameForeground, variant), th.Color(theme.ColorNameBackground, variant)
+	v.vm.mu.Lock()
+	themeChanged := v.vm.chartFG != fg || v.vm.chartBG != bg
+	v.vm.mu.Unlock()
+	if themeChanged {
+		v.vm.SetChartColors(fg, bg) // the charts follow the theme
+	}
 	tv, cv := v.vm.ChartVersions()
 	if tv != v.trendVer {
 		v.trendVer = tv
-		v.trend.Image = chartOrNil(v.vm.TrendChart(plot.Size{W: 8 * vg.Inch, H: 4.5 * vg.Inch}))
+		sz := plot.Size{W: 8 * vg.Inch, H: 3 * vg.Inch}
+		v.trend.Image = chartOrNil(v.vm.TrendChart(sz, "pp", fg, bg))
+		v.trendG.Image = chartOrNil(v.vm.TrendChart(sz, "tg", fg, bg))
 		v.trend.Refresh()
+		v.trendG.Refresh()
 	}
 
 	text, _, err := v.vm.CompareResult()

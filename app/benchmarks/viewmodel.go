@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,6 +31,8 @@ import (
 	"etchat/inference/engine"
 	"etchat/internal/benchstore"
 	"etchat/store"
+
+	gonumplot "gonum.org/v1/plot"
 )
 
 // Form is the run form's fields, as typed (the flags of etchat bench).
@@ -161,18 +164,21 @@ func (r Row) Cells() []string {
 type ViewModel struct {
 	deps Deps
 
-	mu       sync.Mutex
-	form     Form
-	formVer  int            // counts form changes the view did not type itself
-	autoTok  string         // the tokenizer ChooseModel filled in, "" if none
-	library  []LibraryModel // the app's models the form offers
-	running  bool
-	cancel   context.CancelFunc
-	done     chan struct{}
-	progress bench.Progress
-	status   string
-	last     []*bench.Result
-	runErr   error
+	mu      sync.Mutex
+	form    Form
+	formVer int    // counts form changes the view did not type itself
+	autoTok string // the tokenizer ChooseModel filled in, "" if none
+	// autoSizes are the prompt and generation sizes last filled in for
+	// the model's context (the defaults at first).
+	autoSizes [2]string
+	library   []LibraryModel // the app's models the form offers
+	running   bool
+	cancel    context.CancelFunc
+	done      chan struct{}
+	progress  bench.Progress
+	status    string
+	last      []*bench.Result
+	runErr    error
 
 	all     []Row
 	histErr error
@@ -190,7 +196,21 @@ type ViewModel struct {
 	cmpCand  []*bench.Result
 	cmpFlags int
 
+	// chartFG and chartBG are the theme's text and background colours the
+	// comparison chart is drawn in (nil: gonum's defaults).
+	chartFG, chartBG color.Color
+
 	OnChange func()
+}
+
+// SetChartColors sets the charts' text and background colours (the
+// window's theme).
+func (vm *ViewModel) SetChartColors(fg, bg color.Color) {
+	vm.mu.Lock()
+	vm.chartFG, vm.chartBG = fg, bg
+	vm.histVer++
+	vm.cmpVer++
+	vm.mu.Unlock()
 }
 
 // New makes a view-model.
@@ -201,7 +221,8 @@ func New(d Deps) *ViewModel {
 			return sel.Engine, err
 		}
 	}
-	return &ViewModel{deps: d, form: DefaultForm(), sortCol: 1, desc: true, status: "Ready."}
+	f := DefaultForm()
+	return &ViewModel{deps: d, form: f, autoSizes: [2]string{f.Prompts, f.Gens}, sortCol: 1, desc: true, status: "Ready."}
 }
 
 func (vm *ViewModel) changed() {
@@ -222,6 +243,18 @@ type LibraryModel struct {
 	Label     string // the library's name for it
 	Path      string // the .pte
 	Tokenizer string // the tokenizer.json next to it; "" when missing
+	MaxCtx    int    // the model's context (0: unknown)
+}
+
+// SizesFor are the run form's test sizes for a model of context ctx:
+// prompt a quarter of it, generation an eighth (llama-bench's pp512/tg128
+// fit none of the tiny models of context 128).
+func SizesFor(ctx int) (prompts, gens string) {
+	if ctx <= 0 {
+		d := DefaultForm()
+		return d.Prompts, d.Gens
+	}
+	return strconv.Itoa(max(1, ctx/4)), strconv.Itoa(max(1, ctx/8))
 }
 
 // SetLibrary sets the models the run form offers (the app's library).
@@ -247,10 +280,10 @@ func (vm *ViewModel) Library() []LibraryModel {
 // when it exists). A tokenizer the user typed stays; one that an earlier
 // choice filled in is replaced.
 func (vm *ViewModel) ChooseModel(path string) {
-	tok := ""
+	tok, ctx := "", 0
 	for _, m := range vm.Library() {
 		if m.Path == path {
-			tok = m.Tokenizer
+			tok, ctx = m.Tokenizer, m.MaxCtx
 		}
 	}
 	if tok == "" && path != "" {
@@ -262,6 +295,11 @@ func (vm *ViewModel) ChooseModel(path string) {
 	vm.form.PTE = path
 	if t := strings.TrimSpace(vm.form.Tokenizer); t == "" || t == vm.autoTok {
 		vm.form.Tokenizer, vm.autoTok = tok, tok
+	}
+	// Sizes the user has not typed follow the model's context.
+	if p, g := vm.form.Prompts, vm.form.Gens; ctx > 0 && (p == vm.autoSizes[0] && g == vm.autoSizes[1]) {
+		vm.form.Prompts, vm.form.Gens = SizesFor(ctx)
+		vm.autoSizes = [2]string{vm.form.Prompts, vm.form.Gens}
 	}
 	vm.formVer++
 	vm.mu.Unlock()
@@ -420,6 +458,22 @@ func (vm *ViewModel) Run() RunState {
 	return s
 }
 
+// ResultColumns name ResultRows' columns.
+var ResultColumns = []string{"test", "cache", "t/s", "± sd", "TTFT ms", "reps"}
+
+// ResultRows are the last run's finished tests, for the table the run
+// panel shows after Run.
+func (vm *ViewModel) ResultRows() [][]string {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	var out [][]string
+	for _, r := range vm.last {
+		out = append(out, []string{r.Test.Name(), r.Test.Cache.String(), fmt.Sprintf("%.2f", r.AvgTS()),
+			fmt.Sprintf("%.2f", r.StddevTS()), fmt.Sprintf("%.2f", r.AvgTTFTMs()), strconv.Itoa(len(r.Reps))})
+	}
+	return out
+}
+
 // Refresh reloads the stored bench runs.
 func (vm *ViewModel) Refresh(ctx context.Context) error {
 	var rows []Row
@@ -559,6 +613,13 @@ func compareRows(a, b Row, col int) int {
 	return 0
 }
 
+// allRows is the whole history, unfiltered.
+func (vm *ViewModel) allRows() []Row {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return append([]Row(nil), vm.all...)
+}
+
 // ChartVersions change whenever the data behind TrendChart (history,
 // filter) or CompareChart (the last comparison) changes.
 func (vm *ViewModel) ChartVersions() (trend, compare int) {
@@ -567,18 +628,40 @@ func (vm *ViewModel) ChartVersions() (trend, compare int) {
 	return vm.histVer, vm.cmpVer
 }
 
-// TrendChart draws t/s over time for the filtered history.
-func (vm *ViewModel) TrendChart(sz plot.Size) (image.Image, error) {
+// TrendChart draws t/s over time for the filtered history's tests of one
+// kind ("pp": prompt processing, "tg": generation; "" both), in colours
+// (fg on bg) that follow the window's theme: pp and tg rates differ by an
+// order of magnitude, so each has its own chart.
+func (vm *ViewModel) TrendChart(sz plot.Size, kind string, fg, bg color.Color) (image.Image, error) {
 	rows, _ := vm.History()
-	rs := make([]*bench.Result, len(rows))
-	for i, r := range rows {
-		rs[i] = r.result
+	var rs []*bench.Result
+	for _, r := range rows {
+		isPP := r.result.Test.NGen == 0
+		if kind == "" || (kind == "pp") == isPP {
+			rs = append(rs, r.result)
+		}
 	}
 	p, err := plot.Trend(rs)
 	if err != nil {
 		return nil, err
 	}
-	return plot.Image(p, sz), nil
+	if kind != "" {
+		p.Title.Text = map[string]string{"pp": "prompt processing (pp), t/s", "tg": "generation (tg), t/s"}[kind]
+	}
+	return themed(p, sz, fg, bg), nil
+}
+
+// themed renders p in the given colours.
+func themed(p *gonumplot.Plot, sz plot.Size, fg, bg color.Color) image.Image {
+	if fg != nil && bg != nil {
+		p.BackgroundColor = bg
+		p.Title.TextStyle.Color = fg
+		p.Legend.TextStyle.Color = fg
+		for _, a := range []*gonumplot.Axis{&p.X, &p.Y} {
+			a.Color, a.Label.TextStyle.Color, a.Tick.Color, a.Tick.Label.Color = fg, fg, fg, fg
+		}
+	}
+	return plot.Image(p, sz)
 }
 
 // Compare compares two selections of stored runs (run ids or filters,
@@ -613,6 +696,8 @@ func (vm *ViewModel) compare(ctx context.Context, baseline, candidate string) er
 	}
 	changes := bench.Compare(sides[0], sides[1], bench.CompareOptions{})
 	var b strings.Builder
+	b.WriteString(MatchTable(sides[0], sides[1]))
+	b.WriteString("\nSame test and cache, with significance:\n")
 	n, err := bench.WriteComparison(&b, sides[0], sides[1], changes)
 	if err != nil {
 		return err
@@ -640,5 +725,50 @@ func (vm *ViewModel) CompareChart(sz plot.Size) (image.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plot.Image(p, sz), nil
+	return themed(p, sz, vm.chartFG, vm.chartBG), nil
+}
+
+// testKey is a test's kind and size without its cache: pp/tg and the
+// sizes and depth.
+func testKey(t bench.Test) string { t.Cache = bench.Cache{}; return t.Name() }
+
+// MatchTable lines up two runs' tests by kind and size (pp128, tg64, …),
+// whatever their cache configuration, which is a column: comparing a bf16
+// cache with an fp32 one compares the same tests.
+func MatchTable(base, cand []*bench.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %-26s %10s   %-26s %10s %8s\n", "test", "baseline cache", "t/s", "candidate cache", "t/s", "change")
+	seen := map[string]bool{}
+	var keys []string
+	for _, r := range append(append([]*bench.Result(nil), base...), cand...) {
+		if k := testKey(r.Test); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	find := func(rs []*bench.Result, k string) *bench.Result {
+		for _, r := range rs {
+			if testKey(r.Test) == k {
+				return r
+			}
+		}
+		return nil
+	}
+	for _, k := range keys {
+		bs, cs := find(base, k), find(cand, k)
+		col := func(r *bench.Result) (string, string) {
+			if r == nil {
+				return "—", "—"
+			}
+			return r.Test.Cache.String(), fmt.Sprintf("%.2f", r.AvgTS())
+		}
+		bc, bt := col(bs)
+		cc, ct := col(cs)
+		change := "—"
+		if bs != nil && cs != nil && bs.AvgTS() > 0 {
+			change = fmt.Sprintf("%+.1f%%", 100*(cs.AvgTS()-bs.AvgTS())/bs.AvgTS())
+		}
+		fmt.Fprintf(&b, "%-16s %-26s %10s   %-26s %10s %8s\n", k, bc, bt, cc, ct, change)
+	}
+	return b.String()
 }

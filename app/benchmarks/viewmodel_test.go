@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"image"
+	"image/color"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,6 +114,10 @@ func TestRunHistoryChartCompare(t *testing.T) {
 		if st.Running || st.Err != nil || st.Fraction != 1 || !strings.Contains(st.Status, "Done: 2 tests, saved") || len(st.Results) != 2 {
 			t.Fatalf("run %d: %+v", i, st)
 		}
+		// The results show after Run, one row per test.
+		if rr := vm.ResultRows(); len(rr) != 2 || rr[0][0] != st.Results[0].Test.Name() || rr[0][2] == "0.00" {
+			t.Errorf("run %d results %v", i, rr)
+		}
 	}
 	if changes.Load() < 10 {
 		t.Errorf("only %d change notifications", changes.Load())
@@ -156,11 +162,20 @@ func TestRunHistoryChartCompare(t *testing.T) {
 		t.Errorf("filter: %d rows %q", len(rows), empty)
 	}
 	vm.SetFilter("llama3-tiny-offgraph")
-	img, err := vm.TrendChart(plot.Size{W: 400, H: 300})
+	img, err := vm.TrendChart(plot.Size{W: 400, H: 300}, "pp", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nonBlank(t, img)
+	// In the dark theme's colours the chart's background is dark.
+	dark := color.NRGBA{0x17, 0x17, 0x18, 0xff}
+	img, err = vm.TrendChart(plot.Size{W: 400, H: 300}, "tg", color.White, dark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, g, b, _ := img.At(2, 2).RGBA(); r>>8 != 0x17 || g>>8 != 0x17 || b>>8 != 0x18 {
+		t.Errorf("dark chart's corner is %x %x %x", r>>8, g>>8, b>>8)
+	}
 
 	first, second := rows[len(rows)-1], rows[0]
 	if first.Batch == second.Batch {
@@ -171,12 +186,17 @@ func TestRunHistoryChartCompare(t *testing.T) {
 			}
 		}
 	}
-	if err := vm.Compare(ctx, first.Selector(), second.Selector()); err != nil {
+	if err := vm.Compare(ctx, first.Selector(rows), second.Selector(rows)); err != nil {
 		t.Fatal(err)
 	}
 	text, _, err := vm.CompareResult()
 	if err != nil || !strings.Contains(text, "baseline :") || !strings.Contains(text, "| tg4 ") || !strings.Contains(text, "not in") {
 		t.Errorf("comparison %v:\n%s", err, text)
+	}
+	// Picked by run id; tests matched by kind and size, cache a column.
+	if sel := first.Selector(rows); !strings.Contains(","+sel+",", ","+strconv.FormatInt(first.RunID, 10)+",") || strings.Contains(sel, "batch") ||
+		!strings.Contains(text, "baseline cache") || !strings.Contains(text, "pp16") {
+		t.Errorf("selector %q, text\n%s", sel, text)
 	}
 	img, err = vm.CompareChart(plot.Size{W: 400, H: 300})
 	if err != nil {
@@ -305,5 +325,50 @@ func TestStartRefusalSaysWhatToDo(t *testing.T) {
 		if err == nil || !strings.Contains(Explain(err), c.want) || !strings.Contains(vm.Run().Status, c.want) {
 			t.Errorf("%s %s: %v; status %q", filepath.Base(c.pte), c.prompts, err, vm.Run().Status)
 		}
+	}
+}
+
+// Tests of two runs whose caches differ (bf16, fp32) are matched by kind
+// and size, the cache shown as a column.
+func TestMatchTableIgnoresTheCache(t *testing.T) {
+	mk := func(np, ng int, dtype string, ts float64) *bench.Result {
+		r := &bench.Result{Test: bench.Test{NPrompt: np, NGen: ng, Cache: bench.Cache{DType: dtype}}}
+		tok := max(np, ng)
+		r.Reps = []bench.Rep{{Ns: int64(float64(tok) / ts * 1e9)}}
+		return r
+	}
+	base := []*bench.Result{mk(32, 0, "bf16", 100), mk(0, 16, "bf16", 50)}
+	cand := []*bench.Result{mk(32, 0, "fp32", 80), mk(0, 16, "fp32", 55)}
+	text := MatchTable(base, cand)
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "pp32") || !strings.Contains(lines[1], "-20.0%") ||
+		!strings.HasPrefix(lines[2], "tg16") || !strings.Contains(lines[2], "+10.0%") {
+		t.Errorf("match table:\n%s", text)
+	}
+}
+
+func TestSizesFollowTheModelsContext(t *testing.T) {
+	if p, g := SizesFor(128); p != "32" || g != "16" {
+		t.Errorf("ctx 128: pp%s tg%s", p, g)
+	}
+	if p, g := SizesFor(0); p != "512" || g != "128" {
+		t.Errorf("unknown ctx: pp%s tg%s", p, g)
+	}
+	vm := New(Deps{})
+	vm.SetLibrary([]LibraryModel{{Label: "tiny", Path: "/m/tiny.pte", MaxCtx: 128}, {Label: "big", Path: "/m/big.pte", MaxCtx: 4096}})
+	vm.ChooseModel("/m/tiny.pte")
+	if f := vm.Form(); f.Prompts != "32" || f.Gens != "16" {
+		t.Errorf("tiny: %+v", f)
+	}
+	vm.ChooseModel("/m/big.pte")
+	if f := vm.Form(); f.Prompts != "1024" || f.Gens != "512" {
+		t.Errorf("big: %+v", f)
+	}
+	f := vm.Form()
+	f.Prompts = "7" // typed by the user: kept
+	vm.SetForm(f)
+	vm.ChooseModel("/m/tiny.pte")
+	if f := vm.Form(); f.Prompts != "7" {
+		t.Errorf("typed size replaced: %+v", f)
 	}
 }
