@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
@@ -700,5 +701,42 @@ func TestTranscriptMarksIncompleteReply(t *testing.T) {
 	}
 	if MessageNote(Message{Role: "assistant", Stats: &Reply{GeneratedTokens: 3}}) == IncompleteNote() {
 		t.Error("a finished reply is marked incomplete")
+	}
+}
+
+// At 800×600 and 1280×800, in both themes, the chat's action row and the
+// side bar fit the window: no button reaches past the right edge, and the
+// side bar's buttons fit the side bar.
+func TestChatFitsSmallAndLargeWindows(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	u.SelectTab(TabChat)
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(4)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	v := u.chat
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		for _, sz := range []fyne.Size{{Width: 800, Height: 600}, {Width: 1280, Height: 800}} {
+			u.Win.Resize(sz)
+			settle(u)
+			width := u.Win.Canvas().Size().Width
+			d := fyne.CurrentApp().Driver()
+			for _, b := range []*widget.Button{v.sendBtn, v.stopBtn, v.undoBtn, v.regenBtn, v.moreBtn, v.settings} {
+				if p := d.AbsolutePositionForObject(b); p.X+b.Size().Width > width+0.5 || !b.Visible() {
+					t.Errorf("%s %v: %q ends at %.0f of %.0f", th, sz, b.Text, p.X+b.Size().Width, width)
+				}
+			}
+			side := v.root.(*container.Split).Leading
+			for _, b := range []*widget.Button{v.newBtn, v.delBtn} {
+				if b.MinSize().Width > side.Size().Width {
+					t.Errorf("%s %v: %q needs %.0f, the side bar is %.0f", th, sz, b.Text, b.MinSize().Width, side.Size().Width)
+				}
+			}
+		}
 	}
 }
