@@ -10,15 +10,16 @@ import (
 	"strings"
 
 	"etchat/inference/bench"
+	"etchat/inference/engine"
 	"etchat/inference/bench/plot"
 	"etchat/internal/benchstore"
 	"etchat/store"
 )
 
-const compareSynopsis = `[--db PATH] [--min-change PCT] [--alpha P] [--json] [--plot FILE.png] [--fail-on-slower] BASELINE CANDIDATE
+var compareSynopsis = `[--db PATH] [--min-change PCT] [--alpha P] [--json] [--plot FILE.png] [--fail-on-slower] BASELINE CANDIDATE
 
 BASELINE and CANDIDATE each select stored benchmark results (see 'etchat history --runs'):
-a run id or a comma list of ids, or filters: model=NAME|SHA, engine=cpu|metal, batch=B,
+a run id or a comma list of ids, or filters: model=NAME|SHA, engine=` + strings.Join(engine.Choices()[1:], "|") + `, batch=B,
 since=2006-01-02, and latest (only the newest 'etchat bench' invocation among the matches),
 e.g. 'model=llama-bench-bf16,engine=cpu,latest'. Tests are matched by n_prompt, n_gen,
 n_depth and cache configuration. A change is flagged (**) when the means differ by at least

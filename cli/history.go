@@ -241,9 +241,21 @@ func listRuns(ctx context.Context, w io.Writer, db *store.DB, f store.RunFilter,
 			ts = fmt.Sprintf("%.2f ± %.2f", r.Bench.AvgTokS, r.Bench.StddevTokS)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.0f\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Kind,
-			dash(modelLabel(r)), dash(r.Engine), test, r.PrefillTokS, r.DecodeTokS, r.TTFTMs, ts)
+			dash(modelLabel(r)), dash(engineLabel(r)), test, r.PrefillTokS, r.DecodeTokS, r.TTFTMs, ts)
 	}
 	return tw.Flush()
+}
+
+// engineLabel is the run's engine, with the device it computed on when
+// the run recorded one that the name does not say ("mlx on metal").
+func engineLabel(r store.Run) string {
+	var c struct {
+		Device string `json:"device"`
+	}
+	if json.Unmarshal(r.Config, &c) != nil || c.Device == "" || c.Device == r.Engine {
+		return r.Engine
+	}
+	return r.Engine + " on " + c.Device
 }
 
 // benchName is llama-bench's test name: pp512, tg128, pp512+tg128, @ d4096.
