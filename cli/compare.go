@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"etchat/inference/bench"
-	"etchat/inference/engine"
 	"etchat/inference/bench/plot"
+	"etchat/inference/engine"
 	"etchat/internal/benchstore"
 	"etchat/store"
 )
