@@ -449,6 +449,12 @@ func parseVocabAt(d []byte, i, sizeHint int) (*vocabTable, []string, int, error)
 			shared = true
 		}
 		if id >= len(idToTok) {
+			// Refuse an id the final sparseness check must refuse
+			// before making a table for it: fewer entries are left than
+			// bytes/4, so a tiny file cannot claim a 16M-entry table.
+			if id >= sparseLimit(entries+(len(d)-j)/4+1) {
+				return nil, nil, 0, jsonErr(start+i, fmt.Sprintf("vocabulary id %d of %q: ids too sparse for the entries the file can hold", id, k))
+			}
 			if id < cap(idToTok) {
 				idToTok = idToTok[:id+1] // zero from make
 			} else {
