@@ -12,9 +12,10 @@ import (
 )
 
 // allocBound is the most Parse may allocate for an n-byte tokenizer.json:
-// the decoded JSON tree, the vocabulary and merge tables are each a small
-// multiple of the text.
-func allocBound(n int) uint64 { return 256<<10 + 64*uint64(n) }
+// the vocabulary and merge tables are each a small multiple of the text,
+// and ids may be sparse up to sparseLimit's 65,536 spare slots (16 bytes
+// each, twice over while the table grows): 4 MiB whatever the size.
+func allocBound(n int) uint64 { return 4<<20 + 64*uint64(n) }
 
 func allocated() uint64 {
 	var ms runtime.MemStats
