@@ -27,16 +27,6 @@ DATA qshift4<>+24(SB)/4, $4
 DATA qshift4<>+28(SB)/4, $4
 GLOBL qshift4<>(SB), RODATA|NOPTR, $32
 
-DATA qshift8<>+0(SB)/4, $0
-DATA qshift8<>+4(SB)/4, $4
-DATA qshift8<>+8(SB)/4, $8
-DATA qshift8<>+12(SB)/4, $12
-DATA qshift8<>+16(SB)/4, $16
-DATA qshift8<>+20(SB)/4, $20
-DATA qshift8<>+24(SB)/4, $24
-DATA qshift8<>+28(SB)/4, $28
-GLOBL qshift8<>(SB), RODATA|NOPTR, $32
-
 // func qDotRows4Q4AVX2(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride int, groups, bpg int, out *float32)
 // out[j] = row j's dot with xp, j < 4: row j's words at words+j·wstride
 // bytes, its scales and biases at +j·sstride bytes; groups groups of bpg
@@ -343,77 +333,223 @@ q8r4done:
 	VZEROUPPER
 	RET
 
-// func qDequantQ4AVX2(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
-// dst[k] = Q_k·scale + bias, fused, for the groups·gs elements of a row.
-TEXT ·qDequantQ4AVX2(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ words+8(FP), SI
-	MOVQ scales+16(FP), DX
-	MOVQ biases+24(FP), BX
-	MOVQ groups+32(FP), CX
-	MOVQ gs+40(FP), AX
-	SHRQ $3, AX
+// func qDotInputs4Q4AVX2(xp *float32, xstride int, words *uint32, scales, biases *float32, groups, bpg int, out *float32)
+// out[i] = the row's dot with input i, i < 4, at xp+i·xstride bytes;
+// the row's words are unpacked once for the four. Per input two sums
+// per group, sqA over planes 0 and 2, sqB over 1 and 3, folded as
+// acc = sqA·scale + acc, then acc = sqB·scale + acc.
+TEXT ·qDotInputs4Q4AVX2(SB), NOSPLIT, $0-64
+	MOVQ xp+0(FP), SI
+	MOVQ xstride+8(FP), R8
+	MOVQ words+16(FP), DI
+	MOVQ scales+24(FP), DX
+	MOVQ biases+32(FP), BX
+	MOVQ groups+40(FP), CX
+	MOVQ bpg+48(FP), AX
+	LEAQ (R8)(R8*2), R9
 	MOVL $0x0f, R12
 	MOVQ R12, X15
 	VPBROADCASTD X15, Y15
-	VMOVDQU qshift8<>(SB), Y14
-dq4group:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q4i4group:
 	TESTQ CX, CX
-	JZ dq4done
+	JZ q4i4done
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ AX, R12
+q4i4block:
+	VBROADCASTI128 (DI), Y14
+	VPSRLVD qshift4<>(SB), Y14, Y14
+	VPAND Y15, Y14, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS (SI), Y12, Y4
+	VFMADD231PS (SI)(R8*1), Y12, Y5
+	VFMADD231PS (SI)(R8*2), Y12, Y6
+	VFMADD231PS (SI)(R9*1), Y12, Y7
+	VPSRLD $8, Y14, Y13
+	VPAND Y15, Y13, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 32(SI), Y13, Y8
+	VFMADD231PS 32(SI)(R8*1), Y13, Y9
+	VFMADD231PS 32(SI)(R8*2), Y13, Y10
+	VFMADD231PS 32(SI)(R9*1), Y13, Y11
+	VPSRLD $16, Y14, Y12
+	VPAND Y15, Y12, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 64(SI), Y12, Y4
+	VFMADD231PS 64(SI)(R8*1), Y12, Y5
+	VFMADD231PS 64(SI)(R8*2), Y12, Y6
+	VFMADD231PS 64(SI)(R9*1), Y12, Y7
+	VPSRLD $24, Y14, Y13
+	VPAND Y15, Y13, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 96(SI), Y13, Y8
+	VFMADD231PS 96(SI)(R8*1), Y13, Y9
+	VFMADD231PS 96(SI)(R8*2), Y13, Y10
+	VFMADD231PS 96(SI)(R9*1), Y13, Y11
+	ADDQ $128, SI
+	ADDQ $16, DI
+	DECQ R12
+	JNZ q4i4block
 	VBROADCASTSS (DX), Y12
+	VFMADD231PS Y12, Y4, Y0
+	VFMADD231PS Y12, Y5, Y1
+	VFMADD231PS Y12, Y6, Y2
+	VFMADD231PS Y12, Y7, Y3
+	VFMADD231PS Y12, Y8, Y0
+	VFMADD231PS Y12, Y9, Y1
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y12, Y11, Y3
 	VBROADCASTSS (BX), Y13
-	MOVQ AX, R9
-dq4loop:
-	VPBROADCASTD (SI), Y0
-	VPSRLVD Y14, Y0, Y0
-	VPAND Y15, Y0, Y0
-	ADDQ $4, SI
-	VCVTDQ2PS Y0, Y0
-	VFMADD213PS Y13, Y12, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, DI
-	DECQ R9
-	JNZ dq4loop
-	ADDQ $4, DX
+	VFMADD231PS (SI), Y13, Y0
+	VFMADD231PS (SI)(R8*1), Y13, Y1
+	VFMADD231PS (SI)(R8*2), Y13, Y2
+	VFMADD231PS (SI)(R9*1), Y13, Y3
+	ADDQ $32, SI
 	ADDQ $4, BX
+	ADDQ $4, DX
 	DECQ CX
-	JMP dq4group
-dq4done:
+	JMP q4i4group
+q4i4done:
+	MOVQ out+56(FP), DI
+	VEXTRACTF128 $1, Y0, X12
+	VADDPS X12, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, 0(DI)
+	VEXTRACTF128 $1, Y1, X12
+	VADDPS X12, X1, X1
+	VHADDPS X1, X1, X1
+	VHADDPS X1, X1, X1
+	MOVSS X1, 4(DI)
+	VEXTRACTF128 $1, Y2, X12
+	VADDPS X12, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	MOVSS X2, 8(DI)
+	VEXTRACTF128 $1, Y3, X12
+	VADDPS X12, X3, X3
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	MOVSS X3, 12(DI)
 	VZEROUPPER
 	RET
 
-// func qDequantQ8AVX2(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
-// dst[k] = Q_k·scale + bias, fused, for the groups·gs elements of a row.
-TEXT ·qDequantQ8AVX2(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ words+8(FP), SI
-	MOVQ scales+16(FP), DX
-	MOVQ biases+24(FP), BX
-	MOVQ groups+32(FP), CX
-	MOVQ gs+40(FP), AX
-	SHRQ $3, AX
+// func qDotInputs4Q8AVX2(xp *float32, xstride int, words *uint32, scales, biases *float32, groups, bpg int, out *float32)
+// out[i] = the row's dot with input i, i < 4, at xp+i·xstride bytes;
+// the row's words are unpacked once for the four. Per input two sums
+// per group, sqA over planes 0 and 2, sqB over 1 and 3, folded as
+// acc = sqA·scale + acc, then acc = sqB·scale + acc.
+TEXT ·qDotInputs4Q8AVX2(SB), NOSPLIT, $0-64
+	MOVQ xp+0(FP), SI
+	MOVQ xstride+8(FP), R8
+	MOVQ words+16(FP), DI
+	MOVQ scales+24(FP), DX
+	MOVQ biases+32(FP), BX
+	MOVQ groups+40(FP), CX
+	MOVQ bpg+48(FP), AX
+	LEAQ (R8)(R8*2), R9
 	MOVL $0xff, R12
 	MOVQ R12, X15
 	VPBROADCASTD X15, Y15
-dq8group:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q8i4group:
 	TESTQ CX, CX
-	JZ dq8done
-	VBROADCASTSS (DX), Y12
-	VBROADCASTSS (BX), Y13
-	MOVQ AX, R9
-dq8loop:
-	VPMOVZXBD (SI), Y0
-	ADDQ $8, SI
-	VCVTDQ2PS Y0, Y0
-	VFMADD213PS Y13, Y12, Y0
-	VMOVUPS Y0, (DI)
+	JZ q8i4done
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ AX, R12
+q8i4block:
+	VMOVDQU (DI), Y14
+	VPAND Y15, Y14, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS (SI), Y12, Y4
+	VFMADD231PS (SI)(R8*1), Y12, Y5
+	VFMADD231PS (SI)(R8*2), Y12, Y6
+	VFMADD231PS (SI)(R9*1), Y12, Y7
+	VPSRLD $8, Y14, Y13
+	VPAND Y15, Y13, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 32(SI), Y13, Y8
+	VFMADD231PS 32(SI)(R8*1), Y13, Y9
+	VFMADD231PS 32(SI)(R8*2), Y13, Y10
+	VFMADD231PS 32(SI)(R9*1), Y13, Y11
+	VPSRLD $16, Y14, Y12
+	VPAND Y15, Y12, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 64(SI), Y12, Y4
+	VFMADD231PS 64(SI)(R8*1), Y12, Y5
+	VFMADD231PS 64(SI)(R8*2), Y12, Y6
+	VFMADD231PS 64(SI)(R9*1), Y12, Y7
+	VPSRLD $24, Y14, Y13
+	VPAND Y15, Y13, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 96(SI), Y13, Y8
+	VFMADD231PS 96(SI)(R8*1), Y13, Y9
+	VFMADD231PS 96(SI)(R8*2), Y13, Y10
+	VFMADD231PS 96(SI)(R9*1), Y13, Y11
+	ADDQ $128, SI
 	ADDQ $32, DI
-	DECQ R9
-	JNZ dq8loop
-	ADDQ $4, DX
+	DECQ R12
+	JNZ q8i4block
+	VBROADCASTSS (DX), Y12
+	VFMADD231PS Y12, Y4, Y0
+	VFMADD231PS Y12, Y5, Y1
+	VFMADD231PS Y12, Y6, Y2
+	VFMADD231PS Y12, Y7, Y3
+	VFMADD231PS Y12, Y8, Y0
+	VFMADD231PS Y12, Y9, Y1
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y12, Y11, Y3
+	VBROADCASTSS (BX), Y13
+	VFMADD231PS (SI), Y13, Y0
+	VFMADD231PS (SI)(R8*1), Y13, Y1
+	VFMADD231PS (SI)(R8*2), Y13, Y2
+	VFMADD231PS (SI)(R9*1), Y13, Y3
+	ADDQ $32, SI
 	ADDQ $4, BX
+	ADDQ $4, DX
 	DECQ CX
-	JMP dq8group
-dq8done:
+	JMP q8i4group
+q8i4done:
+	MOVQ out+56(FP), DI
+	VEXTRACTF128 $1, Y0, X12
+	VADDPS X12, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, 0(DI)
+	VEXTRACTF128 $1, Y1, X12
+	VADDPS X12, X1, X1
+	VHADDPS X1, X1, X1
+	VHADDPS X1, X1, X1
+	MOVSS X1, 4(DI)
+	VEXTRACTF128 $1, Y2, X12
+	VADDPS X12, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	MOVSS X2, 8(DI)
+	VEXTRACTF128 $1, Y3, X12
+	VADDPS X12, X3, X3
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	MOVSS X3, 12(DI)
 	VZEROUPPER
 	RET

@@ -8,8 +8,6 @@ func qDotRows4(acc *[4]float32, xp []float32, words []uint32, wstride int, scale
 	qDotRows4Go(acc, xp, words, wstride, scales, biases, sstride, groups, bpg, bits)
 }
 
-func qDequant(dst []float32, w *qMatrix, r int) { qDequantGo(dst, w, r) }
-
-func qDot4x2(x []float32, ld int, w0, w1 []float32, out *[8]float32) {
-	qDot4x2Go(x, ld, w0, w1, out)
+func qDotInputs4(acc *[4]float32, xp []float32, xstride int, words []uint32, scales, biases []float32, groups, bpg, bits int) {
+	qDotInputs4Go(acc, xp, xstride, words, scales, biases, groups, bpg, bits)
 }

@@ -82,7 +82,7 @@ func (m *model) runInit() error {
 		own.strides = contiguousStrides(own.shape)
 		switch {
 		case x.u != nil:
-			own.u = x.uints()
+			own.u = append([]uint32(nil), x.uints()...)
 			m.heapBytes += int64(len(own.u)) * 4
 		case x.isInt():
 			own.i = append([]int64(nil), x.ints()...)
