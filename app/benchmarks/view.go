@@ -18,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"etchat/inference/bench/plot"
+	"etchat/inference/engine"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -94,7 +95,7 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	v.dtypes = entry(f.KVDTypes, "bf16,fp16")
 	v.caps = entry(f.KVCapacities, "0 = the model's")
 	v.windows = entry(f.KVWindows, "e.g. 512;0 (empty = the model's)")
-	v.engine = widget.NewSelect([]string{"auto", "cpu", "metal"}, nil)
+	v.engine = widget.NewSelect(engine.Choices(), nil)
 	v.engine.SetSelected(f.Engine)
 	v.noWarmup = widget.NewCheck("skip the warmup", nil)
 	v.noWarmup.SetChecked(f.NoWarmup)
