@@ -401,9 +401,13 @@ func writeReport(w io.Writer, d *InspectDoc) {
 			humanize.Comma(wt.Params), orNone(strings.Join(dts, ", ")))
 	}
 	if q := d.Quantization; q != nil && q.Summary != "" {
-		row("quantization", "%s", q.Summary)
+		row("precision", "%s", q.Summary)
 		for _, g := range q.Groups {
-			more("  %s, %s", g, bytesStr(g.Bytes))
+			size := bytesStr(g.Bytes)
+			if g.Bytes == 0 {
+				size = "its bytes counted above (shared)"
+			}
+			more("  %s, %s", g, size)
 		}
 	}
 	if m := d.MLX; m != nil {

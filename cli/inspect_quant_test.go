@@ -16,7 +16,7 @@ func TestInspectQuantization(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"quantization", "4-bit", "4-bit g32 affine matmul ×15", "4-bit g32 affine embedding ×1", "bf16"} {
+	for _, want := range []string{"precision", "4-bit", "4-bit g32 affine matmul ×15", "4-bit g32 affine embedding ×1", "bf16"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}
