@@ -81,7 +81,7 @@ func models(all ...string) []string {
 }
 
 func TestFixtureGreedyThroughLoop(t *testing.T) {
-	for _, name := range models(fixtures.Llama3, fixtures.Qwen3, fixtures.Gemma3) {
+	for _, name := range models(fixtures.Llama3, fixtures.Qwen3, fixtures.Gemma3, fixtures.Llama3Q4, fixtures.Qwen3Q8) {
 		t.Run(name, func(t *testing.T) {
 			var ref reference
 			fixtures.Reference(t, name, &ref)
@@ -123,7 +123,7 @@ func TestFixtureGreedyThroughLoop(t *testing.T) {
 
 func TestFixtureMultiturnConversation(t *testing.T) {
 	// gemma3 first: its sliding windows make the undo re-prefill.
-	for _, name := range models(fixtures.Gemma3, fixtures.Llama3, fixtures.Qwen3) {
+	for _, name := range models(fixtures.Gemma3, fixtures.Llama3, fixtures.Qwen3, fixtures.Llama3Q4, fixtures.Qwen3Q8) {
 		t.Run(name, func(t *testing.T) {
 			var ref reference
 			fixtures.Reference(t, name, &ref)
