@@ -374,6 +374,21 @@ func TestQuantization(t *testing.T) {
 			if c.bytes > 0 && q.QuantizedBytes != c.bytes {
 				t.Errorf("quantized bytes %d, want %d", q.QuantizedBytes, c.bytes)
 			}
+			// Parameters count the quantized matrices' logical elements
+			// (llama-bench-q4's reference states the model's 32,514,560,
+			// the tied embedding once).
+			var ref struct {
+				Model struct {
+					Params int64 `json:"n_parameters"`
+				} `json:"model"`
+			}
+			fixtures.Reference(t, c.name, &ref)
+			if ref.Model.Params > 0 && info.Weights.Params != ref.Model.Params {
+				t.Errorf("parameters %d, want %d", info.Weights.Params, ref.Model.Params)
+			}
+			if info.Weights.BufferElements < 0 {
+				t.Errorf("buffer elements %d", info.Weights.BufferElements)
+			}
 			// The embedding of a tied model shares the matmul's bytes.
 			if n := len(q.Groups); n > 0 && q.Groups[n-1].Use == "embedding" && q.Groups[n-1].Bytes != 0 {
 				t.Errorf("tied embedding counted twice: %+v", q.Groups[n-1])

@@ -117,7 +117,37 @@ func (info *Info) quantization(f *pte.File) {
 	}
 	groups := map[key]*group{}
 	var order []key
+	// Each packed matrix's logical elements are parameters (Weights
+	// counted its words and scales, named …original1/2, as buffers).
+	params := map[mlxgraph.Tid]bool{}
+	countParams := func(bits int, w mlxgraph.Tid, ts ...mlxgraph.Tid) {
+		m := g.Meta(w)
+		if params[w] || int(w) >= g.NumConstantTensors || m == nil || len(m.Shape) < 2 || bits <= 0 || bits > 32 {
+			return
+		}
+		params[w] = true
+		n := int64(1)
+		for _, d := range m.Shape {
+			if d.Value < 0 || (d.Value > 0 && n > (1<<40)/d.Value) {
+				return
+			}
+			n *= d.Value
+		}
+		info.Weights.BufferElements -= n
+		info.Weights.Params += n * 32 / int64(bits)
+		for _, t := range ts {
+			if sm := g.Meta(t); sm != nil && int(t) < g.NumConstantTensors && !initOut[int(t)] && !params[t] {
+				params[t] = true
+				e := int64(1)
+				for _, d := range sm.Shape {
+					e *= max(d.Value, 0)
+				}
+				info.Weights.BufferElements -= e
+			}
+		}
+	}
 	add := func(k key, w mlxgraph.Tid, ts ...mlxgraph.Tid) {
+		countParams(k.bits, w, ts...)
 		qg := groups[k]
 		if qg == nil {
 			qg = &group{QuantGroup{Bits: k.bits, GroupSize: k.gs, Mode: k.mode, Use: k.use}, map[mlxgraph.Tid]bool{}}
