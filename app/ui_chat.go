@@ -52,7 +52,11 @@ type chatView struct {
 	undoN     *widget.Entry
 	settings  *widget.Button
 	header    *fyne.Container
-	restored  int // the RestoreSeq applied to the message box
+	main      *fyne.Container // header, messages, composer
+	// activityRow (what runs, its progress) shows only while busy, so an
+	// idle chat has no empty band above the messages.
+	activityRow *fyne.Container
+	restored    int // the RestoreSeq applied to the message box
 
 	st          ChatState
 	syncing     bool
@@ -159,7 +163,6 @@ func newChatView(u *UI) *chatView {
 	v.meter = widget.NewProgressBar()
 	v.meter.TextFormatter = func() string { return "" }
 	v.meterLabel = widget.NewLabel("")
-	v.meterLabel.Truncation = fyne.TextTruncateEllipsis
 	v.settings = widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), func() { v.showSettings() })
 	v.greedy = widget.NewCheck("Greedy", func(on bool) {
 		if !v.syncing {
@@ -174,10 +177,11 @@ func newChatView(u *UI) *chatView {
 	v.errLabel = widget.NewLabel("")
 	v.errLabel.Wrapping = fyne.TextWrapWord
 	v.errLabel.Importance = widget.DangerImportance
+	v.activityRow = container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn))
 	v.header = container.NewVBox(
 		container.NewBorder(nil, nil, nil, container.NewHBox(v.greedy, v.settings), v.title),
-		container.NewBorder(nil, nil, widget.NewLabel("Context"), nil, container.NewGridWithColumns(2, v.meter, v.meterLabel)),
-		container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn)),
+		container.NewBorder(nil, nil, widget.NewLabel("Context"), v.meterLabel, v.meter),
+		v.activityRow,
 		v.errLabel,
 	)
 
@@ -210,8 +214,8 @@ func newChatView(u *UI) *chatView {
 	buttons := container.NewHBox(v.sendBtn, v.stopBtn, v.undoBtn, v.regenBtn, v.moreBtn)
 	composerBox := container.NewBorder(nil, container.NewBorder(nil, nil, nil, buttons, v.draftNote), nil, nil, v.input)
 
-	main := borderInOrder(v.header, composerBox, nil, nil, v.scroll)
-	split := container.NewHSplit(side, main)
+	v.main = borderInOrder(v.header, composerBox, nil, nil, v.scroll)
+	split := container.NewHSplit(side, v.main)
 	split.Offset = 0.24
 	v.root = split
 	u.Chat.OnChange = u.coalesce(v.refresh)
@@ -319,6 +323,9 @@ func (v *chatView) refresh() {
 	if st.Engine.Fallback && st.Engine.Reason != "" {
 		v.title.SetText(v.title.Text + " (" + st.Engine.Reason + ")")
 	}
+	if st.Model != nil && st.ConvID != 0 {
+		v.u.Prefs.SetLastConversation(st.Model.Path, st.ConvID) // reopened at the next start
+	}
 	v.greedy.SetChecked(st.Greedy())
 	setEnabledW(v.greedy, !st.Busy && st.Model != nil)
 	if st.RestoreSeq != v.restored {
@@ -333,6 +340,7 @@ func (v *chatView) refresh() {
 	v.meter.SetValue(st.MeterFraction())
 
 	if st.Busy {
+		v.activityRow.Show()
 		v.activity.SetText(st.Activity)
 		if st.Progress.Total > 0 {
 			v.progressIn.Stop()
@@ -348,6 +356,7 @@ func (v *chatView) refresh() {
 			}
 		}
 	} else {
+		v.activityRow.Hide()
 		v.activity.SetText("")
 		v.progress.Hide()
 		v.progressIn.Stop()
@@ -359,7 +368,8 @@ func (v *chatView) refresh() {
 	} else {
 		v.errLabel.Hide()
 	}
-	v.header.Refresh() // lay out again: a hidden line leaves no band
+	v.header.Refresh()
+	v.main.Refresh() // lay out again: a line shown is not drawn over the messages, a hidden one leaves no band
 	setEnabled(v.sendBtn, !st.Busy && st.Model != nil)
 	setEnabled(v.newBtn, !st.Busy && st.Model != nil)
 	setEnabled(v.settings, !st.Busy && st.Model != nil)

@@ -719,6 +719,10 @@ func TestChatFitsSmallAndLargeWindows(t *testing.T) {
 	}
 	settle(u)
 	v := u.chat
+	if err := u.Chat.Send("Hello"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
 	for _, th := range []string{"light", "dark"} {
 		u.ApplyTheme(th)
 		for _, sz := range []fyne.Size{{Width: 800, Height: 600}, {Width: 1280, Height: 800}} {
@@ -731,6 +735,7 @@ func TestChatFitsSmallAndLargeWindows(t *testing.T) {
 					t.Errorf("%s %v: %q ends at %.0f of %.0f", th, sz, b.Text, p.X+b.Size().Width, width)
 				}
 			}
+			assertMarkup(t, fmt.Sprintf("chat-%dx%d-%s.xml", int(sz.Width), int(sz.Height), th), u.Win.Canvas(), root)
 			side := v.root.(*container.Split).Leading
 			for _, b := range []*widget.Button{v.newBtn, v.delBtn} {
 				if b.MinSize().Width > side.Size().Width {
