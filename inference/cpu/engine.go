@@ -128,6 +128,7 @@ type model struct {
 	// the heap.
 	initSlots []initSlot
 	qmats     map[*mlxgraph.QuantizedMatmulNode]*qMatrix
+	fp4mats   map[*mlxgraph.QuantizedMatmulNode]*fp4Matrix
 	heapBytes int64
 	initRuns  int // times the init chain ran (once)
 	// refs counts the sessions using the program (guarded by the

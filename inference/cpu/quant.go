@@ -20,6 +20,7 @@ var quantBits = map[int32]bool{4: true, 8: true}
 func checkParams(in g.Instruction) error {
 	var bits, gs int32
 	var mode string
+	var biases, global bool
 	switch n := in.Op.(type) {
 	case *g.PadNode:
 		if n.Mode != "constant" {
@@ -27,25 +28,33 @@ func checkParams(in g.Instruction) error {
 		}
 		return nil
 	case *g.QuantizedMatmulNode:
-		bits, gs, mode = n.Bits, n.GroupSize, n.Mode
-		if mode == "affine" && n.Biases == nil {
-			return fmt.Errorf("%s: affine mode without biases", in.Kind)
-		}
+		bits, gs, mode, biases = n.Bits, n.GroupSize, n.Mode, n.Biases != nil
 	case *g.DequantizeNode:
-		bits, gs, mode = n.Bits, n.GroupSize, n.Mode
-		if mode == "affine" && n.Biases == nil {
-			return fmt.Errorf("%s: affine mode without biases", in.Kind)
-		}
+		bits, gs, mode, biases, global = n.Bits, n.GroupSize, n.Mode, n.Biases != nil, n.GlobalScale != nil
 	default:
 		return nil
 	}
-	switch {
-	case mode != "affine":
-		return fmt.Errorf("%s: quantization mode %q is not supported (affine 4- and 8-bit are)", in.Kind, mode)
-	case !quantBits[bits]:
-		return fmt.Errorf("%s: %d-bit affine weights are not supported (4- and 8-bit are)", in.Kind, bits)
-	case gs <= 0 || gs%(32/bits) != 0:
-		return fmt.Errorf("%s: group size %d is not supported for %d-bit weights", in.Kind, gs, bits)
+	switch mode {
+	case "affine":
+		switch {
+		case !biases:
+			return fmt.Errorf("%s: affine mode without biases", in.Kind)
+		case global:
+			return fmt.Errorf("%s: a global scale is only for nvfp4", in.Kind)
+		case !quantBits[bits]:
+			return fmt.Errorf("%s: %d-bit affine weights are not supported (4- and 8-bit are)", in.Kind, bits)
+		case gs <= 0 || gs%(32/bits) != 0:
+			return fmt.Errorf("%s: group size %d is not supported for %d-bit weights", in.Kind, gs, bits)
+		}
+	case "nvfp4":
+		switch {
+		case bits != 4 || gs != fp4Group:
+			return fmt.Errorf("%s: nvfp4 with %d bits in groups of %d (MLX requires 4 and 16)", in.Kind, bits, gs)
+		case biases:
+			return fmt.Errorf("%s: nvfp4 takes no biases", in.Kind)
+		}
+	default:
+		return fmt.Errorf("%s: quantization mode %q is not supported (affine 4- and 8-bit, and nvfp4, are)", in.Kind, mode)
 	}
 	return nil
 }
@@ -108,8 +117,23 @@ func (m *model) prepareQuant() error {
 	type key struct{ w, s, b g.Tid }
 	built := map[key]*qMatrix{}
 	m.qmats = map[*g.QuantizedMatmulNode]*qMatrix{}
+	m.fp4mats = map[*g.QuantizedMatmulNode]*fp4Matrix{}
+	fp4s := map[[2]g.Tid]*fp4Matrix{}
 	for _, in := range m.graph.Instructions {
 		n, ok := in.Op.(*g.QuantizedMatmulNode)
+		if ok && n.Mode == "nvfp4" && int(n.W) < len(m.consts) && int(n.Scales) < len(m.consts) {
+			k := [2]g.Tid{n.W, n.Scales}
+			if fp4s[k] == nil {
+				q, err := newFP4Matrix(m.consts[n.W], m.consts[n.Scales])
+				if err != nil {
+					return fmt.Errorf("%s: %w", in.Kind, err)
+				}
+				fp4s[k] = q
+				m.heapBytes += int64(len(q.Scales)) * 4
+			}
+			m.fp4mats[n] = fp4s[k]
+			continue
+		}
 		if !ok || n.Biases == nil {
 			continue
 		}
@@ -177,6 +201,9 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 	if err != nil {
 		return err
 	}
+	if n.Mode == "nvfp4" {
+		return s.quantizedMatmulFP4(n, x)
+	}
 	q := s.m.qmats[n]
 	if q == nil {
 		w, err := s.get(n.W)
@@ -240,6 +267,9 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 // dequantize runs mlx::dequantize (affine): w [..., W] uint32 words,
 // scales and biases [..., W·32/bits/gs] → out [..., W·32/bits].
 func (s *session) dequantize(n *g.DequantizeNode) error {
+	if n.Mode == "nvfp4" {
+		return s.dequantizeFP4(n)
+	}
 	w, err := s.get(n.W)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"etchat/inference/kvcache"
+	"etchat/inference/mlxgraph"
 	"etchat/inference/pte"
 	"etchat/internal/fixtures"
 )
@@ -395,5 +396,26 @@ func TestQuantization(t *testing.T) {
 			}
 			t.Log(q.String())
 		})
+	}
+}
+
+// Summaries of mixed and nvfp4 graphs (synthetic: no such fixture).
+func TestQuantizationSummary(t *testing.T) {
+	qmm := func(bits, gs int32, mode string, w mlxgraph.Tid) mlxgraph.Instruction {
+		return mlxgraph.Instruction{Kind: "QuantizedMatmulNode", Op: &mlxgraph.QuantizedMatmulNode{W: w, Bits: bits, GroupSize: gs, Mode: mode}}
+	}
+	for _, c := range []struct {
+		ins  []mlxgraph.Instruction
+		want string
+	}{
+		{[]mlxgraph.Instruction{qmm(4, 32, "affine", 0), qmm(8, 64, "affine", 1)}, "4/8-bit"},
+		{[]mlxgraph.Instruction{qmm(4, 16, "nvfp4", 0)}, "nvfp4"},
+		{[]mlxgraph.Instruction{qmm(4, 16, "nvfp4", 0), qmm(8, 32, "affine", 1)}, "8-bit + nvfp4"},
+	} {
+		info := &Info{Graph: &mlxgraph.Graph{Instructions: c.ins, Chains: [][]mlxgraph.Instruction{c.ins}, InitChain: -1}}
+		info.quantization(&pte.File{})
+		if info.Quantization.Summary != c.want || len(info.Quantization.Groups) != len(c.ins) {
+			t.Errorf("%v: %+v, want %q", c.ins, info.Quantization, c.want)
+		}
 	}
 }

@@ -27,9 +27,10 @@ type QuantGroup struct {
 }
 
 // Quantization says how a model's weights are stored. Summary is what a
-// list shows: "4-bit", "8-bit", "4/8-bit" (mixed), or for an unquantized
-// model the float type that holds most weight bytes ("bf16", "fp32",
-// "fp16"); "" when the file has no MLX graph.
+// list shows: "4-bit", "8-bit", "4/8-bit" (mixed widths), "nvfp4",
+// "4-bit + nvfp4", or for an unquantized model the float type that holds
+// most weight bytes ("bf16", "fp32", "fp16"); "" when the file has no MLX
+// graph.
 type Quantization struct {
 	Summary string       `json:"summary"`
 	Groups  []QuantGroup `json:"groups"`
@@ -179,28 +180,36 @@ func (info *Info) quantization(f *pte.File) {
 			add(key{int(n.Bits), int(n.GroupSize), n.Mode, "embedding"}, src(n.W), ts...)
 		}
 	}
-	bits := map[int]bool{}
+	widths, modes := map[string]bool{}, map[string]bool{}
 	for _, k := range order {
 		qg := groups[k]
 		q.Groups = append(q.Groups, qg.QuantGroup)
 		q.QuantizedBytes += qg.Bytes
-		bits[qg.Bits] = true
+		if k.mode == "affine" {
+			widths[fmt.Sprint(k.bits)] = true
+		} else {
+			modes[k.mode] = true
+		}
 	}
-	switch {
-	case len(bits) == 1:
-		for b := range bits {
-			q.Summary = fmt.Sprintf("%d-bit", b)
-		}
-	case len(bits) > 1:
-		var bs []string
-		for b := range bits {
-			bs = append(bs, fmt.Sprint(b))
-		}
-		sort.Strings(bs)
-		q.Summary = strings.Join(bs, "/") + "-bit"
-	default:
+	if len(order) == 0 {
 		q.Summary = floatSummary(g, size)
+		return
 	}
+	var parts []string
+	if len(widths) > 0 {
+		parts = append(parts, strings.Join(sortedSet(widths), "/")+"-bit")
+	}
+	parts = append(parts, sortedSet(modes)...)
+	q.Summary = strings.Join(parts, " + ")
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // floatSummary names the float type holding most constant bytes.
