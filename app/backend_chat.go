@@ -9,6 +9,7 @@ import (
 
 	"etchat/inference"
 	"etchat/inference/engine"
+	"etchat/inference/modelinfo"
 )
 
 // engineOpener opens conversations through the one model loader
@@ -43,7 +44,7 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	}
 	lo := inference.LoadOptions{Engine: s.Engine, Library: o.library(), NeedTokenizer: true,
 		Progress: func(st inference.LoadStep) { progress(Progress{Stage: "loading", Done: st.Done, Total: st.Total}) }}
-	if info.Kind == KindOffGraph {
+	if info.Kind == modelinfo.OffGraph {
 		lo.Policy = s.Policy()
 	}
 	m, err := inference.Load(ctx, info.Path, lo)
@@ -100,7 +101,7 @@ func toInference(msgs []Message, turnEnd []int) []inference.Message {
 		if r := m.Stats; r != nil {
 			out[i].StopReason = r.StopReason
 			st := &inference.Stats{PrefillTokPerSec: r.PrefillTokPerS, DecodeTokPerSec: r.DecodeTokPerS, TTFTSeconds: r.TTFT.Seconds()}
-			st.NumPromptTokens, st.NumGeneratedTokens = int64(r.PromptTokens), int64(r.GeneratedTokens)
+			st.NumPromptTokens, st.NumGeneratedTokens = r.NumPromptTokens, r.NumGeneratedTokens
 			out[i].Stats = st
 		}
 		pos += len(m.Tokens)
@@ -152,8 +153,7 @@ func replyOf(r *inference.Reply) Reply {
 		return Reply{}
 	}
 	st := r.Stats
-	return Reply{PromptTokens: int(st.NumPromptTokens), GeneratedTokens: int(st.NumGeneratedTokens),
-		PrefillTokPerS: st.PrefillTokPerSec, DecodeTokPerS: st.DecodeTokPerSec,
+	return Reply{PrefillTokPerS: st.PrefillTokPerSec, DecodeTokPerS: st.DecodeTokPerSec,
 		TTFT: time.Duration(st.TTFTSeconds * float64(time.Second)), StopReason: r.StopReason,
 		Stats: st.Stats}
 }

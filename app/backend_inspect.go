@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 )
 
@@ -30,40 +29,30 @@ func (i infoInspector) Inspect(ctx context.Context, path string) (info *ModelInf
 	if err != nil {
 		return nil, err
 	}
-	return FromModelInfo(mi), nil
+	mi.Graph = nil // the library keeps the facts, not the parsed graph (engines read the file again)
+	return mi, nil
 }
 
-// FromModelInfo converts modelinfo's answer to what the library shows.
-func FromModelInfo(info *modelinfo.Info) *ModelInfo {
-	m := &ModelInfo{
-		Path: info.Path, SizeBytes: info.SizeBytes, SHA256: info.SHA256,
-		KindReason: info.KindReason, Layout: info.Layout,
-		MaxCtxLen: info.MaxCtxLen, PrefillChunk: info.PrefillChunk, VocabSize: info.VocabSize,
-		WeightBytes: info.Weights.Bytes, WeightDTypes: info.Weights.DTypes, Params: info.Weights.Params,
-		Quantization: info.Quantization.Summary,
-		Tokenizer:    info.Companion.Tokenizer, TokenizerConfig: info.Companion.TokenizerConfig,
-		HasChatTemplate: info.Companion.HasChatTemplate, ModelType: info.Companion.ModelType,
+// companionProblems are what is wrong with the files next to the model.
+func companionProblems(m *ModelInfo) string { return strings.Join(m.Companion.Problems, "; ") }
+
+// methodNames are the program's method names.
+func methodNames(m *ModelInfo) []string {
+	var out []string
+	for _, meth := range m.Methods {
+		out = append(out, meth.Name)
 	}
-	switch info.Kind {
-	case modelinfo.OffGraph:
-		m.Kind = KindOffGraph
-		m.BuildCache = func(p kvcache.Policy) (*kvcache.Config, error) { return info.CacheConfig(p) }
-	case modelinfo.InGraph:
-		m.Kind = KindInGraph
-	default:
-		m.Kind = KindUnsupported
+	return out
+}
+
+// delegateLines describe the program's delegates.
+func delegateLines(m *ModelInfo) []string {
+	var out []string
+	for _, d := range m.Delegates {
+		out = append(out, fmt.Sprintf("%s in %s (%s)", d.ID, d.Method, FormatBytes(d.Size)))
 	}
-	for _, meth := range info.Methods {
-		m.Methods = append(m.Methods, meth.Name)
+	if m.MLX != nil && m.MLX.Instructions > 0 {
+		out = append(out, fmt.Sprintf("MLX graph: %d instructions, %d constant tensors", m.MLX.Instructions, m.MLX.ConstantTensors))
 	}
-	for _, d := range info.Delegates {
-		m.Delegates = append(m.Delegates, fmt.Sprintf("%s in %s (%s)", d.ID, d.Method, FormatBytes(d.Size)))
-	}
-	if info.MLX != nil && info.MLX.Instructions > 0 {
-		m.Delegates = append(m.Delegates, fmt.Sprintf("MLX graph: %d instructions, %d constant tensors", info.MLX.Instructions, info.MLX.ConstantTensors))
-	}
-	if len(info.Companion.Problems) > 0 {
-		m.KindReason = strings.TrimSpace(m.KindReason + " " + strings.Join(info.Companion.Problems, "; "))
-	}
-	return m
+	return out
 }

@@ -38,7 +38,7 @@ func (s *storeAdapter) SaveModel(ctx context.Context, path string, info *ModelIn
 		m.Size, m.ModTime = fi.Size(), fi.ModTime()
 	}
 	if info != nil {
-		m.SHA256, m.Kind, m.TokenizerPath = info.SHA256, info.Kind.Badge(), info.Tokenizer
+		m.SHA256, m.Kind, m.TokenizerPath = info.SHA256, kindBadge(info.Kind), info.Companion.Tokenizer
 		if m.SHA256 == "" {
 			// The hash names the model in conversations and runs. Reuse the
 			// stored one while the file is unchanged; else read the file once.
@@ -49,8 +49,8 @@ func (s *storeAdapter) SaveModel(ctx context.Context, path string, info *ModelIn
 				m.SHA256 = sum
 			}
 		}
-		meta, err := json.Marshal(modelMeta{Kind: info.Kind.Badge(), KindReason: info.KindReason, MaxCtxLen: info.MaxCtxLen,
-			PrefillChunk: info.PrefillChunk, VocabSize: info.VocabSize, Methods: info.Methods})
+		meta, err := json.Marshal(modelMeta{Kind: kindBadge(info.Kind), KindReason: info.KindReason, MaxCtxLen: info.MaxCtxLen,
+			PrefillChunk: info.PrefillChunk, VocabSize: info.VocabSize, Methods: methodNames(info)})
 		if err != nil {
 			return err
 		}
@@ -184,7 +184,7 @@ func messageStats(m Message) (json.RawMessage, error) {
 	if m.Stats == nil {
 		return nil, nil
 	}
-	return json.Marshal(storedStats{m.Stats.PromptTokens, m.Stats.GeneratedTokens, m.Stats.PrefillTokPerS,
+	return json.Marshal(storedStats{int(m.Stats.NumPromptTokens), int(m.Stats.NumGeneratedTokens), m.Stats.PrefillTokPerS,
 		m.Stats.DecodeTokPerS, float64(m.Stats.TTFT.Microseconds()) / 1000, m.Stats.StopReason})
 }
 
@@ -287,11 +287,10 @@ func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, en
 			sha = stored.SHA256
 		}
 	}
-	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: sha, ModelPath: m.Path, ModelName: m.Name(),
+	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: sha, ModelPath: m.Path, ModelName: ModelName(m.Path),
 		ConversationID: id, Config: cfg, AppVersion: Version,
 		Started: time.UnixMilli(r.InferenceStartMs), Ended: time.UnixMilli(r.InferenceEndMs),
 		Stats: r.Stats, PrefillTokS: r.PrefillTokPerS, DecodeTokS: r.DecodeTokPerS, TTFTMs: float64(r.TTFT) / float64(time.Millisecond)}
-	run.Stats.NumPromptTokens, run.Stats.NumGeneratedTokens = int64(r.PromptTokens), int64(r.GeneratedTokens)
 	if r.InferenceStartMs == 0 {
 		run.Started, run.Ended = time.Now(), time.Now()
 	}
@@ -316,8 +315,9 @@ func (s *storeAdapter) LoadConversation(ctx context.Context, id int64) (Conversa
 		if len(m.Stats) > 0 {
 			var st storedStats
 			if json.Unmarshal(m.Stats, &st) == nil {
-				msg.Stats = &Reply{PromptTokens: st.PromptTokens, GeneratedTokens: st.GeneratedTokens, PrefillTokPerS: st.PrefillTokPerS,
+				msg.Stats = &Reply{PrefillTokPerS: st.PrefillTokPerS,
 					DecodeTokPerS: st.DecodeTokPerS, TTFT: time.Duration(st.TTFTMs * float64(time.Millisecond)), StopReason: st.StopReason}
+				msg.Stats.NumPromptTokens, msg.Stats.NumGeneratedTokens = int64(st.PromptTokens), int64(st.GeneratedTokens)
 			}
 		}
 		msgs = append(msgs, msg)

@@ -12,6 +12,7 @@ import (
 
 	"etchat/inference"
 	"etchat/inference/engine"
+	"etchat/inference/modelinfo"
 )
 
 // ChatState is everything the chat view draws, copied out of the
@@ -133,7 +134,7 @@ func StatsLine(r *Reply) string {
 		return ""
 	}
 	s := fmt.Sprintf("prefill %.1f tok/s · decode %.1f tok/s · TTFT %d ms · %d new prompt + %d generated tokens",
-		r.PrefillTokPerS, r.DecodeTokPerS, r.TTFT.Milliseconds(), r.PromptTokens, r.GeneratedTokens)
+		r.PrefillTokPerS, r.DecodeTokPerS, r.TTFT.Milliseconds(), r.NumPromptTokens, r.NumGeneratedTokens)
 	if r.StopReason != "" {
 		s += " · " + r.StopReason
 	}
@@ -367,7 +368,7 @@ func (c *Chat) ReloadConversations(ctx context.Context) error {
 	}
 	list, err := c.store.ListConversations(ctx, model.Path)
 	if err != nil {
-		return fmt.Errorf("could not list the conversations of %s: %w", model.Name(), err)
+		return fmt.Errorf("could not list the conversations of %s: %w", ModelName(model.Path), err)
 	}
 	c.mu.Lock()
 	c.st.Conversations = list
@@ -383,14 +384,14 @@ func (c *Chat) checkModel() (*ModelInfo, error) {
 	switch {
 	case m == nil:
 		return nil, errors.New("no model chosen: pick one in the Models tab (or add a .pte there) and press Chat")
-	case m.Kind == KindUnsupported || m.Kind == KindUnknown:
+	case m.Kind == modelinfo.Unsupported || m.Kind == modelinfo.Kind(""):
 		reason := m.KindReason
 		if reason == "" {
 			reason = "etchat cannot run this file"
 		}
-		return nil, fmt.Errorf("%s cannot be opened: %s", m.Name(), reason)
-	case m.Tokenizer == "":
-		return nil, fmt.Errorf("%s has no tokenizer: put its tokenizer.json (and tokenizer_config.json) next to the .pte, then Rescan in the Models tab", m.Name())
+		return nil, fmt.Errorf("%s cannot be opened: %s", ModelName(m.Path), reason)
+	case m.Companion.Tokenizer == "":
+		return nil, fmt.Errorf("%s has no tokenizer: put its tokenizer.json (and tokenizer_config.json) next to the .pte, then Rescan in the Models tab", ModelName(m.Path))
 	}
 	return m, nil
 }
@@ -529,7 +530,7 @@ func loadError(m *ModelInfo, s Settings, err error) error {
 	case errors.As(err, &unsup):
 		next = "this file cannot be run: export it with the off-graph cache (export_llm_hf.py --use-offgraph-cache)"
 	}
-	return fmt.Errorf("could not load %s on the %s engine: %v — %s", m.Name(), s.Engine, err, next)
+	return fmt.Errorf("could not load %s on the %s engine: %v — %s", ModelName(m.Path), s.Engine, err, next)
 }
 
 // session returns the open session or an error saying what to do.
@@ -617,7 +618,7 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		if serr := c.save(bg, sess); serr != nil && err == nil {
 			err = serr
 		}
-		if reply.GeneratedTokens > 0 && c.store != nil {
+		if reply.NumGeneratedTokens > 0 && c.store != nil {
 			c.mu.Lock()
 			id, model, set := c.st.ConvID, c.st.Model, c.st.Settings
 			c.mu.Unlock()
@@ -703,7 +704,7 @@ func (c *Chat) Send(text string) error {
 	c.mu.Unlock()
 	err := c.generate(text, startNew, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
 		r, err := s.Send(ctx, text, stream)
-		if err != nil && r.GeneratedTokens == 0 {
+		if err != nil && r.NumGeneratedTokens == 0 {
 			c.restore(text) // no reply: the text goes back into the box
 		}
 		return r, err

@@ -90,7 +90,7 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 	if st.Position != len(cs.InputIDs)+len(cs.GreedyIDs) {
 		t.Errorf("position %d, want %d", st.Position, len(cs.InputIDs)+len(cs.GreedyIDs))
 	}
-	if reply.Stats == nil || reply.Stats.GeneratedTokens != 16 || reply.Stats.PromptTokens != len(cs.InputIDs) || reply.Stats.DecodeTokPerS <= 0 {
+	if reply.Stats == nil || reply.Stats.NumGeneratedTokens != 16 || reply.Stats.NumPromptTokens != int64(len(cs.InputIDs)) || reply.Stats.DecodeTokPerS <= 0 {
 		t.Errorf("stats %+v", reply.Stats)
 	}
 	if line := StatsLine(reply.Stats); !strings.Contains(line, "decode") || !strings.Contains(line, "16 generated") {
@@ -197,7 +197,7 @@ func TestChatReopenRebuildsCacheFromStore(t *testing.T) {
 	if len(st.Messages) != 2 || st.Messages[1].Text != ref.Turn1.GeneratedText || st.Position != len(ref.Turn1.InputIDs)+8 {
 		t.Fatalf("reopened: %d messages, position %d", len(st.Messages), st.Position)
 	}
-	if st.Messages[1].Stats == nil || st.Messages[1].Stats.GeneratedTokens != 8 {
+	if st.Messages[1].Stats == nil || st.Messages[1].Stats.NumGeneratedTokens != 8 {
 		t.Errorf("stats not restored: %+v", st.Messages[1].Stats)
 	}
 	if st.Settings.MaxNewTokens != 8 || st.Settings.StorageDType != "fp32" {
@@ -301,7 +301,7 @@ func TestChatStopKeepsPartialReply(t *testing.T) {
 	if st.Busy || len(st.Messages) != 2 {
 		t.Fatalf("after stop: busy %v, %d messages", st.Busy, len(st.Messages))
 	}
-	if n := st.Messages[1].Stats.GeneratedTokens; n >= 90 || n < 1 {
+	if n := st.Messages[1].Stats.NumGeneratedTokens; n >= 90 || n < 1 {
 		t.Errorf("stopped reply has %d tokens", n)
 	}
 	if err := c.Send("next"); err != nil { // the conversation goes on

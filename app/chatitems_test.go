@@ -206,14 +206,14 @@ func TestChatReplyStatsFollowUndo(t *testing.T) {
 	run(t, c, errs, c.Send("Hello there, how are you today?"))
 	st := run(t, c, errs, c.Send("Tell me more."))
 	r := st.Messages[3].Stats
-	if r.PromptTokens <= 0 || r.PromptTokens > len(st.Messages[2].Tokens)+1 {
-		t.Errorf("second turn counts %d prompt tokens; its message holds %d", r.PromptTokens, len(st.Messages[2].Tokens))
+	if r.NumPromptTokens <= 0 || r.NumPromptTokens > int64(len(st.Messages[2].Tokens)+1) {
+		t.Errorf("second turn counts %d prompt tokens; its message holds %d", r.NumPromptTokens, len(st.Messages[2].Tokens))
 	}
 	if !strings.Contains(StatsLine(r), "new prompt") {
 		t.Errorf("stats line %q", StatsLine(r))
 	}
 	st = run(t, c, errs, c.UndoTokens(3))
-	if got := st.Messages[3].Stats.GeneratedTokens; got != 7 {
+	if got := st.Messages[3].Stats.NumGeneratedTokens; got != 7 {
 		t.Errorf("after undo 3: %d generated", got)
 	}
 	if st.Position != sumTokens(st.Messages) {

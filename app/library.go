@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
 )
 
 // LibraryEntry is one model of the library: what could be read of it, or
@@ -53,12 +54,12 @@ func (e LibraryEntry) ChatBlocked() string {
 
 // Runnable reports whether the chat can open the model.
 func (e LibraryEntry) Runnable() bool {
-	return e.Info != nil && (e.Info.Kind == KindOffGraph || e.Info.Kind == KindInGraph)
+	return e.Info != nil && (e.Info.Kind == modelinfo.OffGraph || e.Info.Kind == modelinfo.InGraph)
 }
 
 // Chattable reports whether the chat can open the model now: runnable and
 // with a tokenizer next to it.
-func (e LibraryEntry) Chattable() bool { return e.Runnable() && e.Info.Tokenizer != "" }
+func (e LibraryEntry) Chattable() bool { return e.Runnable() && e.Info.Companion.Tokenizer != "" }
 
 // Badge is the kind label, "unreadable" or "missing" for files that failed.
 func (e LibraryEntry) Badge() string {
@@ -68,7 +69,7 @@ func (e LibraryEntry) Badge() string {
 		}
 		return "unreadable"
 	}
-	return e.Info.Kind.Badge()
+	return kindBadge(e.Info.Kind)
 }
 
 // Reason explains the badge: why a model cannot run, or "".
@@ -82,10 +83,14 @@ func (e LibraryEntry) Reason() string {
 		}
 		return e.Err.Error()
 	}
-	if e.Info.Kind == KindUnsupported || e.Info.Kind == KindInGraph {
-		return e.Info.KindReason
+	reason := ""
+	if e.Info.Kind == modelinfo.Unsupported || e.Info.Kind == modelinfo.InGraph {
+		reason = e.Info.KindReason
 	}
-	return ""
+	if p := companionProblems(e.Info); p != "" {
+		reason = strings.TrimSpace(reason + " " + p)
+	}
+	return reason
 }
 
 // Row is the list line: size, cache, limits and companions.
@@ -97,8 +102,8 @@ func (e LibraryEntry) Row() string {
 	// The companions first: they decide whether the model can chat, and
 	// the end of a long row is what a narrow list cuts off.
 	parts := []string{companionText(m), FormatBytes(m.SizeBytes)}
-	if m.Quantization != "" {
-		parts = append(parts, m.Quantization)
+	if m.Quantization.Summary != "" {
+		parts = append(parts, m.Quantization.Summary)
 	}
 	if m.Layout != nil {
 		if cfg, err := m.CacheConfig(kvcache.DefaultPolicy()); err == nil {
@@ -116,11 +121,11 @@ func (e LibraryEntry) Row() string {
 
 func companionText(m *ModelInfo) string {
 	tok := "tokenizer missing"
-	if m.Tokenizer != "" {
+	if m.Companion.Tokenizer != "" {
 		tok = "tokenizer found"
 	}
 	tmpl := "template missing"
-	if m.HasChatTemplate {
+	if m.Companion.HasChatTemplate {
 		tmpl = "template found"
 	}
 	return tok + ", " + tmpl
@@ -541,13 +546,13 @@ func (l *Library) Details() (Details, bool) {
 	}
 	m := e.Info
 	fact("Size", FormatBytes(m.SizeBytes))
-	kind := m.Kind.Badge()
+	kind := kindBadge(m.Kind)
 	if r := e.Reason(); r != "" {
 		kind += " — " + r
 	}
 	fact("Kind", kind)
-	if m.ModelType != "" {
-		fact("Model type", m.ModelType)
+	if m.Companion.ModelType != "" {
+		fact("Model type", m.Companion.ModelType)
 	}
 	if m.MaxCtxLen > 0 {
 		fact("Max context", strconv.Itoa(m.MaxCtxLen)+" tokens")
@@ -558,24 +563,24 @@ func (l *Library) Details() (Details, bool) {
 	if m.VocabSize > 0 {
 		fact("Vocabulary", strconv.Itoa(m.VocabSize))
 	}
-	w := FormatBytes(m.WeightBytes)
-	if len(m.WeightDTypes) > 0 {
-		w += " (" + strings.Join(m.WeightDTypes, ", ") + ")"
+	w := FormatBytes(m.Weights.Bytes)
+	if len(m.Weights.DTypes) > 0 {
+		w += " (" + strings.Join(m.Weights.DTypes, ", ") + ")"
 	}
-	if m.Params > 0 {
-		w += fmt.Sprintf(", %s parameters", humanCount(m.Params))
+	if m.Weights.Params > 0 {
+		w += fmt.Sprintf(", %s parameters", humanCount(m.Weights.Params))
 	}
 	fact("Weights", w)
-	if m.Quantization != "" {
-		fact("Quantization", m.Quantization)
+	if m.Quantization.Summary != "" {
+		fact("Quantization", m.Quantization.Summary)
 	}
-	fact("Methods", strings.Join(m.Methods, ", "))
-	if len(m.Delegates) > 0 {
-		fact("Delegates", strings.Join(m.Delegates, "; "))
+	fact("Methods", strings.Join(methodNames(m), ", "))
+	if len(delegateLines(m)) > 0 {
+		fact("Delegates", strings.Join(delegateLines(m), "; "))
 	}
-	fact("Tokenizer", orMissing(m.Tokenizer, "missing — put tokenizer.json next to the .pte to chat"))
-	fact("Tokenizer config", orMissing(m.TokenizerConfig, "missing"))
-	if m.HasChatTemplate {
+	fact("Tokenizer", orMissing(m.Companion.Tokenizer, "missing — put tokenizer.json next to the .pte to chat"))
+	fact("Tokenizer config", orMissing(m.Companion.TokenizerConfig, "missing"))
+	if m.Companion.HasChatTemplate {
 		fact("Chat template", "found")
 	} else {
 		fact("Chat template", "missing — chat sends raw text")

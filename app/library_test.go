@@ -141,7 +141,7 @@ func TestLibraryRescanSeesChanges(t *testing.T) {
 	lib := NewLibrary(b.Inspector, b.Library)
 	path := modelCopy(t, fixtures.Llama3, false)
 	lib.Add(ctx, path)
-	if e, _ := lib.Entry(path); e.Info == nil || e.Info.Tokenizer != "" {
+	if e, _ := lib.Entry(path); e.Info == nil || e.Info.Companion.Tokenizer != "" {
 		t.Fatalf("before: %+v", e)
 	}
 	// the user puts the tokenizer next to the model and rescans
@@ -150,7 +150,7 @@ func TestLibraryRescanSeesChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	lib.Rescan(ctx)
-	if e, _ := lib.Entry(path); e.Info == nil || e.Info.Tokenizer == "" {
+	if e, _ := lib.Entry(path); e.Info == nil || e.Info.Companion.Tokenizer == "" {
 		t.Errorf("rescan did not find the tokenizer")
 	}
 	// the file goes away: the entry says so and stays until removed

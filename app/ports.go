@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"etchat/inference"
-	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
 	"etchat/inference/stats"
 	"etchat/store"
 )
@@ -19,78 +19,23 @@ import (
 // them, so the screen logic reads the same whichever engine or database sits
 // underneath.
 
-// ModelKind is how a .pte keeps its KV cache, as the library badge shows it.
-type ModelKind int
+// ModelInfo is what the library shows about one .pte: modelinfo's answer
+// itself (kind, cache layout, limits, weights and quantization,
+// companions), so the app has no copy of it to drift.
+type ModelInfo = modelinfo.Info
 
-const (
-	// KindUnknown: the file has not been read (or could not be).
-	KindUnknown ModelKind = iota
-	// KindOffGraph: the cache lives outside the program; etchat builds it
-	// from the file's published layout and the user's policy.
-	KindOffGraph
-	// KindInGraph: the program keeps its own cache (no capacity choice,
-	// no rewind).
-	KindInGraph
-	// KindUnsupported: etchat cannot run the file; KindReason says why.
-	KindUnsupported
-)
-
-// Badge is the short label of a kind.
-func (k ModelKind) Badge() string {
+// kindBadge is the library's short label of a kind.
+func kindBadge(k modelinfo.Kind) string {
 	switch k {
-	case KindOffGraph:
+	case modelinfo.OffGraph:
 		return "off-graph"
-	case KindInGraph:
+	case modelinfo.InGraph:
 		return "in-graph"
-	case KindUnsupported:
+	case modelinfo.Unsupported:
 		return "not runnable"
 	}
 	return "unreadable"
 }
-
-// ModelInfo is what the library shows about one .pte.
-type ModelInfo struct {
-	Path         string
-	SizeBytes    int64
-	SHA256       string
-	Kind         ModelKind
-	KindReason   string
-	Layout       *kvcache.Layout // nil unless off-graph
-	MaxCtxLen    int
-	PrefillChunk int
-	VocabSize    int
-	WeightBytes  int64
-	WeightDTypes []string
-	// Quantization is the weights' summary: "4-bit", "8-bit", "bf16"….
-	Quantization string
-	Params       int64
-	Methods      []string
-	Delegates    []string
-	// Companion files next to the .pte; "" when missing.
-	Tokenizer       string
-	TokenizerConfig string
-	HasChatTemplate bool
-	ModelType       string
-	// BuildCache is the model's cache-config builder (modelinfo's, with
-	// the model's own limits); nil means kvcache.Build on Layout.
-	BuildCache func(kvcache.Policy) (*kvcache.Config, error) `json:"-"`
-}
-
-// CacheConfig builds the cache config for policy with the one builder the
-// engines use.
-func (m *ModelInfo) CacheConfig(p kvcache.Policy) (*kvcache.Config, error) {
-	if m.BuildCache != nil {
-		return m.BuildCache(p)
-	}
-	if m.Layout == nil {
-		return nil, fmt.Errorf("%s keeps its cache inside the program; its cache cannot be configured", m.Kind.Badge())
-	}
-	return kvcache.Build(*m.Layout, p)
-}
-
-// Name is the label the library shows: the file name, or the folder's name
-// when the file is the usual model.pte.
-func (m *ModelInfo) Name() string { return ModelName(m.Path) }
 
 // ModelName is the display name of a model path.
 func ModelName(path string) string {
@@ -129,16 +74,14 @@ type Message struct {
 	Partial bool
 }
 
-// Reply is one generation's measurements.
+// Reply is one generation's measurements: ExecuTorch's runner stats (token
+// counts, and timestamps in Unix milliseconds for the stored run, zero when
+// unknown: a restored message) and the precise rates.
 type Reply struct {
-	PromptTokens    int
-	GeneratedTokens int
-	PrefillTokPerS  float64
-	DecodeTokPerS   float64
-	TTFT            time.Duration
-	StopReason      string
-	// ExecuTorch's runner stats (timestamps in Unix milliseconds), for the
-	// stored run; zero when unknown (a restored message).
+	PrefillTokPerS float64
+	DecodeTokPerS  float64
+	TTFT           time.Duration
+	StopReason     string
 	stats.Stats
 }
 

@@ -188,7 +188,7 @@ func BenchModels(entries []LibraryEntry) []benchmarks.LibraryModel {
 	var out []benchmarks.LibraryModel
 	for _, e := range entries {
 		if e.Runnable() {
-			out = append(out, benchmarks.LibraryModel{Label: e.Label(), Path: e.Path, Tokenizer: e.Info.Tokenizer, MaxCtx: e.Info.MaxCtxLen})
+			out = append(out, benchmarks.LibraryModel{Label: e.Label(), Path: e.Path, Tokenizer: e.Info.Companion.Tokenizer, MaxCtx: e.Info.MaxCtxLen})
 		}
 	}
 	return out

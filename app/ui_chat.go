@@ -312,13 +312,13 @@ func (v *chatView) refresh() {
 	case st.Model == nil:
 		v.title.SetText("Choose a model on the left, or select one in the Models tab and press Chat.")
 	case !st.Loaded:
-		v.title.SetText(st.Model.Name() + " — type a message to start a conversation, or open one from the list")
+		v.title.SetText(ModelName(st.Model.Path) + " — type a message to start a conversation, or open one from the list")
 	default:
 		t := st.Title
 		if t == "" {
 			t = "Conversation"
 		}
-		v.title.SetText(fmt.Sprintf("%s — %s · engine: %s", t, st.Model.Name(), st.Engine))
+		v.title.SetText(fmt.Sprintf("%s — %s · engine: %s", t, ModelName(st.Model.Path), st.Engine))
 	}
 	if st.Engine.Fallback && st.Engine.Reason != "" {
 		v.title.SetText(v.title.Text + " (" + st.Engine.Reason + ")")

@@ -12,6 +12,8 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"etchat/inference/modelinfo"
 )
 
 // libraryView is the Models tab: the list on the left, the details pane on
@@ -153,9 +155,9 @@ func newLibraryView(u *UI) *libraryView {
 
 func badgeImportance(e LibraryEntry) widget.Importance {
 	switch {
-	case e.Info == nil || e.Info.Kind == KindUnsupported:
+	case e.Info == nil || e.Info.Kind == modelinfo.Unsupported:
 		return widget.DangerImportance
-	case e.Info.Kind == KindInGraph:
+	case e.Info.Kind == modelinfo.InGraph:
 		return widget.WarningImportance
 	}
 	return widget.SuccessImportance

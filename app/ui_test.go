@@ -21,6 +21,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"etchat/inference/stats"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -699,7 +700,7 @@ func TestTranscriptMarksIncompleteReply(t *testing.T) {
 	if md := text.String(); !strings.Contains(md, "The sea is") || !strings.Contains(md, "incomplete: etchat stopped before this reply finished") {
 		t.Errorf("transcript:\n%s", md)
 	}
-	if MessageNote(Message{Role: "assistant", Stats: &Reply{GeneratedTokens: 3}}) == IncompleteNote() {
+	if MessageNote(Message{Role: "assistant", Stats: &Reply{Stats: stats.Stats{NumGeneratedTokens: 3}}}) == IncompleteNote() {
 		t.Error("a finished reply is marked incomplete")
 	}
 }

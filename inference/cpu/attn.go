@@ -334,7 +334,11 @@ func (p *kvPool) load(dst []float32, srcF []float32, srcH []uint16, at int) {
 			dst[i] = f16ToF32(h)
 		}
 	default:
-		widenBF16(dst, srcH[at:at+len(dst)])
+		src := srcH[at : at+len(dst)]
+		dst = dst[:len(src)]
+		for i, h := range src {
+			dst[i] = math.Float32frombits(uint32(h) << 16)
+		}
 	}
 }
 

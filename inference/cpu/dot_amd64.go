@@ -146,16 +146,3 @@ func axpy(y, x []float32, a float32) {
 	axpyF32AVX2(a, &x[0], &y[0], n)
 	axpyGo(y[n:], x[n:], a)
 }
-
-//go:noescape
-func widenBF16AVX2(dst *float32, src *uint16, n int)
-
-// widenBF16 sets dst[i] to the float32 of the bfloat16 src[i].
-func widenBF16(dst []float32, src []uint16) {
-	src = src[:len(dst)]
-	n := len(dst) &^ 15
-	if useAVX2 && n > 0 {
-		widenBF16AVX2(&dst[0], &src[0], n)
-	}
-	widenBF16Go(dst[n:], src[n:])
-}

@@ -492,29 +492,3 @@ ax8:
 axdone:
 	VZEROUPPER
 	RET
-
-// func widenBF16AVX2(dst *float32, src *uint16, n int)
-// dst[i] = the float32 of bfloat16 src[i], for n a multiple of 16.
-TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	SHRQ $4, CX
-
-wbloop:
-	TESTQ CX, CX
-	JZ    wbdone
-	VPMOVZXWD (SI), Y0
-	VPMOVZXWD 16(SI), Y1
-	VPSLLD $16, Y0, Y0
-	VPSLLD $16, Y1, Y1
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	ADDQ $32, SI
-	ADDQ $64, DI
-	DECQ CX
-	JMP  wbloop
-
-wbdone:
-	VZEROUPPER
-	RET

@@ -22,5 +22,3 @@ func gemv(out, x []float32, w *wmat, n0, n1 int) bool { return false }
 func readSum(p []uint64) uint64 { return readSumGo(p) }
 
 func axpy(y, x []float32, a float32) { axpyGo(y, x, a) }
-
-func widenBF16(dst []float32, src []uint16) { widenBF16Go(dst, src) }

@@ -201,22 +201,3 @@ func TestAxpy(t *testing.T) {
 		}
 	}
 }
-
-// TestWidenBF16 checks the vector bf16 → fp32 widening against the Go loop.
-func TestWidenBF16(t *testing.T) {
-	r := rand.New(rand.NewSource(6))
-	for _, n := range []int{0, 1, 15, 16, 17, 33, 64, 100} {
-		src := make([]uint16, n)
-		for i := range src {
-			src[i] = uint16(r.Uint32())
-		}
-		got, want := make([]float32, n), make([]float32, n)
-		widenBF16(got, src)
-		widenBF16Go(want, src)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("n=%d: [%d] = %#x, want %#x", n, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
-			}
-		}
-	}
-}

@@ -105,13 +105,7 @@ func convertRow(dst []float32, w []uint16, fp16 bool) {
 		}
 		return
 	}
-	widenBF16(dst, w)
-}
-
-// widenBF16Go sets dst[i] to the float32 of the bfloat16 src[i].
-func widenBF16Go(dst []float32, src []uint16) {
-	src = src[:len(dst)]
-	for i, v := range src {
+	for i, v := range w {
 		dst[i] = math.Float32frombits(uint32(v) << 16)
 	}
 }
