@@ -37,7 +37,8 @@ type ChatState struct {
 	Loaded        bool // a session is open
 	Err           string
 	// Draft is the message box's text as the view-model knows it, and
-	// DraftNote its token count ("12 tokens · 83 left of 128").
+	// DraftNote its token count and the room the reply would have then
+	// ("12 tokens · 83 left").
 	Draft, DraftNote string
 	// Restore is text to put back into the message box (a send that got
 	// no reply); RestoreSeq counts such requests so each is applied once.
@@ -760,9 +761,9 @@ func (c *Chat) SetDraft(text string) {
 			note = c.st.DraftNote // busy: keep the last count
 			c.mu.Unlock()
 		case total+1 > capacity:
-			note = fmt.Sprintf("%d tokens · too long: the conversation would be %d of %d", added, total, capacity)
+			note = fmt.Sprintf("%d tokens · too long: %d of %d", added, total, capacity)
 		default:
-			note = fmt.Sprintf("%d tokens · %d left of %d", added, capacity-total, capacity)
+			note = fmt.Sprintf("%d tokens · %d left", added, capacity-total)
 		}
 	}
 	c.mu.Lock()

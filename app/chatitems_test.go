@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -332,12 +333,15 @@ func TestChatDraftTokenCount(t *testing.T) {
 	c, errs, _ := openLlama(t, greedy(4))
 	c.SetDraft("Hello there")
 	note := c.State().DraftNote
-	if !strings.HasSuffix(note, "left of 128") || !strings.Contains(note, " tokens · ") {
-		t.Errorf("note %q", note)
-	}
 	st := run(t, c, errs, c.Send("Hello there"))
+	// The count is the tokens the sent message holds, and what is left
+	// after it is the capacity less the whole prompt.
+	own := len(st.Messages[0].Tokens)
+	if want := fmt.Sprintf("%d tokens · %d left", own, 128-own); note != want {
+		t.Errorf("note %q, want %q", note, want)
+	}
 	c.SetDraft("Hi")
-	if n := c.State().DraftNote; !strings.Contains(n, "left of 128") || n == note {
+	if n := c.State().DraftNote; !strings.HasSuffix(n, " left") || n == note {
 		t.Errorf("after a turn %q (position %d)", n, st.Position)
 	}
 	c.SetDraft(strings.Repeat("word ", 200))

@@ -17,8 +17,9 @@ const TourPrompt = "Hello! Tell me about the sea."
 
 // Tour walks through the views for scripts/screenshots: before each
 // picture it writes DIR/NAME.ready and waits for the script to create
-// DIR/NAME.done. Views: models, chat, settings, benchmarks (the run form),
-// benchmarks-history, benchmarks-chart, chat-light.
+// DIR/NAME.done. Views: models, chat, chat-small (800×600), settings,
+// benchmarks (the run form and its results), benchmarks-history,
+// benchmarks-chart, chat-light.
 func (u *UI) Tour(dir string) error {
 	shot := func(name string) error {
 		time.Sleep(700 * time.Millisecond) // let the frame settle
@@ -82,15 +83,24 @@ func (u *UI) Tour(dir string) error {
 		return err
 	}
 	u.Chat.Wait()
+	if err := u.Chat.Regenerate(); err != nil { // a second reply: "‹ 2/2 ›" under it
+		return err
+	}
+	u.Chat.Wait()
 	if st := u.Chat.State(); st.Err != "" {
 		fmt.Fprintln(os.Stderr, "etchat: tour: chat:", st.Err)
 	}
 	fyne.DoAndWait(func() {
-		u.chat.input.SetText("Thank you!")
+		u.chat.input.SetText("Thank you!") // the token count shows under the box
 	})
 	if err := shot("chat"); err != nil {
 		return err
 	}
+	fyne.DoAndWait(func() { u.Win.Resize(fyne.NewSize(800, 600)) })
+	if err := shot("chat-small"); err != nil {
+		return err
+	}
+	fyne.DoAndWait(func() { u.Win.Resize(fyne.NewSize(1280, 800)) })
 
 	// Settings sheet, with one invalid field to show a validation message.
 	var sheet *settingsSheet
@@ -109,9 +119,12 @@ func (u *UI) Tour(dir string) error {
 	fyne.DoAndWait(func() { u.SelectTab(TabBenchmarks) })
 	if u.BenchVM != nil {
 		f := u.BenchVM.Form()
-		f.Prompts, f.Gens, f.Reps, f.Engine = "32", "16", "3", "cpu"
+		f.Reps, f.Engine = "3", "cpu"
 		u.BenchVM.SetForm(f)
-		u.BenchVM.ChooseModel(model.Path)
+		u.BenchVM.ChooseModel(model.Path) // sizes from its context: pp32, tg16
+		if err := u.BenchVM.Start(u.ctx); err == nil {
+			u.BenchVM.Wait() // the results table shows under the form
+		}
 		_ = u.BenchVM.Refresh(u.ctx)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -317,7 +317,7 @@ func item(label string, sc fyne.Shortcut, action func()) *fyne.MenuItem {
 
 func (u *UI) menu() *fyne.MainMenu {
 	file := fyne.NewMenu("File",
-		item("Add Model File…", ShortcutAddFile, u.lib.addFile),
+		item("Add Models…", ShortcutAddFile, u.lib.addPath),
 		item("Add Folder…", ShortcutAddFolder, u.lib.addFolder),
 		item("Rescan Library", ShortcutRescan, u.lib.rescan),
 		fyne.NewMenuItemSeparator(),

@@ -463,7 +463,7 @@ func (v *chatView) branchSegments(i int, st ChatState) []widget.RichTextSegment 
 	}
 	arrow := func(text string, step int, on bool) widget.RichTextSegment {
 		if !on || st.Busy {
-			return &widget.TextSegment{Style: widget.RichTextStyle{Inline: true, ColorName: theme.ColorNameDisabled}, Text: text}
+			return &widget.TextSegment{Style: widget.RichTextStyle{Inline: true, ColorName: theme.ColorNamePlaceHolder}, Text: text}
 		}
 		return &widget.HyperlinkSegment{Text: text, OnTapped: func() { v.do(v.u.Chat.SwitchBranch(i, step)) }}
 	}

@@ -894,20 +894,25 @@ func (t *trackedSession) CanRewind(n int) bool {
 	return t.seq != nil && t.seq.CanRewind(n)
 }
 
-// DraftTokens is how many tokens sending text now would add to the cache
-// (template markup included), and the tokens the prompt would then hold.
-func (c *Conversation) DraftTokens(text string) (added, total int, err error) {
+// DraftTokens is how many tokens a message of text would hold if sent now
+// (its turn's markup and the reply's header included), and the tokens the
+// prompt would then hold in all.
+func (c *Conversation) DraftTokens(text string) (own, total int, err error) {
 	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == RoleUser {
 		return 0, 0, errors.New("the last message has no reply yet")
 	}
 	saved := c.msgs
 	c.msgs = append(cloneMessages(saved), Message{Role: RoleUser, Text: text})
-	full, _, err := c.render()
+	full, bounds, err := c.render()
 	c.msgs = saved
 	if err != nil {
 		return 0, 0, err
 	}
-	return len(full) - commonPrefix(c.cache, full), len(full), nil
+	start := 0
+	if n := len(bounds); n > 1 {
+		start = bounds[n-2]
+	}
+	return len(full) - start, len(full), nil
 }
 
 // Switch makes msgs (another branch of the conversation, with the tokens
