@@ -201,7 +201,8 @@ func newChatView(u *UI) *chatView {
 		}
 	}
 	v.draftNote = widget.NewLabel("")
-	v.draftNote.Truncation = fyne.TextTruncateEllipsis
+	v.draftNote.SizeName = theme.SizeNameCaptionText
+	v.draftNote.Alignment = fyne.TextAlignTrailing
 	v.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), v.send)
 	v.sendBtn.Importance = widget.HighImportance
 	v.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), u.Chat.Stop)
@@ -212,7 +213,8 @@ func newChatView(u *UI) *chatView {
 	// The rarer actions sit in a menu, so the row fits an 800-pixel window.
 	v.moreBtn = widget.NewButtonWithIcon("More", theme.MoreHorizontalIcon(), v.showMore)
 	buttons := container.NewHBox(v.sendBtn, v.stopBtn, v.undoBtn, v.regenBtn, v.moreBtn)
-	composerBox := container.NewBorder(nil, container.NewBorder(nil, nil, nil, buttons, v.draftNote), nil, nil, v.input)
+	// The count sits in a small line under the box, whole at any width.
+	composerBox := container.NewBorder(nil, container.NewVBox(v.draftNote, container.NewBorder(nil, nil, nil, buttons)), nil, nil, v.input)
 
 	v.main = borderInOrder(v.header, composerBox, nil, nil, v.scroll)
 	split := container.NewHSplit(side, v.main)

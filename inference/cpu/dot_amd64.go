@@ -146,27 +146,3 @@ func axpy(y, x []float32, a float32) {
 	axpyF32AVX2(a, &x[0], &y[0], n)
 	axpyGo(y[n:], x[n:], a)
 }
-
-//go:noescape
-func widenBF16AVX2(dst *float32, src *uint16, n int)
-
-// widenBF16 sets dst[i] to the float32 of the bfloat16 src[i].
-func widenBF16(dst []float32, src []uint16) {
-	src = src[:len(dst)]
-	n := len(dst) &^ 15
-	if useAVX2 && n > 0 {
-		widenBF16AVX2(&dst[0], &src[0], n)
-	}
-	widenBF16Go(dst[n:], src[n:])
-}
-
-//go:noescape
-func dot3x4F32AVX2(x *float32, ldx int, w *float32, ldw int, n int, out *float32)
-
-// dot3x4 sets out[4i+j] to x[i·ldx:]·w[j·ldw:] over K for i < 3, j < 4
-// (a stride 0 repeats a row); K a positive multiple of 8, AVX2 only.
-func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
-	_ = x[2*ldx+K-1]
-	_ = w[3*ldw+K-1]
-	dot3x4F32AVX2(&x[0], ldx, &w[0], ldw, K, &out[0])
-}

@@ -22,9 +22,3 @@ func gemv(out, x []float32, w *wmat, n0, n1 int) bool { return false }
 func readSum(p []uint64) uint64 { return readSumGo(p) }
 
 func axpy(y, x []float32, a float32) { axpyGo(y, x, a) }
-
-func widenBF16(dst []float32, src []uint16) { widenBF16Go(dst, src) }
-
-func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
-	dot3x4Go(x, ldx, w, ldw, K, out)
-}
