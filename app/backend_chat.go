@@ -36,8 +36,6 @@ func (o *engineOpener) OpenEngine(kind string) (inference.Engine, error) {
 	return sel.Engine, err
 }
 
-var loadStages = map[string]int{inference.StageModel: 0, inference.StageTokenizer: 1, inference.StageEngine: 2, inference.StageProgram: 3}
-
 func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, history []Message, progress func(Progress)) (Session, error) {
 	if progress == nil {
 		progress = func(Progress) {}
