@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"etchat/store"
 )
@@ -65,12 +64,8 @@ func explainStoreErr(path string, err error) error {
 	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrTooNew):
 		return fmt.Errorf("%v — the app runs but saves nothing until then", err)
 	}
-	msg := err.Error()
-	if !strings.Contains(msg, path) {
-		msg = path + ": " + msg
-	}
-	return fmt.Errorf("the database could not be opened (%s); choose another file in Preferences or pass --db, then restart — "+
-		"until then the app runs but saves nothing", msg)
+	return fmt.Errorf("the database %s could not be opened (%v); choose another file in Preferences or pass --db, then restart — "+
+		"until then the app runs but saves nothing", path, err)
 }
 
 // OpenBackend opens the database and wires the real packages. A database

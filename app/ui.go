@@ -234,20 +234,16 @@ func (u *UI) SelectTab(name string) {
 // CurrentTab is the selected tab's name.
 func (u *UI) CurrentTab() string { return u.tabs.Selected().Text }
 
-// ShowError shows err in a dialog. The view-models' errors already say what
-// to do next; bare errors from below get a generic hint.
+// ShowError shows err in a dialog. The view-models' errors say what to do
+// next.
 func (u *UI) ShowError(err error) {
 	if err == nil {
 		return
 	}
-	msg := err.Error()
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	if !strings.ContainsAny(msg, ":—") {
-		msg += "\n\nCheck the file or setting named above and try again."
-	}
-	lbl := widget.NewLabel(msg)
+	lbl := widget.NewLabel(err.Error())
 	lbl.Wrapping = fyne.TextWrapWord
 	d := dialog.NewCustom("Something went wrong", "OK", container.NewGridWrap(fyne.NewSize(520, 160), container.NewVScroll(lbl)), u.Win)
 	d.Show()

@@ -29,6 +29,7 @@ import (
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
 	"etchat/inference/engine"
+	"etchat/inference/pte"
 	"etchat/internal/benchstore"
 	"etchat/store"
 
@@ -100,7 +101,13 @@ func (f Form) Options() (bench.Options, error) {
 // Explain is err, from starting a run, with what to do next.
 func Explain(err error) string {
 	msg := err.Error()
-	var fe *FieldError
+	var (
+		fe    *FieldError
+		unsup *inference.UnsupportedModelError
+		tok   *inference.TokenizerError
+		vocab *inference.VocabMismatchError
+		lib   *engine.LibraryError
+	)
 	switch {
 	case errors.As(err, &fe):
 		return msg + " — correct the " + fe.Field + " field and press Start again"
@@ -108,11 +115,11 @@ func Explain(err error) string {
 		return msg + " — the file is not there: pick a model of the library, or browse to the .pte"
 	case errors.Is(err, bench.ErrDoesNotFit):
 		return msg + " — use smaller sizes or depths, or a larger KV capacity"
-	case strings.Contains(msg, "invalid .pte") || strings.Contains(msg, "not a .pte"):
-		return msg + " — this is not an ExecuTorch program etchat can read: pick another model (the Models tab says which ones run)"
-	case strings.Contains(strings.ToLower(msg), "tokenizer"):
+	case errors.Is(err, pte.ErrFormat), errors.As(err, &unsup):
+		return msg + " — this is not an ExecuTorch program etchat can run: pick another model (the Models tab says which ones run)"
+	case errors.As(err, &tok), errors.As(err, &vocab):
 		return msg + " — put the model's tokenizer.json next to the .pte, or empty the Tokenizer field"
-	case strings.Contains(strings.ToLower(msg), "metal") || strings.Contains(msg, "library"):
+	case errors.As(err, &lib), errors.Is(err, inference.ErrNoEngine):
 		return msg + " — choose the cpu engine, or set the runner library in Preferences"
 	}
 	return msg + " — check the form's fields and press Start again"
