@@ -13,13 +13,19 @@
 // them. Package bench/plot draws the charts.
 //
 // What is timed, exactly:
-//   - pp: the wall time of the prefill forwards (all chunks of at most the
-//     model's prefill chunk) of the N prompt tokens, from the first forward's
-//     call to the last forward's return. The depth prefill before it, the
-//     cache clear and the argmax of the last logits are not timed.
+//   - pp: the wall time of the generation loop's prefill (inference.Prefill:
+//     chunks of at most the cache's max_write, as a chat feeds a prompt) of
+//     the N prompt tokens, from the first forward's call to the last
+//     forward's return. The depth prefill before it, the cache clear and the
+//     argmax of the last logits are not timed.
 //   - tg: the wall time of N decode steps, each one forward of one token
-//     followed by a greedy argmax over the logits row (sampling included),
-//     whose result is the next step's input. EOS is not a stop: all N steps run.
+//     followed by the sampler's greedy argmax (inference.Argmax) over the
+//     logits row (sampling included), whose result is the next step's input.
+//     EOS is not a stop: all N steps run.
+//
+// The model is loaded by the one loader (inference.Prepare and Open), so
+// a benchmark runs what a chat runs: the same cache configuration, engine
+// choice and fallback.
 //
 // Tokens are synthetic (see Tokens): seeded, ordinary vocabulary ids, no
 // special or added tokens, the same for every repetition of a test.
