@@ -282,3 +282,27 @@ func shellWords(s string) ([]string, error) {
 	flush()
 	return words, nil
 }
+
+// The README stays a map: short, the test command where .ci/run reads it,
+// and a link into docs/ for each topic.
+func TestREADMEIsAMap(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if n := strings.Count(text, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines; keep it a map (≤ 250) and put the rest in docs/", n)
+	}
+	if !strings.Contains(text, "Run the tests:\n\n    scripts/test\n") {
+		t.Error(`README.md lost "Run the tests:", a blank line, then the indented scripts/test`)
+	}
+	for _, page := range []string{"app", "inspect", "run", "tokenizers-and-templates", "benchmarks", "data", "native-engine", "development"} {
+		if !strings.Contains(text, "(docs/"+page+".md)") {
+			t.Errorf("README.md does not link docs/%s.md", page)
+		}
+		if _, err := os.Stat(filepath.Join("..", "docs", page+".md")); err != nil {
+			t.Errorf("docs/%s.md: %v", page, err)
+		}
+	}
+}
