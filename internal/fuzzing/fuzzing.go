@@ -36,7 +36,8 @@ func Main(m *testing.M) {
 }
 
 // SlowestEnv names a folder where Time records, one file per process, the
-// slowest input seen, in CPU time (wall time where there is none): "<ns> <bytes>" for the longest input and for the
+// slowest input seen, in CPU time (the thread's on Linux, the process's on
+// other Unixes, wall time elsewhere): "<ns> <bytes>" for the longest input and for the
 // longest per byte (sizes under MinBytes counted as MinBytes). Unset, Time
 // only measures.
 const SlowestEnv = "ETCHAT_FUZZ_SLOWEST"
@@ -59,9 +60,11 @@ func Time(n int) func() {
 	if out == "" {
 		return func() {}
 	}
+	begin()
 	start := now()
 	return func() {
 		d := now() - start
+		end()
 		mu.Lock()
 		defer mu.Unlock()
 		per := d / time.Duration(max(n, MinBytes))
