@@ -3,6 +3,8 @@ package ptetest
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 
 	"etchat/inference/mlxgraph"
 )
@@ -133,7 +135,7 @@ func MLXBlob(g MLXGraph) []byte {
 	}
 	if len(g.NamedSlots) > 0 {
 		ns := tables{}
-		for _, name := range sortedKeys(g.NamedSlots) {
+		for _, name := range slices.Sorted(maps.Keys(g.NamedSlots)) {
 			s := g.NamedSlots[name]
 			ns = append(ns, table{0: str(name), 1: table{0: u32(s.Idx), 1: u8(s.Type)}})
 		}
@@ -159,19 +161,6 @@ func MLXBlob(g MLXGraph) []byte {
 	binary.LittleEndian.PutUint64(head[16:], uint64(len(g.Data)))
 	out := append(head, w.b...)
 	return append(out, g.Data...)
-}
-
-func sortedKeys(m map[string]MLXSlot) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }
 
 // nodeShapes gives, for every node kind package mlxgraph decodes into a
