@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"time"
 
 	"etchat/inference"
 	"etchat/inference/engine"
@@ -56,7 +55,7 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	var conv *inference.Conversation
 	if len(history) > 0 {
 		cs.prefill = func(done, total int) { progress(Progress{Stage: "rebuilding", Done: done, Total: total}) }
-		conv, err = m.ResumeConversation(ctx, toInference(history, m.Chat.TurnEndIDs), gen)
+		conv, err = m.ResumeConversation(ctx, restored(history, m.Chat.TurnEndIDs), gen)
 	} else {
 		conv, err = m.NewConversation(s.SystemPrompt, gen)
 	}
@@ -78,38 +77,27 @@ func samplingOf(s Settings) inference.Sampling {
 	return inference.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, Seed: uint64(s.Seed)}
 }
 
-// toInference turns stored messages into the conversation's, placing each
-// message's tokens after the previous ones. A reply's generated tokens are
-// its tokens without a committed turn end (turnEnd).
-func toInference(msgs []Message, turnEnd []int) []inference.Message {
-	out := make([]inference.Message, len(msgs))
+// restored are stored messages as the conversation resumes them: each
+// message's tokens placed after the previous ones, and a reply's generated
+// tokens its tokens without a committed turn end (turnEnd).
+func restored(msgs []Message, turnEnd []int) []Message {
+	out := make([]Message, len(msgs))
 	pos := 0
 	for i, m := range msgs {
-		out[i] = inference.Message{Role: m.Role, Text: m.Text, IDs: append([]int(nil), m.Tokens...), Start: pos}
-		if m.Role == inference.RoleAssistant {
-			gen := m.Tokens
+		m.IDs = append([]int(nil), m.IDs...)
+		m.Start = pos
+		if m.Role == inference.RoleAssistant && len(m.Generated) == 0 {
+			gen := m.IDs
 			if n := len(gen); n > 0 && slices.Contains(turnEnd, gen[n-1]) {
 				gen = gen[:n-1]
 			}
-			out[i].Generated = append([]int(nil), gen...)
-			if m.Partial {
-				out[i].StopReason = stopIncomplete
-			}
+			m.Generated = append([]int(nil), gen...)
 		}
-		if r := m.Stats; r != nil {
-			out[i].StopReason = r.StopReason
-			st := &inference.Stats{PrefillTokPerSec: r.PrefillTokPerS, DecodeTokPerSec: r.DecodeTokPerS, TTFTSeconds: r.TTFT.Seconds()}
-			st.NumPromptTokens, st.NumGeneratedTokens = r.NumPromptTokens, r.NumGeneratedTokens
-			out[i].Stats = st
-		}
-		pos += len(m.Tokens)
+		out[i] = m
+		pos += len(m.IDs)
 	}
 	return out
 }
-
-// stopIncomplete is the stop reason a restored partial reply carries in
-// the conversation, so Messages marks it Partial again.
-const stopIncomplete = "incomplete"
 
 // convSession is a Session over inference.Conversation. mu holds one
 // conversation call at a time: an action holds it for its whole run, and
@@ -135,28 +123,17 @@ func (c *convSession) stream(f func(string)) func(inference.Token) error {
 }
 
 // Pending is the transcript with the reply in progress (its last message,
-// marked Partial), from the conversation's own record of the turn.
+// marked incomplete), from the conversation's own record of the turn.
 func (c *convSession) Pending() ([]Message, int, bool) {
 	ms, n, ok := c.conv.Pending()
 	if !ok {
 		return nil, 0, false
 	}
-	out := fromInference(ms)
-	out[len(out)-1].Partial = true
-	return out, n, true
+	ms[len(ms)-1].StopReason = StopIncomplete
+	return ms, n, true
 }
 
-func replyOf(r *inference.Reply) Reply {
-	if r == nil || r.Result == nil {
-		return Reply{}
-	}
-	st := r.Stats
-	return Reply{PrefillTokPerS: st.PrefillTokPerSec, DecodeTokPerS: st.DecodeTokPerSec,
-		TTFT: time.Duration(st.TTFTSeconds * float64(time.Second)), StopReason: r.StopReason,
-		Stats: st.Stats}
-}
-
-func (c *convSession) Send(ctx context.Context, text string, f func(string)) (Reply, error) {
+func (c *convSession) Send(ctx context.Context, text string, f func(string)) (*Reply, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, err := c.conv.Send(ctx, text, c.stream(f))
@@ -165,25 +142,25 @@ func (c *convSession) Send(ctx context.Context, text string, f func(string)) (Re
 		// into the message box and be sent again.
 		if ms := c.conv.Messages(); len(ms) > 0 && ms[len(ms)-1].Role == inference.RoleUser && ms[len(ms)-1].Text == text {
 			if _, uerr := c.conv.UndoTurn(context.WithoutCancel(ctx)); uerr != nil {
-				return Reply{}, errors.Join(err, uerr)
+				return nil, errors.Join(err, uerr)
 			}
 		}
 	}
-	return replyOf(r), err
+	return r, err
 }
 
-func (c *convSession) Regenerate(ctx context.Context, f func(string)) (Reply, error) {
+func (c *convSession) Regenerate(ctx context.Context, f func(string)) (*Reply, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, err := c.conv.Regenerate(ctx, c.stream(f))
-	return replyOf(r), err
+	return r, err
 }
 
-func (c *convSession) EditLast(ctx context.Context, text string, f func(string)) (Reply, error) {
+func (c *convSession) EditLast(ctx context.Context, text string, f func(string)) (*Reply, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, err := c.conv.EditLast(ctx, text, c.stream(f))
-	return replyOf(r), err
+	return r, err
 }
 
 func (c *convSession) UndoTurn(ctx context.Context) error {
@@ -209,7 +186,7 @@ func (c *convSession) Reset(ctx context.Context) error {
 func (c *convSession) Switch(ctx context.Context, msgs []Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := c.conv.Switch(ctx, toInference(msgs, c.gen.TurnEndIDs))
+	_, err := c.conv.Switch(ctx, restored(msgs, c.gen.TurnEndIDs))
 	return err
 }
 
@@ -234,23 +211,10 @@ func (c *convSession) DraftTokens(text string) (added, total int, ok bool) {
 	return added, total, err == nil
 }
 
-func fromInference(ms []inference.Message) []Message {
-	out := make([]Message, len(ms))
-	for i, m := range ms {
-		out[i] = Message{Role: m.Role, Text: m.Text, Tokens: append([]int(nil), m.IDs...),
-			Partial: m.Role == inference.RoleAssistant && m.StopReason == stopIncomplete}
-		if m.Stats != nil {
-			r := replyOf(&inference.Reply{Result: &inference.Result{Stats: *m.Stats, StopReason: m.StopReason}})
-			out[i].Stats = &r
-		}
-	}
-	return out
-}
-
 func (c *convSession) Messages() []Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return fromInference(c.conv.Messages())
+	return c.conv.Messages()
 }
 
 func (c *convSession) Position() int     { return c.conv.Len() }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"etchat/inference"
 	"etchat/inference/modelinfo"
 	"etchat/store"
 )
@@ -165,7 +166,7 @@ func toInt(ids []int32) []int {
 // sameMessage: b is the stored a, perhaps holding other tokens now (a
 // reply re-rendered as text by a later turn); branches differ in text.
 func sameMessage(a store.Message, b Message) bool {
-	return a.Role == b.Role && a.Text == b.Text && a.Partial == b.Partial
+	return a.Role == b.Role && a.Text == b.Text && a.Partial == IsPartial(b)
 }
 
 // continues reports whether b is a later version of the reply a, which was
@@ -176,16 +177,16 @@ func continues(a store.Message, b Message) bool {
 		return false
 	}
 	ids := toInt(a.TokenIDs)
-	n := min(len(ids), len(b.Tokens))
-	return slices.Equal(ids[:n], b.Tokens[:n])
+	n := min(len(ids), len(b.IDs))
+	return slices.Equal(ids[:n], b.IDs[:n])
 }
 
 func messageStats(m Message) (json.RawMessage, error) {
 	if m.Stats == nil {
 		return nil, nil
 	}
-	return json.Marshal(storedStats{int(m.Stats.NumPromptTokens), int(m.Stats.NumGeneratedTokens), m.Stats.PrefillTokPerS,
-		m.Stats.DecodeTokPerS, float64(m.Stats.TTFT.Microseconds()) / 1000, m.Stats.StopReason})
+	return json.Marshal(storedStats{int(m.Stats.NumPromptTokens), int(m.Stats.NumGeneratedTokens), m.Stats.PrefillTokPerSec,
+		m.Stats.DecodeTokPerSec, m.Stats.TTFTSeconds * 1000, m.StopReason})
 }
 
 // SaveTranscript keeps the longest stored prefix that matches msgs and
@@ -206,8 +207,8 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 	pos := 0
 	for i := range common {
 		sm, m := path[i], msgs[i]
-		if !slices.Equal(toInt(sm.TokenIDs), m.Tokens) || sm.PosStart != pos {
-			sm.TokenIDs, sm.PosStart, sm.PosEnd = toInt32(m.Tokens), pos, pos+len(m.Tokens)
+		if !slices.Equal(toInt(sm.TokenIDs), m.IDs) || sm.PosStart != pos {
+			sm.TokenIDs, sm.PosStart, sm.PosEnd = toInt32(m.IDs), pos, pos+len(m.IDs)
 			if sm.Stats, err = messageStats(m); err != nil {
 				return err
 			}
@@ -216,7 +217,7 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 			}
 			path[i] = sm
 		}
-		pos += len(m.Tokens)
+		pos += len(m.IDs)
 	}
 	var parent int64
 	if common > 0 {
@@ -225,7 +226,7 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 	if common == len(path)-1 && common < len(msgs) && continues(path[common], msgs[common]) {
 		m := msgs[common]
 		sm := path[common]
-		sm.Text, sm.TokenIDs, sm.PosStart, sm.PosEnd, sm.Partial = m.Text, toInt32(m.Tokens), pos, pos+len(m.Tokens), m.Partial
+		sm.Text, sm.TokenIDs, sm.PosStart, sm.PosEnd, sm.Partial = m.Text, toInt32(m.IDs), pos, pos+len(m.IDs), IsPartial(m)
 		if sm.Stats, err = messageStats(m); err != nil {
 			return err
 		}
@@ -242,7 +243,7 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 	}
 	for _, m := range msgs[common:] {
 		sm := store.Message{ConversationID: id, ParentID: parent, Role: m.Role, Text: m.Text,
-			TokenIDs: toInt32(m.Tokens), PosStart: pos, PosEnd: pos + len(m.Tokens), Partial: m.Partial}
+			TokenIDs: toInt32(m.IDs), PosStart: pos, PosEnd: pos + len(m.IDs), Partial: IsPartial(m)}
 		if sm.Stats, err = messageStats(m); err != nil {
 			return err
 		}
@@ -276,7 +277,7 @@ func (s *storeAdapter) SaveSettings(ctx context.Context, id int64, set Settings)
 	return s.db.SetConversationSettings(ctx, id, js)
 }
 
-func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, engine string, set Settings, r Reply) error {
+func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, engine string, set Settings, r inference.Stats) error {
 	cfg, err := json.Marshal(set)
 	if err != nil {
 		return err
@@ -290,7 +291,7 @@ func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, en
 	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: sha, ModelPath: m.Path, ModelName: ModelName(m.Path),
 		ConversationID: id, Config: cfg, AppVersion: Version,
 		Started: time.UnixMilli(r.InferenceStartMs), Ended: time.UnixMilli(r.InferenceEndMs),
-		Stats: r.Stats, PrefillTokS: r.PrefillTokPerS, DecodeTokS: r.DecodeTokPerS, TTFTMs: float64(r.TTFT) / float64(time.Millisecond)}
+		Stats: r.Stats, PrefillTokS: r.PrefillTokPerSec, DecodeTokS: r.DecodeTokPerSec, TTFTMs: r.TTFTSeconds * 1000}
 	if r.InferenceStartMs == 0 {
 		run.Started, run.Ended = time.Now(), time.Now()
 	}
@@ -311,13 +312,21 @@ func (s *storeAdapter) LoadConversation(ctx context.Context, id int64) (Conversa
 	}
 	msgs := make([]Message, 0, len(path))
 	for _, m := range path {
-		msg := Message{Role: m.Role, Text: m.Text, Tokens: toInt(m.TokenIDs), Partial: m.Partial}
+		msg := Message{Role: m.Role, Text: m.Text, IDs: toInt(m.TokenIDs), Start: m.PosStart}
+		if len(msg.IDs) == 0 {
+			msg.IDs = nil
+		}
+		if m.Partial {
+			msg.StopReason = StopIncomplete
+		}
 		if len(m.Stats) > 0 {
 			var st storedStats
 			if json.Unmarshal(m.Stats, &st) == nil {
-				msg.Stats = &Reply{PrefillTokPerS: st.PrefillTokPerS,
-					DecodeTokPerS: st.DecodeTokPerS, TTFT: time.Duration(st.TTFTMs * float64(time.Millisecond)), StopReason: st.StopReason}
+				msg.Stats = &inference.Stats{PrefillTokPerSec: st.PrefillTokPerS, DecodeTokPerSec: st.DecodeTokPerS, TTFTSeconds: st.TTFTMs / 1000}
 				msg.Stats.NumPromptTokens, msg.Stats.NumGeneratedTokens = int64(st.PromptTokens), int64(st.GeneratedTokens)
+				if !m.Partial {
+					msg.StopReason = st.StopReason
+				}
 			}
 		}
 		msgs = append(msgs, msg)

@@ -130,14 +130,14 @@ func lastUser(msgs []Message) int {
 // StatsLine is a reply's measurements as the transcript shows them. The
 // prompt tokens are those the turn read anew (the history already in the
 // cache is not read again).
-func StatsLine(r *Reply) string {
+func StatsLine(r *inference.Stats, stop string) string {
 	if r == nil {
 		return ""
 	}
 	s := fmt.Sprintf("prefill %.1f tok/s · decode %.1f tok/s · TTFT %d ms · %d new prompt + %d generated tokens",
-		r.PrefillTokPerS, r.DecodeTokPerS, r.TTFT.Milliseconds(), r.NumPromptTokens, r.NumGeneratedTokens)
-	if r.StopReason != "" {
-		s += " · " + r.StopReason
+		r.PrefillTokPerSec, r.DecodeTokPerSec, int64(r.TTFTSeconds*1000), r.NumPromptTokens, r.NumGeneratedTokens)
+	if stop != "" {
+		s += " · " + stop
 	}
 	return s
 }
@@ -151,10 +151,10 @@ func IncompleteNote() string {
 // MessageNote is the line under a message: a reply's measurements, or
 // IncompleteNote.
 func MessageNote(m Message) string {
-	if m.Partial {
+	if IsPartial(m) {
 		return IncompleteNote()
 	}
-	return StatsLine(m.Stats)
+	return StatsLine(m.Stats, m.StopReason)
 }
 
 // Chat is the chat view-model: the conversations of one model, the open
@@ -546,7 +546,7 @@ func (c *Chat) session() (Session, error) {
 
 // generate runs one generating action with streaming into the state.
 // With startNew, a conversation is started first (Send with none open).
-func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.Context, sess Session, stream func(string)) (Reply, error)) error {
+func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.Context, sess Session, stream func(string)) (*Reply, error)) error {
 	var sess Session
 	var model *ModelInfo
 	var set Settings
@@ -598,7 +598,7 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 			if ok {
 				// The meter and the bar follow the reply as it streams.
 				c.st.Position = n
-				gen := len(msgs[len(msgs)-1].Tokens)
+				gen := len(msgs[len(msgs)-1].IDs)
 				c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
 			}
 			c.mu.Unlock()
@@ -619,11 +619,11 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		if serr := c.save(bg, sess); serr != nil && err == nil {
 			err = serr
 		}
-		if reply.NumGeneratedTokens > 0 && c.store != nil {
+		if reply != nil && reply.Result != nil && reply.Stats.NumGeneratedTokens > 0 && c.store != nil {
 			c.mu.Lock()
 			id, model, set := c.st.ConvID, c.st.Model, c.st.Settings
 			c.mu.Unlock()
-			if rerr := c.store.RecordRun(bg, id, model, sess.Engine().Name, set, reply); rerr != nil && err == nil {
+			if rerr := c.store.RecordRun(bg, id, model, sess.Engine().Name, set, reply.Stats); rerr != nil && err == nil {
 				err = fmt.Errorf("the reply's measurements could not be saved: %w", rerr)
 			}
 		}
@@ -703,9 +703,9 @@ func (c *Chat) Send(text string) error {
 	startNew := c.sess == nil && c.st.Model != nil
 	c.st.Draft, c.st.DraftNote = "", ""
 	c.mu.Unlock()
-	err := c.generate(text, startNew, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+	err := c.generate(text, startNew, func(ctx context.Context, s Session, stream func(string)) (*Reply, error) {
 		r, err := s.Send(ctx, text, stream)
-		if err != nil && r.NumGeneratedTokens == 0 {
+		if err != nil && (r == nil || r.Result == nil || r.Stats.NumGeneratedTokens == 0) {
 			c.restore(text) // no reply: the text goes back into the box
 		}
 		return r, err
@@ -840,7 +840,7 @@ func (c *Chat) Regenerate() error {
 	if !c.hasReply() {
 		return errors.New("there is no reply to regenerate yet")
 	}
-	return c.generate("", false, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+	return c.generate("", false, func(ctx context.Context, s Session, stream func(string)) (*Reply, error) {
 		return s.Regenerate(ctx, stream)
 	})
 }
@@ -863,7 +863,7 @@ func (c *Chat) EditLast(text string) error {
 	if !c.State().CanEditLast() {
 		return errors.New("there is no message to edit yet")
 	}
-	return c.generate(text, false, func(ctx context.Context, s Session, stream func(string)) (Reply, error) {
+	return c.generate(text, false, func(ctx context.Context, s Session, stream func(string)) (*Reply, error) {
 		return s.EditLast(ctx, text, stream)
 	})
 }

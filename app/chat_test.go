@@ -84,16 +84,16 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 	if reply.Text != cs.GreedyText {
 		t.Errorf("reply %q, want the reference %q", reply.Text, cs.GreedyText)
 	}
-	if !slices.Equal(st.Messages[0].Tokens, cs.InputIDs) || !slices.Equal(reply.Tokens, cs.GreedyIDs) {
-		t.Errorf("tokens: user %v reply %v", st.Messages[0].Tokens, reply.Tokens)
+	if !slices.Equal(st.Messages[0].IDs, cs.InputIDs) || !slices.Equal(reply.IDs, cs.GreedyIDs) {
+		t.Errorf("tokens: user %v reply %v", st.Messages[0].IDs, reply.IDs)
 	}
 	if st.Position != len(cs.InputIDs)+len(cs.GreedyIDs) {
 		t.Errorf("position %d, want %d", st.Position, len(cs.InputIDs)+len(cs.GreedyIDs))
 	}
-	if reply.Stats == nil || reply.Stats.NumGeneratedTokens != 16 || reply.Stats.NumPromptTokens != int64(len(cs.InputIDs)) || reply.Stats.DecodeTokPerS <= 0 {
+	if reply.Stats == nil || reply.Stats.NumGeneratedTokens != 16 || reply.Stats.NumPromptTokens != int64(len(cs.InputIDs)) || reply.Stats.DecodeTokPerSec <= 0 {
 		t.Errorf("stats %+v", reply.Stats)
 	}
-	if line := StatsLine(reply.Stats); !strings.Contains(line, "decode") || !strings.Contains(line, "16 generated") {
+	if line := StatsLine(reply.Stats, reply.StopReason); !strings.Contains(line, "decode") || !strings.Contains(line, "16 generated") {
 		t.Errorf("stats line %q", line)
 	}
 	if !st.UndoInstant {
@@ -114,7 +114,7 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 
 	// Undo 3 tokens: the reply loses its last 3 tokens.
 	st = run(t, c, errs, c.UndoTokens(3))
-	if st.Position != 30 || len(st.Messages) != 2 || !slices.Equal(st.Messages[1].Tokens, cs.GreedyIDs[:13]) {
+	if st.Position != 30 || len(st.Messages) != 2 || !slices.Equal(st.Messages[1].IDs, cs.GreedyIDs[:13]) {
 		t.Errorf("undo 3: position %d, messages %d", st.Position, len(st.Messages))
 	}
 	if err := c.UndoTokens(31); err == nil || !strings.Contains(err.Error(), "holds 30") {
@@ -131,7 +131,7 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 		t.Fatalf("edit: %+v", st.Messages)
 	}
 	// max new tokens is the conversation's (16): the first 8 are the reference's
-	if got := st.Messages[1].Tokens; len(got) < 8 || !slices.Equal(got[:8], t1.GeneratedIDs) {
+	if got := st.Messages[1].IDs; len(got) < 8 || !slices.Equal(got[:8], t1.GeneratedIDs) {
 		t.Errorf("edited reply tokens %v, want prefix %v", got, t1.GeneratedIDs)
 	}
 
@@ -332,7 +332,7 @@ func TestChatRingCacheUndoReprefills(t *testing.T) {
 	st = run(t, c, errs, c.UndoTurn())
 	held := 0
 	for _, m := range st.Messages {
-		held += len(m.Tokens)
+		held += len(m.IDs)
 	}
 	if len(st.Messages) != 2 || st.Position != held || st.Position == 0 {
 		t.Errorf("after undo: %d messages at %d, tokens held %d", len(st.Messages), st.Position, held)
@@ -392,7 +392,7 @@ func TestChatSendStartsConversation(t *testing.T) {
 	c, errs := newTestChat(t, b, inspect(t, path))
 	run(t, c, errs, c.ApplySettings(greedy(3)))
 	st := run(t, c, errs, c.Send("Hello"))
-	if !st.Loaded || st.ConvID == 0 || len(st.Messages) != 2 || len(st.Messages[1].Tokens) != 3 || len(st.Conversations) != 1 {
+	if !st.Loaded || st.ConvID == 0 || len(st.Messages) != 2 || len(st.Messages[1].IDs) != 3 || len(st.Conversations) != 1 {
 		t.Errorf("loaded %v conv %d messages %d conversations %d", st.Loaded, st.ConvID, len(st.Messages), len(st.Conversations))
 	}
 }

@@ -207,11 +207,11 @@ func TestChatReplyStatsFollowUndo(t *testing.T) {
 	run(t, c, errs, c.Send("Hello there, how are you today?"))
 	st := run(t, c, errs, c.Send("Tell me more."))
 	r := st.Messages[3].Stats
-	if r.NumPromptTokens <= 0 || r.NumPromptTokens > int64(len(st.Messages[2].Tokens)+1) {
-		t.Errorf("second turn counts %d prompt tokens; its message holds %d", r.NumPromptTokens, len(st.Messages[2].Tokens))
+	if r.NumPromptTokens <= 0 || r.NumPromptTokens > int64(len(st.Messages[2].IDs)+1) {
+		t.Errorf("second turn counts %d prompt tokens; its message holds %d", r.NumPromptTokens, len(st.Messages[2].IDs))
 	}
-	if !strings.Contains(StatsLine(r), "new prompt") {
-		t.Errorf("stats line %q", StatsLine(r))
+	if !strings.Contains(StatsLine(r, ""), "new prompt") {
+		t.Errorf("stats line %q", StatsLine(r, ""))
 	}
 	st = run(t, c, errs, c.UndoTokens(3))
 	if got := st.Messages[3].Stats.NumGeneratedTokens; got != 7 {
@@ -336,7 +336,7 @@ func TestChatDraftTokenCount(t *testing.T) {
 	st := run(t, c, errs, c.Send("Hello there"))
 	// The count is the tokens the sent message holds, and what is left
 	// after it is the capacity less the whole prompt.
-	own := len(st.Messages[0].Tokens)
+	own := len(st.Messages[0].IDs)
 	if want := fmt.Sprintf("%d tokens · %d left", own, 128-own); note != want {
 		t.Errorf("note %q, want %q", note, want)
 	}

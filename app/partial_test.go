@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"etchat/inference"
 	"etchat/internal/fixtures"
 )
 
@@ -32,14 +33,14 @@ func (s *crashStore) SaveTranscript(ctx context.Context, id int64, msgs []Messag
 	if err := s.ChatStore.SaveTranscript(ctx, id, msgs); err != nil {
 		return err
 	}
-	if len(msgs) > 0 && msgs[len(msgs)-1].Partial {
+	if len(msgs) > 0 && IsPartial(msgs[len(msgs)-1]) {
 		s.partial = append(s.partial, msgs)
 		s.crashed = len(s.partial) == s.crashAfter
 	}
 	return nil
 }
 
-func (s *crashStore) RecordRun(ctx context.Context, id int64, m *ModelInfo, engine string, set Settings, r Reply) error {
+func (s *crashStore) RecordRun(ctx context.Context, id int64, m *ModelInfo, engine string, set Settings, r inference.Stats) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.crashed {
@@ -51,7 +52,7 @@ func (s *crashStore) RecordRun(ctx context.Context, id int64, m *ModelInfo, engi
 func sumTokens(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
-		n += len(m.Tokens)
+		n += len(m.IDs)
 	}
 	return n
 }
@@ -83,21 +84,21 @@ func TestChatPartialReplySurvivesCrash(t *testing.T) {
 
 	// Each save held the turn's prompt and the reply so far, as the cache did.
 	for i, msgs := range cs.partial {
-		if len(msgs) != 2 || !slices.Equal(msgs[0].Tokens, ref.Turn1.InputIDs) || !msgs[1].Partial ||
-			len(msgs[1].Tokens) < i+1 || !slices.Equal(msgs[1].Tokens, ref.Turn1.GeneratedIDs[:len(msgs[1].Tokens)]) {
+		if len(msgs) != 2 || !slices.Equal(msgs[0].IDs, ref.Turn1.InputIDs) || !IsPartial(msgs[1]) ||
+			len(msgs[1].IDs) < i+1 || !slices.Equal(msgs[1].IDs, ref.Turn1.GeneratedIDs[:len(msgs[1].IDs)]) {
 			t.Fatalf("partial save %d: %+v", i, msgs)
 		}
 	}
 	saved := cs.partial[2][1]
-	if len(saved.Tokens) >= len(ref.Turn1.GeneratedIDs) || !strings.HasPrefix(ref.Turn1.GeneratedText, saved.Text) || saved.Text == "" {
-		t.Fatalf("the crash kept %d tokens %q", len(saved.Tokens), saved.Text)
+	if len(saved.IDs) >= len(ref.Turn1.GeneratedIDs) || !strings.HasPrefix(ref.Turn1.GeneratedText, saved.Text) || saved.Text == "" {
+		t.Fatalf("the crash kept %d tokens %q", len(saved.IDs), saved.Text)
 	}
 
 	// Reopened: the partial reply, marked, with the cache rebuilt from it.
 	c2, errs2 := newTestChat(t, b, model)
 	st = run(t, c2, errs2, c2.OpenConversation(id))
-	if len(st.Messages) != 2 || !st.Messages[1].Partial || st.Messages[1].Text != saved.Text ||
-		!slices.Equal(st.Messages[1].Tokens, saved.Tokens) || st.Position != len(ref.Turn1.InputIDs)+len(saved.Tokens) {
+	if len(st.Messages) != 2 || !IsPartial(st.Messages[1]) || st.Messages[1].Text != saved.Text ||
+		!slices.Equal(st.Messages[1].IDs, saved.IDs) || st.Position != len(ref.Turn1.InputIDs)+len(saved.IDs) {
 		t.Fatalf("reopened: %+v, position %d", st.Messages, st.Position)
 	}
 	if MessageNote(st.Messages[1]) != IncompleteNote() || MessageNote(st.Messages[0]) != "" {
@@ -105,7 +106,7 @@ func TestChatPartialReplySurvivesCrash(t *testing.T) {
 	}
 	// Regenerating replaces it with the whole reply (greedy: the reference).
 	st = run(t, c2, errs2, c2.Regenerate())
-	if len(st.Messages) != 2 || st.Messages[1].Partial || st.Messages[1].Text != ref.Turn1.GeneratedText {
+	if len(st.Messages) != 2 || IsPartial(st.Messages[1]) || st.Messages[1].Text != ref.Turn1.GeneratedText {
 		t.Fatalf("regenerated: %+v", st.Messages)
 	}
 	st = run(t, c2, errs2, c2.Send(ref.Turn2.Messages[2].Content))
@@ -113,7 +114,7 @@ func TestChatPartialReplySurvivesCrash(t *testing.T) {
 		t.Errorf("turn 2 %q, want %q", got, ref.Turn2.GeneratedText)
 	}
 	_, _, stored, err := b.Chats.LoadConversation(ctx, id)
-	if err != nil || len(stored) != 4 || stored[1].Partial || stored[1].Text != ref.Turn1.GeneratedText {
+	if err != nil || len(stored) != 4 || IsPartial(stored[1]) || stored[1].Text != ref.Turn1.GeneratedText {
 		t.Errorf("stored after regenerating: %+v, %v", stored, err)
 	}
 }
@@ -139,14 +140,14 @@ func TestChatContinuesAfterPartialReply(t *testing.T) {
 	c2, errs2 := newTestChat(t, b, model)
 	run(t, c2, errs2, c2.OpenConversation(id))
 	st := run(t, c2, errs2, c2.Send("Go on."))
-	if len(st.Messages) != 4 || !st.Messages[1].Partial || st.Messages[3].Partial || st.Messages[3].Text == "" ||
+	if len(st.Messages) != 4 || !IsPartial(st.Messages[1]) || IsPartial(st.Messages[3]) || st.Messages[3].Text == "" ||
 		sumTokens(st.Messages) != st.Position {
 		t.Fatalf("after going on: %d messages, position %d, tokens %d", len(st.Messages), st.Position, sumTokens(st.Messages))
 	}
 	c2.Close()
 	c3, errs3 := newTestChat(t, b, model)
 	st3 := run(t, c3, errs3, c3.OpenConversation(id))
-	if len(st3.Messages) != 4 || !st3.Messages[1].Partial || st3.Position != st.Position || st3.Messages[3].Text != st.Messages[3].Text {
+	if len(st3.Messages) != 4 || !IsPartial(st3.Messages[1]) || st3.Position != st.Position || st3.Messages[3].Text != st.Messages[3].Text {
 		t.Errorf("reopened again: %+v", st3.Messages)
 	}
 	if all, err := db.Messages(ctx, id); err != nil || len(all) != 4 {
@@ -178,18 +179,18 @@ func TestChatSavesStreamingReplyEveryHalfSecond(t *testing.T) {
 	if want := (ticks-1)/5 + 1; len(cs.partial) != want || ticks < 10 {
 		t.Errorf("%d partial saves over %d streamed pieces, want %d", len(cs.partial), ticks, want)
 	}
-	final := st.Messages[1].Tokens
+	final := st.Messages[1].IDs
 	prev := 0
 	for i, msgs := range cs.partial {
-		got := msgs[1].Tokens
+		got := msgs[1].IDs
 		if len(got) <= prev || len(got) > len(final) || !slices.Equal(got, final[:len(got)]) {
 			t.Errorf("save %d: %d tokens after %d, not a prefix of the reply", i, len(got), prev)
 		}
 		prev = len(got)
 	}
 	_, _, stored, err := b.Chats.LoadConversation(ctx, st.ConvID)
-	if err != nil || len(stored) != 2 || stored[1].Partial || stored[1].Text != st.Messages[1].Text ||
-		!slices.Equal(stored[1].Tokens, final) || stored[1].Stats == nil {
+	if err != nil || len(stored) != 2 || IsPartial(stored[1]) || stored[1].Text != st.Messages[1].Text ||
+		!slices.Equal(stored[1].IDs, final) || stored[1].Stats == nil {
 		t.Errorf("stored: %+v, %v", stored, err)
 	}
 	if all, err := db.Messages(ctx, st.ConvID); err != nil || len(all) != 2 {

@@ -9,7 +9,6 @@ import (
 
 	"etchat/inference"
 	"etchat/inference/modelinfo"
-	"etchat/inference/stats"
 	"etchat/store"
 )
 
@@ -63,26 +62,21 @@ type LibraryStore interface {
 	RemoveModel(ctx context.Context, path string) error
 }
 
-// Message is one turn of a transcript as the chat view shows it.
-type Message struct {
-	Role   string // "system", "user" or "assistant"
-	Text   string
-	Tokens []int  // the ids this message occupies in the cache (template included)
-	Stats  *Reply // assistant replies only
-	// Partial marks a reply saved while it streamed that never finished
-	// (etchat stopped mid-reply); Tokens are what it had generated.
-	Partial bool
-}
+// Message is one turn of a transcript: the conversation's own type (role,
+// text, the token ids it holds in the cache, a reply's stop reason and
+// stats), so the app keeps no copy of it.
+type Message = inference.Message
 
-// Reply is one generation's measurements: ExecuTorch's runner stats (token
-// counts, and timestamps in Unix milliseconds for the stored run, zero when
-// unknown: a restored message) and the precise rates.
-type Reply struct {
-	PrefillTokPerS float64
-	DecodeTokPerS  float64
-	TTFT           time.Duration
-	StopReason     string
-	stats.Stats
+// Reply is one generation's outcome (the new message, stats, stop reason).
+type Reply = inference.Reply
+
+// StopIncomplete is the stop reason of a reply that etchat saved while it
+// streamed and never finished (stored with the partial flag).
+const StopIncomplete = "incomplete"
+
+// IsPartial reports whether m is such a reply.
+func IsPartial(m Message) bool {
+	return m.Role == inference.RoleAssistant && m.StopReason == StopIncomplete
 }
 
 // Progress reports long work: loading a model or prefilling a prompt.
@@ -99,11 +93,11 @@ type Session interface {
 	// Send appends a user turn and generates a reply, streaming text. When
 	// no reply comes (an error before the first token, Stop while reading
 	// the prompt) the turn is taken back whole.
-	Send(ctx context.Context, text string, stream func(delta string)) (Reply, error)
+	Send(ctx context.Context, text string, stream func(delta string)) (*Reply, error)
 	// Regenerate replaces the last reply with a new one.
-	Regenerate(ctx context.Context, stream func(delta string)) (Reply, error)
+	Regenerate(ctx context.Context, stream func(delta string)) (*Reply, error)
 	// EditLast replaces the last user message and generates a new reply.
-	EditLast(ctx context.Context, text string, stream func(delta string)) (Reply, error)
+	EditLast(ctx context.Context, text string, stream func(delta string)) (*Reply, error)
 	// UndoTurn removes the last user turn and its reply.
 	UndoTurn(ctx context.Context) error
 	// UndoTokens removes the last n tokens shown (or the whole user turn
@@ -123,7 +117,7 @@ type Session interface {
 	// Messages is the transcript as the cache holds it now.
 	Messages() []Message
 	// Pending is the transcript with the reply being generated as its last
-	// message (Partial set) and the tokens that makes. Call it only from a
+	// message (IsPartial) and the tokens that makes. Call it only from a
 	// stream or progress callback; ok is false between turns.
 	Pending() (msgs []Message, tokens int, ok bool)
 	// Position is the number of tokens in the cache; Capacity the most it
@@ -179,7 +173,7 @@ type ChatStore interface {
 	SaveSettings(ctx context.Context, id int64, s Settings) error
 	// RecordRun stores a reply's measurements as a chat run (the
 	// Benchmarks tab lists them).
-	RecordRun(ctx context.Context, id int64, model *ModelInfo, engine string, s Settings, r Reply) error
+	RecordRun(ctx context.Context, id int64, model *ModelInfo, engine string, s Settings, st inference.Stats) error
 	LoadConversation(ctx context.Context, id int64) (ConversationSummary, Settings, []Message, error)
 	DeleteConversation(ctx context.Context, id int64) error
 	// Branches says, for each message of the current path, where it stands

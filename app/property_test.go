@@ -181,7 +181,7 @@ func TestChatTranscriptIsTheCacheProperty(t *testing.T) {
 				st = c.State()
 				var shown []int
 				for _, m := range st.Messages {
-					shown = append(shown, m.Tokens...)
+					shown = append(shown, m.IDs...)
 				}
 				if cache := rec.ids(); !slices.Equal(shown, cache) {
 					t.Fatalf("ops %v: the transcript holds %d tokens, the cache %d\ntranscript %v\ncache      %v", ops, len(shown), len(cache), shown, cache)
@@ -191,8 +191,8 @@ func TestChatTranscriptIsTheCacheProperty(t *testing.T) {
 				}
 				// Each message's tokens render it: a reply's text is in them.
 				for i, m := range st.Messages {
-					if text := strings.TrimSpace(m.Text); !strings.Contains(tok.Decode(m.Tokens, true), text) {
-						t.Fatalf("ops %v: message %d shows %q but holds %q", ops, i, text, tok.Decode(m.Tokens, true))
+					if text := strings.TrimSpace(m.Text); !strings.Contains(tok.Decode(m.IDs, true), text) {
+						t.Fatalf("ops %v: message %d shows %q but holds %q", ops, i, text, tok.Decode(m.IDs, true))
 					}
 				}
 				for i := 1; i < len(st.Messages); i++ {

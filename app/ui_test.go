@@ -21,6 +21,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"etchat/inference"
 	"etchat/inference/stats"
 	"etchat/internal/fixtures"
 	"etchat/store"
@@ -690,7 +691,7 @@ func TestTranscriptMarksIncompleteReply(t *testing.T) {
 	v := u.chat
 	v.drawTranscript(ChatState{Loaded: true, Messages: []Message{
 		{Role: "user", Text: "Tell me about the sea."},
-		{Role: "assistant", Text: "The sea is", Tokens: []int{1, 2, 3}, Partial: true},
+		{Role: "assistant", Text: "The sea is", IDs: []int{1, 2, 3}, StopReason: StopIncomplete},
 	}})
 	var text strings.Builder
 	for _, seg := range v.transcript.Segments {
@@ -700,7 +701,7 @@ func TestTranscriptMarksIncompleteReply(t *testing.T) {
 	if md := text.String(); !strings.Contains(md, "The sea is") || !strings.Contains(md, "incomplete: etchat stopped before this reply finished") {
 		t.Errorf("transcript:\n%s", md)
 	}
-	if MessageNote(Message{Role: "assistant", Stats: &Reply{Stats: stats.Stats{NumGeneratedTokens: 3}}}) == IncompleteNote() {
+	if MessageNote(Message{Role: "assistant", Stats: &inference.Stats{Stats: stats.Stats{NumGeneratedTokens: 3}}}) == IncompleteNote() {
 		t.Error("a finished reply is marked incomplete")
 	}
 }
