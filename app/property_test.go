@@ -24,14 +24,15 @@ import (
 // appends, rewind truncates, clear empties), independently of the
 // conversation's own bookkeeping.
 type cacheRecorder struct {
-	mu   sync.Mutex
-	last *recordedSession
+	inner engine.Engine
+	mu    sync.Mutex
+	last  *recordedSession
 }
 
-func (r *cacheRecorder) Name() string { return engine.CPU }
+func (r *cacheRecorder) Name() string { return r.inner.Name() }
 
 func (r *cacheRecorder) Open(ctx context.Context, path string, cfg *kvcache.Config) (engine.Session, error) {
-	s, err := cpu.New(cpu.Options{}).Open(ctx, path, cfg)
+	s, err := r.inner.Open(ctx, path, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +106,28 @@ func (s *recordedSession) CanRewind(n int) bool {
 // cache's, the meter counts them, and each reply's text is what its
 // tokens say.
 func TestChatTranscriptIsTheCacheProperty(t *testing.T) {
-	rec := &cacheRecorder{}
-	engine.Register(engine.CPU, func(engine.Config) (engine.Engine, error) { return rec, nil })
-	t.Cleanup(engines.Register)
+	// The engines the property runs on; the native engine is one more row
+	// (its name and constructor) where its library is built.
+	for _, eng := range []struct {
+		name string
+		open func() (engine.Engine, error)
+	}{
+		{engine.CPU, func() (engine.Engine, error) { return cpu.New(cpu.Options{}), nil }},
+	} {
+		t.Run(eng.name, func(t *testing.T) {
+			inner, err := eng.open()
+			if err != nil {
+				t.Skip(err)
+			}
+			rec := &cacheRecorder{inner: inner}
+			engine.Register(eng.name, func(engine.Config) (engine.Engine, error) { return rec, nil })
+			t.Cleanup(engines.Register)
+			transcriptIsTheCache(t, rec, eng.name)
+		})
+	}
+}
+
+func transcriptIsTheCache(t *testing.T, rec *cacheRecorder, engineName string) {
 
 	inGraph := modelCopy(t, fixtures.InGraph, false)
 	for _, n := range []string{"tokenizer.json", "tokenizer_config.json"} {
@@ -135,7 +155,7 @@ func TestChatTranscriptIsTheCacheProperty(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := rand.New(rand.NewPCG(15, uint64(len(name))))
-			s := DefaultSettings("cpu")
+			s := DefaultSettings(engineName)
 			s.MaxNewTokens = 12
 			run(t, c, errs, c.NewConversation(s))
 			var ops []string
