@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"etchat/inference/cpu"
 	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
+	"etchat/internal/fixtures"
 )
 
 var bg = context.Background()
@@ -484,4 +488,110 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// conversationEngines are the engines the real-model conversation tests
+// run on: the CPU engine here; the native engine is one more row where its
+// library is built.
+var conversationEngines = []struct {
+	name string
+	open func(ctx context.Context, path string, cfg *kvcache.Config) (Session, error)
+}{
+	{"cpu", func(ctx context.Context, path string, cfg *kvcache.Config) (Session, error) {
+		return cpu.New(cpu.Options{}).Open(ctx, path, cfg)
+	}},
+}
+
+// On the real fixtures (the model's own template and tokenizer): random
+// send / stop / undo turn / undo N / regenerate / edit / reset, and after
+// each step the messages' ids are the cache, and each message's ids render
+// its text (what the transcript shows is what the cache holds).
+func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
+	words := []string{"Hello there.", "Tell me more.", "What is my name?", "Why?", "Write a long story about the sea and ships."}
+	for _, eng := range conversationEngines {
+		for _, name := range models(fixtures.Gemma3, fixtures.Llama3, fixtures.Qwen3) {
+			t.Run(eng.name+"/"+name, func(t *testing.T) {
+				dir := fixtures.Unpacked(t, name)
+				info, err := modelinfo.Load(filepath.Join(dir, "model.pte"), modelinfo.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg, err := info.CacheConfig(kvcache.DefaultPolicy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				sess, err := eng.open(bg, filepath.Join(dir, "model.pte"), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sess.Close()
+				chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", info.EOSIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := NewConversation(sess, ConversationOptions{Tokenizer: chat.Tokenizer, Template: chat.Template, Cache: cfg,
+					Generation: Options{MaxNewTokens: 10, Sampling: Sampling{Temperature: 0.8, TopP: 0.9, Seed: 3},
+						StopIDs: chat.StopIDs, TurnEndIDs: chat.TurnEndIDs, PrefillChunk: cfg.MaxWrite}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(11, uint64(len(name))))
+				var ops []string
+				for step := 0; step < 30; step++ {
+					var err error
+					switch k := r.IntN(10); {
+					case k < 3:
+						ops = append(ops, "send")
+						_, err = c.Send(bg, words[r.IntN(len(words))], nil)
+					case k < 4:
+						ops = append(ops, "stop")
+						ctx, cancel := context.WithCancel(bg)
+						n := 0
+						_, err = c.Send(ctx, words[r.IntN(len(words))], func(Token) error {
+							if n++; n == 2 {
+								cancel()
+							}
+							return nil
+						})
+						cancel()
+						if errors.Is(err, context.Canceled) {
+							err = nil
+						}
+						if msgs := c.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == RoleUser {
+							_, err = c.UndoTurn(bg)
+						}
+					case k < 5:
+						ops = append(ops, "undo")
+						_, err = c.UndoTurn(bg)
+					case k < 7:
+						n := 1 + r.IntN(12)
+						ops = append(ops, fmt.Sprintf("undo%d", n))
+						_, err = c.UndoTokens(bg, n)
+					case k < 8:
+						ops = append(ops, "regen")
+						_, err = c.Regenerate(bg, nil)
+					case k < 9:
+						ops = append(ops, "edit")
+						_, err = c.EditLast(bg, words[r.IntN(len(words))], nil)
+					default:
+						ops = append(ops, "reset")
+						err = c.Reset()
+					}
+					if err != nil && !errors.Is(err, ErrPromptTooLong) && !strings.HasPrefix(err.Error(), "nothing to") && !strings.HasPrefix(err.Error(), "no user message") {
+						t.Fatalf("ops %v: %v", ops, err)
+					}
+					var ids []int
+					for i, m := range c.Messages() {
+						ids = append(ids, m.IDs...)
+						if text := strings.TrimSpace(m.Text); !strings.Contains(chat.Tokenizer.Decode(m.IDs, true), text) {
+							t.Fatalf("ops %v: message %d shows %q but holds %q", ops, i, text, chat.Tokenizer.Decode(m.IDs, true))
+						}
+					}
+					if !equalInts(ids, c.CacheIDs()) || len(ids) != sess.Len() {
+						t.Fatalf("ops %v: messages hold %d ids, record %d, session %d", ops, len(ids), len(c.CacheIDs()), sess.Len())
+					}
+				}
+			})
+		}
+	}
 }
