@@ -75,11 +75,6 @@ func (s ChatState) MeterFraction() float64 {
 	return min(1, float64(s.Position)/float64(s.Capacity))
 }
 
-// CanSend reports whether Send would do something now.
-func (s ChatState) CanSend() bool {
-	return !s.Busy && s.Model != nil && strings.TrimSpace(s.Draft) != ""
-}
-
 // CanUndo reports whether there is a turn to undo.
 func (s ChatState) CanUndo() bool { return !s.Busy && s.Loaded && lastUser(s.Messages) >= 0 }
 

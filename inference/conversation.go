@@ -454,7 +454,12 @@ func (c *Conversation) encode(text string) ([]int, error) {
 // transcript shows and what the cache holds are one thing. Where the
 // template's output cannot be mapped back to the messages, they keep the
 // tokens the cache agrees on.
-func (c *Conversation) render() (full, bounds []int, err error) {
+func (c *Conversation) render() (full, bounds []int, err error) { return c.renderFrom(0) }
+
+// renderFrom is render that maps only the messages from index first on
+// back to their tokens (the earlier ones keep the tokens the cache agrees
+// on): DraftTokens needs only the last boundary, on every keystroke.
+func (c *Conversation) renderFrom(first int) (full, bounds []int, err error) {
 	text, err := c.renderText(c.msgs, true)
 	if err != nil {
 		return nil, nil, err
@@ -477,7 +482,7 @@ func (c *Conversation) render() (full, bounds []int, err error) {
 	}
 	for i := 0; i < n-1; i++ {
 		bounds[i] = -1
-		if starts == nil {
+		if starts == nil || i < first {
 			continue
 		}
 		if c.msgs[i].Role != RoleAssistant && c.msgs[i+1].Role == RoleAssistant {
@@ -903,7 +908,7 @@ func (c *Conversation) DraftTokens(text string) (own, total int, err error) {
 	}
 	saved := c.msgs
 	c.msgs = append(cloneMessages(saved), Message{Role: RoleUser, Text: text})
-	full, bounds, err := c.render()
+	full, bounds, err := c.renderFrom(len(saved) - 1)
 	c.msgs = saved
 	if err != nil {
 		return 0, 0, err
