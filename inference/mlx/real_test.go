@@ -75,17 +75,16 @@ func argmax(row []float32) int64 {
 }
 
 // greedy prefills ids from the session's length (in steps of chunk) and
-// decodes n tokens.
-func greedy(t *testing.T, s engine.Session, ids []int64, chunk, n int) []int64 {
-	t.Helper()
+// decodes n tokens. It returns errors rather than failing the test: it runs
+// on goroutines of its own.
+func greedy(s engine.Session, ids []int64, chunk, n int) ([]int64, error) {
 	ctx := context.Background()
 	var row []float32
 	for i := 0; i < len(ids); i += chunk {
 		j := min(i+chunk, len(ids))
-		from := s.Len()
 		var err error
-		if row, err = s.Forward(ctx, ids[i:j], seq(from, j-i)); err != nil {
-			t.Fatal(err)
+		if row, err = s.Forward(ctx, ids[i:j], seq(s.Len(), j-i)); err != nil {
+			return nil, err
 		}
 	}
 	var out []int64
@@ -94,10 +93,10 @@ func greedy(t *testing.T, s engine.Session, ids []int64, chunk, n int) []int64 {
 		out = append(out, tok)
 		var err error
 		if row, err = s.Forward(ctx, []int64{tok}, []int64{int64(s.Len())}); err != nil {
-			t.Fatal(err)
+			return out, err
 		}
 	}
-	return out
+	return out, nil
 }
 
 // onNewThread runs f on a goroutine locked to an OS thread that ends with
@@ -152,8 +151,10 @@ func TestRealThreadAffinity(t *testing.T) {
 			for round := range 4 {
 				c := cases[(i+round)%len(cases)]
 				onNewThread(func() {
-					got := greedy(t, s, c.InputIDs, cfg.MaxWrite, 4)
-					if !slices.Equal(got, c.GreedyIDs[:4]) {
+					got, err := greedy(s, c.InputIDs, cfg.MaxWrite, 4)
+					if err != nil {
+						t.Errorf("session %d round %d: %v", i, round, err)
+					} else if !slices.Equal(got, c.GreedyIDs[:4]) {
 						t.Errorf("session %d round %d: greedy %v, want %v", i, round, got, c.GreedyIDs[:4])
 					}
 				})
