@@ -1,5 +1,0 @@
-//go:build race
-
-package mlx
-
-const raceEnabled = true
