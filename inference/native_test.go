@@ -1,7 +1,6 @@
 package inference
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -407,14 +406,18 @@ func TestNativeBenchModels(t *testing.T) {
 		c := q4.Cases[0]
 		got := greedy(t, q, prefillChunks(t, q, c.InputIDs, qcfg.MaxWrite), c.StablePref)
 		want := c.GreedyIDs[:c.StablePref]
-		if !equalInts(got, want) {
-			msg := fmt.Sprintf("bench-q4 stable prefix: %v, want %v", got, want)
-			if e.Name() != "cpu" && mlxCPUbf16QMM(e) {
-				// MLX CPU's bf16 quantized matmul: see docs/native-engine.md.
-				t.Logf("known MLX CPU numerics: %s", msg)
-				return
+		if e.Name() != "cpu" && mlxCPUbf16QMM(e) {
+			// MLX's CPU backend accumulates a bf16 quantized matmul in bf16
+			// (mlx/backend/cpu/quantized.cpp, _qmm_t: "T sum = 0"), which
+			// moves the first token off PyTorch's (docs/native-engine.md has
+			// the experiment). Should a new MLX fix it, this fails: update
+			// the docs and hold it to the reference like the others.
+			if got[0] == want[0] {
+				t.Errorf("bench-q4 on MLX CPU now starts like PyTorch (%v): the documented bf16 deviation is gone", got)
 			}
-			t.Error(msg)
+			t.Logf("MLX CPU, bf16 q4: %v; PyTorch: %v", got, want)
+		} else if !equalInts(got, want) {
+			t.Errorf("bench-q4 stable prefix: %v, want %v", got, want)
 		}
 	})
 }
