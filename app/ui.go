@@ -109,6 +109,9 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 		if len(models) > 0 {
 			res = u.Library.Add(u.ctx, models...)
 		}
+		if u.BenchVM != nil {
+			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
+		}
 		u.reopenLast()
 		u.do(func() {
 			if err != nil {

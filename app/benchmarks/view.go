@@ -68,11 +68,14 @@ type View struct {
 // comparison, in tabs. w parents the file dialog. It sets vm.OnChange to
 // redraw through fyne.Do and loads the history in the background.
 func NewView(vm *ViewModel, w fyne.Window) fyne.CanvasObject {
-	return newView(context.Background(), vm, w, fyne.Do).root
+	v := newView(context.Background(), vm, w, fyne.Do)
+	go vm.Refresh(v.ctx)
+	return v.root
 }
 
 // NewViewWith is NewView with the function that runs widget updates from
-// other goroutines (the app's, which tests replace).
+// other goroutines (the app's, which tests replace); it does not load the
+// history: the caller calls vm.Refresh when its do is in place.
 func NewViewWith(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func())) fyne.CanvasObject {
 	return newView(ctx, vm, w, do).root
 }
@@ -231,7 +234,6 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	v.root = tabs
 	vm.OnChange = func() { v.do(v.redraw) }
 	v.redraw()
-	go vm.Refresh(ctx)
 	return v
 }
 
