@@ -13,7 +13,6 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
 	"etchat/internal/fixtures"
 )
@@ -432,6 +431,15 @@ func TestKeyboardEnterAndEsc(t *testing.T) {
 	if u.Win.Canvas().Overlays().Top() != nil {
 		t.Error("Esc did not close the dialog")
 	}
+	// Also from a field of the settings sheet, which has the focus (a
+	// focused entry gets the key, not the window).
+	sheet := u.chat.showSettings()
+	field := sheet.entries["Temperature"]
+	u.Win.Canvas().Focus(field)
+	field.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if u.Win.Canvas().Overlays().Top() != nil {
+		t.Error("Esc in the settings sheet did not close it")
+	}
 }
 
 // Items 11 and 16 in the window: an in-graph model's estimate fields are
@@ -455,7 +463,7 @@ func TestLibraryViewFixedFieldsAndTypedPath(t *testing.T) {
 	if top == nil {
 		t.Fatal("no Add dialog")
 	}
-	entry := u.Win.Canvas().Focused().(*widget.Entry)
+	entry := u.Win.Canvas().Focused().(*escEntry)
 	test.Type(entry, extra)
 	entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 	waitFor(t, func() bool { _, ok := u.Library.Entry(extra); return ok })

@@ -156,6 +156,29 @@ func (u *UI) Close() {
 	u.Chat.Close()
 }
 
+// escEntry is an Entry that hands Esc to onEsc (closing its dialog): a
+// focused Entry otherwise swallows the key, and the window never sees it.
+type escEntry struct {
+	widget.Entry
+	onEsc func()
+}
+
+// newEscEntry is an entry for a dialog: Esc closes the top dialog.
+func (u *UI) newEscEntry(multiLine bool) *escEntry {
+	e := &escEntry{onEsc: u.Escape}
+	e.MultiLine = multiLine
+	e.ExtendBaseWidget(e)
+	return e
+}
+
+func (e *escEntry) TypedKey(ev *fyne.KeyEvent) {
+	if ev.Name == fyne.KeyEscape && e.onEsc != nil {
+		e.onEsc()
+		return
+	}
+	e.Entry.TypedKey(ev)
+}
+
 // Escape closes the top dialog or menu, else stops a reply.
 func (u *UI) Escape() {
 	if top := u.Win.Canvas().Overlays().Top(); top != nil {
@@ -418,7 +441,7 @@ func (u *UI) showAbout() {
 
 // prefsSheet is the preferences dialog's widgets.
 type prefsSheet struct {
-	db, lib *widget.Entry
+	db, lib *escEntry
 	engine  *widget.Select
 	theme   *widget.Select
 	enterNL *widget.Check
@@ -427,7 +450,7 @@ type prefsSheet struct {
 }
 
 func (u *UI) newPrefsSheet() *prefsSheet {
-	s := &prefsSheet{db: widget.NewEntry(), lib: widget.NewEntry(), engine: widget.NewSelect(Engines(), nil),
+	s := &prefsSheet{db: u.newEscEntry(false), lib: u.newEscEntry(false), engine: widget.NewSelect(Engines(), nil),
 		theme: widget.NewSelect(Themes, nil), msg: widget.NewLabel(""),
 		enterNL: widget.NewCheck("Enter starts a new line ("+modKey()+"+Enter sends)", nil)}
 	s.enterNL.SetChecked(u.Prefs.EnterNewline())

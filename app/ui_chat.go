@@ -536,7 +536,7 @@ func (v *chatView) undoTokens() {
 }
 
 func (v *chatView) undoTokensDialog() {
-	e := widget.NewEntry()
+	e := v.u.newEscEntry(false)
 	e.SetText(v.undoN.Text)
 	dialog.ShowForm("Undo Tokens", "Undo", "Cancel", []*widget.FormItem{widget.NewFormItem("Tokens", e)}, func(ok bool) {
 		if ok {
@@ -560,7 +560,7 @@ func (v *chatView) editLast() {
 		v.u.ShowError(errors.New("there is no message to edit yet"))
 		return
 	}
-	e := widget.NewMultiLineEntry()
+	e := v.u.newEscEntry(true)
 	e.SetText(st.LastUserText())
 	e.Wrapping = fyne.TextWrapWord
 	e.SetMinRowsVisible(5)
@@ -607,7 +607,7 @@ func (v *chatView) showSettings() *settingsSheet {
 	if s.Engine == "" {
 		s = DefaultSettings(v.u.Prefs.Engine())
 	}
-	sheet := newSettingsSheet(NewSettingsForm(s, st.Model))
+	sheet := newSettingsSheet(NewSettingsForm(s, st.Model), v.u.newEscEntry)
 	var d *dialog.CustomDialog
 	apply := widget.NewButtonWithIcon("Apply", theme.ConfirmIcon(), func() {
 		r := sheet.form.Evaluate()

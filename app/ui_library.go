@@ -280,7 +280,7 @@ func (v *libraryView) addFile() {
 // addPath asks for a file or folder path (typed or pasted; Browse opens
 // the file dialog) and adds it.
 func (v *libraryView) addPath() {
-	e := widget.NewEntry()
+	e := v.u.newEscEntry(false)
 	e.SetPlaceHolder("/path/to/model.pte or a folder of models")
 	var d *dialog.CustomDialog
 	add := func() {

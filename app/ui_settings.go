@@ -16,7 +16,7 @@ import (
 type settingsSheet struct {
 	form    *SettingsForm
 	root    fyne.CanvasObject
-	entries map[string]*widget.Entry
+	entries map[string]*escEntry
 	selects map[string]*widget.Select
 	errs    map[string]*widget.Label
 	summary *widget.Label
@@ -67,8 +67,9 @@ func (s *settingsSheet) field(name string) *string {
 	panic("unknown settings field " + name)
 }
 
-func newSettingsSheet(f *SettingsForm) *settingsSheet {
-	s := &settingsSheet{form: f, entries: map[string]*widget.Entry{}, selects: map[string]*widget.Select{}, errs: map[string]*widget.Label{}}
+// newEntry makes the sheet's entries (Esc closes the sheet).
+func newSettingsSheet(f *SettingsForm, newEntry func(multiLine bool) *escEntry) *settingsSheet {
+	s := &settingsSheet{form: f, entries: map[string]*escEntry{}, selects: map[string]*widget.Select{}, errs: map[string]*widget.Label{}}
 	form := widget.NewForm()
 	cacheFields := map[string]bool{"Capacity": true, "StorageDType": true, "InitialCapacity": true, "Windows": true}
 	for _, fd := range settingsFields {
@@ -90,9 +91,8 @@ func newSettingsSheet(f *SettingsForm) *settingsSheet {
 			}
 			w = sel
 		default:
-			e := widget.NewEntry()
+			e := newEntry(name == "SystemPrompt")
 			if name == "SystemPrompt" {
-				e.MultiLine = true
 				e.Wrapping = fyne.TextWrapWord
 				e.SetMinRowsVisible(3)
 			}

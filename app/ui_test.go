@@ -401,7 +401,7 @@ func TestSettingsSheet(t *testing.T) {
 	}
 	// in-graph: the cache fields are fixed
 	ig, _ := u.Library.Entry(filepath.Join(root, fixtures.InGraph, "model.pte"))
-	sh := newSettingsSheet(NewSettingsForm(DefaultSettings("cpu"), ig.Info))
+	sh := newSettingsSheet(NewSettingsForm(DefaultSettings("cpu"), ig.Info), u.newEscEntry)
 	if !sh.entries["Capacity"].Disabled() || !sh.selects["StorageDType"].Disabled() || sh.entries["Temperature"].Disabled() {
 		t.Error("in-graph sheet: cache fields should be fixed, sampling editable")
 	}
