@@ -472,3 +472,20 @@ func TestLibraryViewFixedFieldsAndTypedPath(t *testing.T) {
 		t.Error("the Add dialog stayed open")
 	}
 }
+
+// The header names the engine, its device, and why auto chose the CPU
+// engine (the native runner library is not built here).
+func TestChatHeaderNamesEngineAndFallback(t *testing.T) {
+	s := greedy(2)
+	s.Engine = "auto"
+	c, _, _ := openLlama(t, s)
+	st := c.State()
+	line := EngineLine(st)
+	if st.Engine.Name != "cpu" || st.Engine.Device != "cpu" || !st.Engine.Fallback || st.Engine.Reason == "" ||
+		!strings.HasPrefix(line, "engine: cpu on cpu — auto: ") {
+		t.Errorf("engine %+v, line %q", st.Engine, line)
+	}
+	if EngineLine(ChatState{Loaded: true, Engine: EngineInfo{Name: "mlx", Device: "metal", Reason: "asked for"}}) != "engine: mlx on metal" {
+		t.Error("an explicit engine's line carries no reason")
+	}
+}

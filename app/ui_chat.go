@@ -28,6 +28,7 @@ type chatView struct {
 	delBtn   *widget.Button
 
 	title      *widget.Label
+	engineLine *widget.Label // the engine, its device, and why auto chose it
 	meter      *widget.ProgressBar
 	meterText  string // the meter's text, in meterLabel beside the bar
 	meterLabel *widget.Label
@@ -157,6 +158,9 @@ func newChatView(u *UI) *chatView {
 
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.title.Truncation = fyne.TextTruncateEllipsis
+	v.engineLine = widget.NewLabel("")
+	v.engineLine.Wrapping = fyne.TextWrapWord
+	v.engineLine.SizeName = theme.SizeNameCaptionText
 	// The meter's text is a label beside the bar, in the window's own text
 	// colour: text drawn inside a bar is white on pale blue in the light
 	// theme.
@@ -180,6 +184,7 @@ func newChatView(u *UI) *chatView {
 	v.activityRow = container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn))
 	v.header = container.NewVBox(
 		container.NewBorder(nil, nil, nil, container.NewHBox(v.greedy, v.settings), v.title),
+		v.engineLine,
 		container.NewBorder(nil, nil, widget.NewLabel("Context"), v.meterLabel, v.meter),
 		v.activityRow,
 		v.errLabel,
@@ -320,10 +325,13 @@ func (v *chatView) refresh() {
 		if t == "" {
 			t = "Conversation"
 		}
-		v.title.SetText(fmt.Sprintf("%s — %s · engine: %s", t, ModelName(st.Model.Path), st.Engine))
+		v.title.SetText(fmt.Sprintf("%s — %s", t, ModelName(st.Model.Path)))
 	}
-	if st.Engine.Fallback && st.Engine.Reason != "" {
-		v.title.SetText(v.title.Text + " (" + st.Engine.Reason + ")")
+	v.engineLine.SetText(EngineLine(st))
+	if v.engineLine.Text == "" {
+		v.engineLine.Hide()
+	} else {
+		v.engineLine.Show()
 	}
 	if st.Model != nil && st.ConvID != 0 {
 		v.u.Prefs.SetLastConversation(st.Model.Path, st.ConvID) // reopened at the next start
@@ -454,6 +462,19 @@ func (v *chatView) drawTranscript(st ChatState) {
 	}
 	v.transcript.Refresh()
 	v.scroll.ScrollToBottom()
+}
+
+// EngineLine is the header's engine line: "engine: cpu on cpu", and why
+// when auto fell back to the CPU engine.
+func EngineLine(st ChatState) string {
+	if !st.Loaded || st.Engine.Name == "" {
+		return ""
+	}
+	line := "engine: " + st.Engine.String()
+	if st.Engine.Fallback && st.Engine.Reason != "" {
+		line += " — " + st.Engine.Reason
+	}
+	return line
 }
 
 // branchSegments are "‹ k/n ›" under message i when it has alternatives:
