@@ -851,6 +851,7 @@ func (c *Chat) hasReply() bool {
 }
 
 // EditLast replaces the last user message with text and generates anew.
+// When no reply comes, the edited text goes into the message box.
 func (c *Chat) EditLast(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return errors.New("the edited message is empty")
@@ -858,9 +859,17 @@ func (c *Chat) EditLast(text string) error {
 	if !c.State().CanEditLast() {
 		return errors.New("there is no message to edit yet")
 	}
-	return c.generate(text, false, func(ctx context.Context, s Session, stream func(string)) (*Reply, error) {
-		return s.EditLast(ctx, text, stream)
+	err := c.generate(text, false, func(ctx context.Context, s Session, stream func(string)) (*Reply, error) {
+		r, err := s.EditLast(ctx, text, stream)
+		if err != nil && (r == nil || r.Result == nil || r.Stats.NumGeneratedTokens == 0) {
+			c.restore(text) // the edited text is not lost: it goes into the message box
+		}
+		return r, err
 	})
+	if err != nil {
+		c.restore(text)
+	}
+	return err
 }
 
 // UndoTurn removes the last exchange.

@@ -61,6 +61,15 @@ func TestChatFailedSendKeepsTextWithFittingAdvice(t *testing.T) {
 	if st := c.State(); st.Restore != mid || len(st.Messages) != 6 {
 		t.Errorf("restore %q, %d messages", st.Restore, len(st.Messages))
 	}
+	// An edit that does not fit: the edited text is kept too.
+	*errs = nil
+	if err := c.EditLast(long); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if st := c.State(); len(*errs) != 1 || st.Restore != long || st.RestoreSeq != 3 {
+		t.Errorf("failed edit: errors %v, restore %d chars (seq %d)", *errs, len(st.Restore), st.RestoreSeq)
+	}
 	// The view puts it back into the (emptied) box.
 	u, root := newTestUI(t)
 	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
