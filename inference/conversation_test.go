@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"etchat/inference/cpu"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/internal/fixtures"
@@ -490,25 +489,14 @@ func b2i(b bool) int {
 	return 0
 }
 
-// conversationEngines are the engines the real-model conversation tests
-// run on: the CPU engine here; the native engine is one more row where its
-// library is built.
-var conversationEngines = []struct {
-	name string
-	open func(ctx context.Context, path string, cfg *kvcache.Config) (Session, error)
-}{
-	{"cpu", func(ctx context.Context, path string, cfg *kvcache.Config) (Session, error) {
-		return cpu.New(cpu.Options{}).Open(ctx, path, cfg)
-	}},
-}
-
 // On the real fixtures (the model's own template and tokenizer): random
 // send / stop / undo turn / undo N / regenerate / edit / reset, and after
 // each step the messages' ids are the cache, and each message's ids render
 // its text (what the transcript shows is what the cache holds).
 func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 	words := []string{"Hello there.", "Tell me more.", "What is my name?", "Why?", "Write a long story about the sea and ships."}
-	for _, eng := range conversationEngines {
+	// Both engines (native_test.go): the native one where its library is built.
+	for _, eng := range bothEngines {
 		for _, name := range models(fixtures.Gemma3, fixtures.Llama3, fixtures.Qwen3) {
 			t.Run(eng.name+"/"+name, func(t *testing.T) {
 				dir := fixtures.Unpacked(t, name)
@@ -520,7 +508,7 @@ func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sess, err := eng.open(bg, filepath.Join(dir, "model.pte"), cfg)
+				sess, err := eng.open(t).Open(bg, filepath.Join(dir, "model.pte"), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
