@@ -75,7 +75,7 @@ func (p *Prefs) Save(dbPath, runnerLib, engine string) error {
 	if runnerLib != "" {
 		fi, err := os.Stat(runnerLib)
 		if err != nil {
-			return fmt.Errorf("the runner library %s cannot be read (%v): build it with scripts/check-native or clear the field to use the CPU engine", runnerLib, unwrapPathErr(err))
+			return fmt.Errorf("the runner library %s cannot be read (%v): build it with scripts/build-native or clear the field to use the CPU engine", runnerLib, unwrapPathErr(err))
 		}
 		if fi.IsDir() {
 			return fmt.Errorf("the runner library path %s is a folder: give the library file (libetchat_runner.dylib)", runnerLib)
