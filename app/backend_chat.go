@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 
@@ -15,11 +16,12 @@ import (
 // (inference.Load): engine choice with its reason and fallback, cache
 // config, tokenizer, template, stop set and vocabulary check.
 type engineOpener struct {
-	prefs *Prefs // may be nil
+	prefs  *Prefs              // may be nil
+	getenv func(string) string // the native library search's environment
 }
 
 // NewOpener returns the Opener the window uses.
-func NewOpener(prefs *Prefs) Opener { return &engineOpener{prefs: prefs} }
+func NewOpener(prefs *Prefs) Opener { return &engineOpener{prefs: prefs, getenv: os.Getenv} }
 
 func (o *engineOpener) library() string {
 	if o.prefs != nil {
@@ -31,7 +33,7 @@ func (o *engineOpener) library() string {
 // OpenEngine picks an engine the way conversations do (auto: the native
 // engine on a GPU, else the CPU engine).
 func (o *engineOpener) OpenEngine(kind string) (inference.Engine, error) {
-	sel, err := inference.SelectEngine(kind, engine.Config{Library: o.library()})
+	sel, err := inference.SelectEngine(kind, engine.Config{Library: o.library(), Getenv: o.getenv})
 	return sel.Engine, err
 }
 
@@ -39,7 +41,7 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	if progress == nil {
 		progress = func(Progress) {}
 	}
-	lo := inference.LoadOptions{Engine: s.Engine, Library: o.library(), NeedTokenizer: true,
+	lo := inference.LoadOptions{Engine: s.Engine, Library: o.library(), Getenv: o.getenv, NeedTokenizer: true,
 		Progress: func(st inference.LoadStep) { progress(Progress{Stage: "loading", Done: st.Done, Total: st.Total}) }}
 	if info.Kind == modelinfo.OffGraph {
 		lo.Policy = s.Policy()

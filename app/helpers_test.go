@@ -34,7 +34,7 @@ func testBackend(t *testing.T) (Backend, *store.DB) {
 	t.Helper()
 	db, path := testDB(t)
 	sa := NewStoreAdapter(db)
-	return Backend{Inspector: NewInspector(), Library: sa, Chats: sa, Opener: NewOpener(nil), DBPath: path, DB: db}, db
+	return Backend{Inspector: NewInspector(), Library: sa, Chats: sa, Opener: hermeticOpener(), DBPath: path, DB: db}, db
 }
 
 // modelCopy makes a private model folder from a fixture (the .pte linked,
@@ -117,4 +117,11 @@ func greedy(n int) Settings {
 	s.MaxNewTokens = n
 	s.Temperature, s.TopP = 0, 1
 	return s
+}
+
+// hermeticOpener is the window's opener with an empty environment: the
+// native engine is found only where a test says so, not through the
+// machine's $ETCHAT_RUNNER (CI sets it for the native tests).
+func hermeticOpener() Opener {
+	return &engineOpener{getenv: func(string) string { return "" }}
 }

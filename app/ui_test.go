@@ -439,7 +439,7 @@ func TestBenchmarksView(t *testing.T) {
 func TestStoreFailureBannerAndPrefs(t *testing.T) {
 	a := test.NewTempApp(t)
 	storeErr := explainStoreErr("/x/etchat.db", errors.New("permission denied"))
-	u := NewUI(a, Backend{Inspector: NewInspector(), Opener: NewOpener(nil), StoreErr: storeErr})
+	u := NewUI(a, Backend{Inspector: NewInspector(), Opener: hermeticOpener(), StoreErr: storeErr})
 	t.Cleanup(u.Close)
 	if !u.banner.Visible() || !strings.Contains(u.banner.Text, "saves nothing") || !strings.Contains(u.banner.Text, "Preferences") {
 		t.Errorf("banner %q", u.banner.Text)

@@ -59,7 +59,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	if *pte == "" {
 		return Usagef("flag -pte is required: the .pte model to measure")
 	}
-	o := bench.Options{PTE: *pte, Tokenizer: *tok, Reps: *reps, NoWarmup: *noWarm, Seed: *seed, AppVersion: Version}
+	o := bench.Options{PTE: *pte, Tokenizer: *tok, Reps: *reps, NoWarmup: *noWarm, Seed: *seed, AppVersion: Version, Getenv: env.Getenv}
 	var err error
 	if o.Prompts, err = intList("p", *prompts); err != nil {
 		return err

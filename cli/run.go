@@ -30,6 +30,7 @@ type runOpts struct {
 	temperature, topP                                   float64
 	seed                                                uint64
 	interactive, warmup, ignoreEOS, asJSON              bool
+	getenv                                              func(string) string // the library search's environment
 	cache                                               cacheFlags
 }
 
@@ -75,6 +76,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	// Everything that can be wrong with the files is found before the
 	// model is loaded.
+	o.getenv = env.Getenv
 	m, err := o.prepare(ids == nil)
 	if err != nil {
 		return err
@@ -248,7 +250,7 @@ func parseIDs(s string) ([]int, error) {
 // false when --prompt-ids makes text optional. A bad --chat is a usage
 // error.
 func (o *runOpts) prepare(needTokenizer bool) (*inference.Model, error) {
-	m, err := inference.Prepare(o.pte, inference.LoadOptions{Engine: o.engine, Policy: o.cache.policy(), Tokenizer: o.tokenizer,
+	m, err := inference.Prepare(o.pte, inference.LoadOptions{Engine: o.engine, Getenv: o.getenv, Policy: o.cache.policy(), Tokenizer: o.tokenizer,
 		NeedTokenizer: needTokenizer, Chat: o.chat})
 	var te *inference.TemplateError
 	if errors.As(err, &te) {

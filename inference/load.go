@@ -22,6 +22,10 @@ type LoadOptions struct {
 	Engine string
 	// Library is the native runner library to load; "" = the usual search.
 	Library string
+	// Getenv is the environment the library search reads ($ETCHAT_RUNNER);
+	// nil = the process's. The CLI passes its own, so tests are not at the
+	// mercy of the machine's.
+	Getenv func(string) string
 	// Policy is the off-graph cache policy; the zero value is
 	// kvcache.DefaultPolicy(). In-graph models ignore it.
 	Policy kvcache.Policy
@@ -214,7 +218,7 @@ func (m *Model) WithPolicy(p kvcache.Policy) (*Model, error) {
 // session on it.
 func (m *Model) Open(ctx context.Context) error {
 	m.opts.step(StageEngine, 2)
-	sel, err := SelectEngine(m.opts.Engine, engine.Config{Library: m.opts.Library})
+	sel, err := SelectEngine(m.opts.Engine, engine.Config{Library: m.opts.Library, Getenv: m.opts.Getenv})
 	if err != nil {
 		return err
 	}
@@ -234,7 +238,7 @@ func (m *Model) OpenOn(ctx context.Context, sel Selection) error {
 	sess, err := m.openProbed(ctx, sel)
 	if err != nil && sel.Auto && !sel.Fallback && ctx.Err() == nil {
 		why := fmt.Sprintf("%s on %s failed (%s)", sel.Name, sel.Device, oneLine(err))
-		if sel, err = cpuFallback(why, engine.Config{Library: m.opts.Library}); err != nil {
+		if sel, err = cpuFallback(why, engine.Config{Library: m.opts.Library, Getenv: m.opts.Getenv}); err != nil {
 			return err
 		}
 		sess, err = m.openProbed(ctx, sel)

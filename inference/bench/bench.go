@@ -277,7 +277,8 @@ type Options struct {
 	Engine       engine.Engine
 	EngineChoice string
 	Library      string
-	Backends     string // what the engine runs on, e.g. "CPU" or "MLX"; "" = from the engine's name
+	Getenv       func(string) string // the environment of the library search; nil = the process's
+	Backends     string              // what the engine runs on, e.g. "CPU" or "MLX"; "" = from the engine's name
 	AppVersion   string
 	Machine      *Machine // nil = DetectMachine
 	Batch        string   // "" = a new one from the clock
@@ -403,7 +404,7 @@ func prepare(o *Options) (*plan, error) {
 	}
 	// The loader reads the model and its tokenizer and checks that they
 	// belong together, as it does for a chat.
-	m, err := inference.Prepare(o.PTE, inference.LoadOptions{Engine: o.EngineChoice, Library: o.Library,
+	m, err := inference.Prepare(o.PTE, inference.LoadOptions{Engine: o.EngineChoice, Library: o.Library, Getenv: o.Getenv,
 		Tokenizer: o.Tokenizer, Hash: true})
 	if err != nil {
 		return nil, err

@@ -125,9 +125,11 @@ func KindOf(name string) (Kind, bool) {
 }
 
 // Config is what a constructor may be told: the runner library to load
-// ("" = the usual search). Engines ignore what does not concern them.
+// ("" = the usual search) and the environment that search reads (nil =
+// the process's). Engines ignore what does not concern them.
 type Config struct {
 	Library string
+	Getenv  func(string) string
 }
 
 // Constructor makes an engine. It fails with an error a person can act on

@@ -23,7 +23,7 @@ func Register() {
 // newMLX loads the runner library; its failures a user fixes (missing, ABI
 // mismatch, unloadable) become *engine.LibraryError.
 func newMLX(c engine.Config) (engine.Engine, error) {
-	e, err := mlx.New(mlx.Options{Library: c.Library})
+	e, err := mlx.New(mlx.Options{Library: c.Library, Getenv: c.Getenv})
 	switch {
 	case err == nil:
 		return e, nil
