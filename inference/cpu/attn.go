@@ -334,11 +334,7 @@ func (p *kvPool) load(dst []float32, srcF []float32, srcH []uint16, at int) {
 			dst[i] = f16ToF32(h)
 		}
 	default:
-		src := srcH[at : at+len(dst)]
-		dst = dst[:len(src)]
-		for i, h := range src {
-			dst[i] = math.Float32frombits(uint32(h) << 16)
-		}
+		widenBF16(dst, srcH[at:at+len(dst)])
 	}
 }
 

@@ -85,7 +85,7 @@ func TestBenchBF16(t *testing.T) {
 }
 
 func benchModels() []string {
-	return []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.BenchBF16}
+	return []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.BenchBF16, fixtures.BenchQ4}
 }
 
 // BenchmarkDecode measures one-token steps after a short prompt.
@@ -296,5 +296,43 @@ func BenchmarkGemv(b *testing.B) {
 			}
 			b.ReportMetric(float64(2*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
 		})
+	}
+}
+
+// BenchmarkQGemv is the quantized decode kernel alone: one input row
+// times a 4- or 8-bit matrix (group 32) the size of llama-bench-q4's
+// embedding (16384 × 512), on one core and on all.
+func BenchmarkQGemv(b *testing.B) {
+	const K, N = 512, 16 << 10
+	for _, bits := range []int{4, 8} {
+		w := &qMatrix{Bits: bits, GroupSize: 32, Rows: N, Cols: K,
+			Packed: make([]uint32, N*K*bits/32), Scales: make([]float32, N*K/32), Biases: make([]float32, N*K/32)}
+		for i := range w.Packed {
+			w.Packed[i] = uint32(i) * 2654435761
+		}
+		for i := range w.Scales {
+			w.Scales[i], w.Biases[i] = 0.01, -0.08
+		}
+		x := make([]float32, K)
+		for i := range x {
+			x[i] = float32(i%5) - 2
+		}
+		out := make([]float32, N)
+		for _, threads := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("q%d/threads=%d", bits, threads), func(b *testing.B) {
+				var job mmJob
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				cpu0 := threadCPU()
+				for i := 0; i < b.N; i++ {
+					qMatMulJob(&job, out, x, 1, w, threads)
+				}
+				b.ReportMetric(float64(N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+				if c := threadCPU() - cpu0; threads == 1 && c > 0 {
+					// on a shared machine the thread's CPU time is the steadier measure
+					b.ReportMetric(float64(N*K)*float64(b.N)/c.Seconds()/1e9, "Gweights/cpu-s")
+				}
+			})
+		}
 	}
 }

@@ -94,9 +94,29 @@ func gemvF32AVX2(x *float32, w *float32, ld, k, nrows int, out *float32)
 //go:noescape
 func gemvBF16AVX2(x *float32, w *uint16, ld, k, nrows int, out *float32)
 
-// gemv computes out[n0:n1] for a single row x when the kernels apply; it
-// reports false when the caller must fall back.
-func gemv(out, x []float32, w *wmat, n0, n1 int) bool {
+//go:noescape
+func deinterleave16AVX2(dst, src *float32, n int)
+
+//go:noescape
+func gemvBF16x16AVX2(xp *float32, w *uint16, ld, k, nrows int, out *float32)
+
+// gemvPrep is the input prepared for gemv, once per matmul: x
+// deinterleaved by 16 into xp, true, when the weights are bf16 with K a
+// multiple of 32 (and xp has room); else x itself, false.
+func gemvPrep(x []float32, w *wmat, xp []float32) ([]float32, bool) {
+	K := w.k
+	if !useAVX2 || w.h == nil || w.fp16 || K == 0 || K%32 != 0 || len(xp) < K {
+		return x, false
+	}
+	x = x[:K]
+	deinterleave16AVX2(&xp[0], &x[0], K)
+	return xp[:K], true
+}
+
+// gemv computes out[n0:n1] for a single row x (as gemvPrep returned it)
+// when the kernels apply; it reports false when the caller must fall
+// back.
+func gemv(out, x []float32, w *wmat, n0, n1 int, prepped bool) bool {
 	K := w.k
 	if !useAVX2 || K == 0 || K%8 != 0 || n1 <= n0 || w.fp16 {
 		return false
@@ -105,10 +125,14 @@ func gemv(out, x []float32, w *wmat, n0, n1 int) bool {
 	last := w.off + (n1-1)*w.ld + K // one past the last element read
 	x = x[:K]
 	o := out[n0:n1]
-	if w.f != nil {
+	switch {
+	case w.f != nil:
 		_ = w.f[first:last]
 		gemvF32AVX2(&x[0], &w.f[first], w.ld, K, n1-n0, &o[0])
-	} else {
+	case prepped:
+		_ = w.h[first:last]
+		gemvBF16x16AVX2(&x[0], &w.h[first], w.ld, K, n1-n0, &o[0])
+	default:
 		_ = w.h[first:last]
 		gemvBF16AVX2(&x[0], &w.h[first], w.ld, K, n1-n0, &o[0])
 	}
@@ -145,4 +169,28 @@ func axpy(y, x []float32, a float32) {
 	}
 	axpyF32AVX2(a, &x[0], &y[0], n)
 	axpyGo(y[n:], x[n:], a)
+}
+
+//go:noescape
+func widenBF16AVX2(dst *float32, src *uint16, n int)
+
+// widenBF16 sets dst[i] to the float32 of the bfloat16 src[i].
+func widenBF16(dst []float32, src []uint16) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 15
+	if useAVX2 && n > 0 {
+		widenBF16AVX2(&dst[0], &src[0], n)
+	}
+	widenBF16Go(dst[n:], src[n:])
+}
+
+//go:noescape
+func dot3x4F32AVX2(x *float32, ldx int, w *float32, ldw int, n int, out *float32)
+
+// dot3x4 sets out[4i+j] to x[i·ldx:]·w[j·ldw:] over K for i < 3, j < 4
+// (a stride 0 repeats a row); K a positive multiple of 8, AVX2 only.
+func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
+	_ = x[2*ldx+K-1]
+	_ = w[3*ldw+K-1]
+	dot3x4F32AVX2(&x[0], ldx, &w[0], ldw, K, &out[0])
 }

@@ -492,3 +492,237 @@ ax8:
 axdone:
 	VZEROUPPER
 	RET
+
+// func widenBF16AVX2(dst *float32, src *uint16, n int)
+// dst[i] = the float32 of bfloat16 src[i], for n a multiple of 16.
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+
+wbloop:
+	TESTQ CX, CX
+	JZ    wbdone
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JMP  wbloop
+
+wbdone:
+	VZEROUPPER
+	RET
+
+// func dot3x4F32AVX2(x *float32, ldx int, w *float32, ldw int, n int, out *float32)
+// out[4i+j] = x[i·ldx : i·ldx+n] · w[j·ldw : j·ldw+n] for i < 3, j < 4; n a
+// multiple of 8. Each of the twelve sums is one eight-lane fused
+// accumulator over n, then its lanes summed ((0+4)+(1+5))+((2+6)+(3+7)):
+// the prefill micro-kernel, three x rows kept in registers against four
+// weight rows read from L1.
+TEXT ·dot3x4F32AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ ldx+8(FP), R8
+	SHLQ $2, R8
+	MOVQ w+16(FP), DI
+	MOVQ ldw+24(FP), R9
+	SHLQ $2, R9
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	LEAQ (R9)(R9*2), R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+d34loop:
+	VMOVUPS (SI), Y12
+	VMOVUPS (SI)(R8*1), Y13
+	VMOVUPS (SI)(R8*2), Y14
+	VMOVUPS (DI), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS (DI)(R9*1), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y5
+	VFMADD231PS Y15, Y14, Y9
+	VMOVUPS (DI)(R9*2), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
+	VMOVUPS (DI)(R10*1), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ d34loop
+	MOVQ out+40(FP), DI
+	VEXTRACTF128 $1, Y0, X12
+	VADDPS X12, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, 0(DI)
+	VEXTRACTF128 $1, Y1, X12
+	VADDPS X12, X1, X1
+	VHADDPS X1, X1, X1
+	VHADDPS X1, X1, X1
+	MOVSS X1, 4(DI)
+	VEXTRACTF128 $1, Y2, X12
+	VADDPS X12, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	MOVSS X2, 8(DI)
+	VEXTRACTF128 $1, Y3, X12
+	VADDPS X12, X3, X3
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	MOVSS X3, 12(DI)
+	VEXTRACTF128 $1, Y4, X12
+	VADDPS X12, X4, X4
+	VHADDPS X4, X4, X4
+	VHADDPS X4, X4, X4
+	MOVSS X4, 16(DI)
+	VEXTRACTF128 $1, Y5, X12
+	VADDPS X12, X5, X5
+	VHADDPS X5, X5, X5
+	VHADDPS X5, X5, X5
+	MOVSS X5, 20(DI)
+	VEXTRACTF128 $1, Y6, X12
+	VADDPS X12, X6, X6
+	VHADDPS X6, X6, X6
+	VHADDPS X6, X6, X6
+	MOVSS X6, 24(DI)
+	VEXTRACTF128 $1, Y7, X12
+	VADDPS X12, X7, X7
+	VHADDPS X7, X7, X7
+	VHADDPS X7, X7, X7
+	MOVSS X7, 28(DI)
+	VEXTRACTF128 $1, Y8, X12
+	VADDPS X12, X8, X8
+	VHADDPS X8, X8, X8
+	VHADDPS X8, X8, X8
+	MOVSS X8, 32(DI)
+	VEXTRACTF128 $1, Y9, X12
+	VADDPS X12, X9, X9
+	VHADDPS X9, X9, X9
+	VHADDPS X9, X9, X9
+	MOVSS X9, 36(DI)
+	VEXTRACTF128 $1, Y10, X12
+	VADDPS X12, X10, X10
+	VHADDPS X10, X10, X10
+	VHADDPS X10, X10, X10
+	MOVSS X10, 40(DI)
+	VEXTRACTF128 $1, Y11, X12
+	VADDPS X12, X11, X11
+	VHADDPS X11, X11, X11
+	VHADDPS X11, X11, X11
+	MOVSS X11, 44(DI)
+	VZEROUPPER
+	RET
+
+// func deinterleave16AVX2(dst, src *float32, n int)
+// For each 16 floats of src: the 8 even-indexed ones, then the 8 odd; n a
+// multiple of 16. The input order gemvBF16x16AVX2 reads.
+TEXT ·deinterleave16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+
+dilloop:
+	TESTQ CX, CX
+	JZ    dildone
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xdd, Y1, Y0, Y3
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JMP  dilloop
+
+dildone:
+	VZEROUPPER
+	RET
+
+// func gemvBF16x16AVX2(xp *float32, w *uint16, ld, k, nrows int, out *float32)
+// out[i] = x · w[i*ld : i*ld+k] for i < nrows, with x given deinterleaved
+// by 16 (deinterleave16AVX2); k a multiple of 32. Sixteen bf16 weights are
+// one 32-byte load: shifted left 16 they are the even elements as fp32,
+// masked to their high halves the odd ones: two vector ops per 16
+// weights instead of two widening loads and two shifts.
+TEXT ·gemvBF16x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ xp+0(FP), SI
+	MOVQ w+8(FP), DI
+	MOVQ ld+16(FP), BX
+	SHLQ $1, BX
+	MOVQ k+24(FP), R12
+	SHRQ $5, R12
+	MOVQ nrows+32(FP), R13
+	MOVQ out+40(FP), DX
+	MOVL $0xffff0000, AX
+	MOVQ AX, X15
+	VPBROADCASTD X15, Y15
+
+g16row:
+	TESTQ R13, R13
+	JZ    g16end
+	MOVQ SI, R8
+	MOVQ DI, R9
+	MOVQ R12, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+g16loop:
+	VMOVDQU (R9), Y4
+	VMOVDQU 32(R9), Y5
+	VPSLLD $16, Y4, Y6
+	VPAND Y15, Y4, Y4
+	VPSLLD $16, Y5, Y7
+	VPAND Y15, Y5, Y5
+	VFMADD231PS (R8), Y6, Y0
+	VFMADD231PS 32(R8), Y4, Y1
+	VFMADD231PS 64(R8), Y7, Y2
+	VFMADD231PS 96(R8), Y5, Y3
+	ADDQ $128, R8
+	ADDQ $64, R9
+	DECQ CX
+	JNZ  g16loop
+
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (DX)
+	ADDQ $4, DX
+	ADDQ BX, DI
+	DECQ R13
+	JMP  g16row
+
+g16end:
+	VZEROUPPER
+	RET

@@ -82,7 +82,7 @@ func TestHalfConversions(t *testing.T) {
 // TestGemv checks the one-row kernels over strided fp32 and bf16 weights.
 func TestGemv(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
-	for _, K := range []int{8, 16, 40, 512} {
+	for _, K := range []int{8, 16, 32, 40, 96, 512} {
 		N, ld := 37, K+8
 		x := make([]float32, K)
 		wf := make([]float32, 3+N*ld)
@@ -198,6 +198,88 @@ func TestAxpy(t *testing.T) {
 		axpy(y, x, a)
 		if !slices.Equal(y, want) {
 			t.Errorf("n=%d: %v, want %v", n, y, want)
+		}
+	}
+}
+
+// TestWidenBF16 checks the vector bf16 → fp32 widening against the Go loop.
+func TestWidenBF16(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	for _, n := range []int{0, 1, 15, 16, 17, 33, 64, 100} {
+		src := make([]uint16, n)
+		for i := range src {
+			src[i] = uint16(r.Uint32())
+		}
+		got, want := make([]float32, n), make([]float32, n)
+		widenBF16(got, src)
+		widenBF16Go(want, src)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: [%d] = %#x, want %#x", n, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
+	}
+}
+
+// TestMatmulRows checks several-row matmuls (the prefill kernels) on fp32,
+// bf16 and fp16 weights, strided, against float64 sums, for row counts
+// around the 3×4 kernel's steps and column ranges that end off a step;
+// and the 3×4 kernel against its Go order, bit for bit.
+func TestMatmulRows(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for _, K := range []int{8, 24, 64, 100} {
+		N, ld := 23, K+8
+		wf := make([]float32, 5+N*ld)
+		wh := make([]uint16, len(wf))
+		wp := make([]uint16, len(wf))
+		for i := range wf {
+			wf[i] = r.Float32() - 0.5
+			wh[i] = f32ToBF16(wf[i])
+			wp[i] = f32ToF16(wf[i])
+		}
+		for _, rows := range []int{2, 3, 4, 5, 7, 9} {
+			x := make([]float32, rows*K)
+			for i := range x {
+				x[i] = r.Float32() - 0.5
+			}
+			for name, w := range map[string]wmat{
+				"f32":  {f: wf, n: N, k: K, ld: ld, off: 5},
+				"bf16": {h: wh, n: N, k: K, ld: ld, off: 5},
+				"fp16": {h: wp, fp16: true, n: N, k: K, ld: ld, off: 5},
+			} {
+				out := make([]float32, rows*N)
+				matmul(nil, out, x, rows, &w, 3)
+				for i := 0; i < rows; i++ {
+					for n := 0; n < N; n++ {
+						var want float64
+						for k := 0; k < K; k++ {
+							v := float64(wf[5+n*ld+k])
+							switch name {
+							case "bf16":
+								v = float64(bf16ToF32(wh[5+n*ld+k]))
+							case "fp16":
+								v = float64(f16ToF32(wp[5+n*ld+k]))
+							}
+							want += float64(x[i*K+k]) * v
+						}
+						if math.Abs(float64(out[i*N+n])-want) > 1e-5*float64(K) {
+							t.Fatalf("%s K=%d rows=%d: out[%d][%d] = %g, want %g", name, K, rows, i, n, out[i*N+n], want)
+						}
+					}
+				}
+			}
+		}
+		if useAVX2 && K%8 == 0 {
+			xs := make([]float32, 3*K)
+			for i := range xs {
+				xs[i] = r.Float32() - 0.5
+			}
+			var got, want [12]float32
+			dot3x4(xs, K, wf, ld, K, &got)
+			dot3x4Go(xs, K, wf, ld, K, &want)
+			if got != want {
+				t.Errorf("K=%d: dot3x4 %v, Go order %v", K, got, want)
+			}
 		}
 	}
 }

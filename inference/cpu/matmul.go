@@ -105,14 +105,21 @@ func convertRow(dst []float32, w []uint16, fp16 bool) {
 		}
 		return
 	}
-	for i, v := range w {
+	widenBF16(dst, w)
+}
+
+// widenBF16Go sets dst[i] to the float32 of the bfloat16 src[i].
+func widenBF16Go(dst []float32, src []uint16) {
+	src = src[:len(dst)]
+	for i, v := range src {
 		dst[i] = math.Float32frombits(uint32(v) << 16)
 	}
 }
 
 // matmulRange computes columns [n0, n1) of out[rows][N] = x[rows][K] · Wᵀ.
 // scratch holds two fp32 rows when half weights are read by several rows.
-func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []float32) {
+// prepped says x is gemvPrep's deinterleaved row (rows 1, bf16 weights).
+func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []float32, prepped bool) {
 	K, N := w.k, w.n
 	row := func(n int, buf []float32) []float32 {
 		base := w.off + n*w.ld
@@ -123,7 +130,7 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 		return buf[:K]
 	}
 	if rows == 1 {
-		if gemv(out, x, w, n0, n1) {
+		if gemv(out, x, w, n0, n1, prepped) {
 			return
 		}
 		for n := n0; n < n1; n++ {
@@ -137,6 +144,10 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 				out[n] = dotF32(x[:K], row(n, scratch))
 			}
 		}
+		return
+	}
+	if useAVX2 && K%8 == 0 && K > 0 && n1-n0 >= 4 {
+		matmulRange3x4(out, x, rows, w, n0, n1, scratch)
 		return
 	}
 	var acc [8]float32
@@ -175,28 +186,92 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 	}
 }
 
+// matmulRange3x4 is matmulRange for several rows on the 3×4 kernel: four
+// weight rows at a time (half ones widened into scratch once, where they
+// stay in L1) against the rows of x three at a time. A last one to three
+// weight rows (or x rows) are run with stride 0, repeating one row.
+func matmulRange3x4(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []float32) {
+	K, N := w.k, w.n
+	var o [12]float32
+	for n := n0; n < n1; {
+		m := 4
+		if n+4 > n1 {
+			m = 1
+		}
+		var wr []float32
+		ldw := 0
+		if w.f != nil {
+			wr = w.f[w.off+n*w.ld:]
+			if m == 4 {
+				ldw = w.ld
+			}
+		} else {
+			for j := 0; j < m; j++ {
+				base := w.off + (n+j)*w.ld
+				convertRow(scratch[j*K:(j+1)*K], w.h[base:base+K], w.fp16)
+			}
+			wr = scratch
+			if m == 4 {
+				ldw = K
+			}
+		}
+		r := 0
+		for ; r+3 <= rows; r += 3 {
+			dot3x4(x[r*K:], K, wr, ldw, K, &o)
+			for i := 0; i < 3; i++ {
+				copy(out[(r+i)*N+n:(r+i)*N+n+m], o[4*i:4*i+m])
+			}
+		}
+		for ; r < rows; r++ {
+			dot3x4(x[r*K:], 0, wr, ldw, K, &o)
+			copy(out[r*N+n:r*N+n+m], o[:m])
+		}
+		n += m
+	}
+}
+
+// dot3x4Go is dot3x4F32AVX2's order in Go: each of the twelve sums one
+// eight-lane fused accumulator over K (a multiple of 8), then hsum8.
+func dot3x4Go(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
+	for i := 0; i < 3; i++ {
+		xi := x[i*ldx : i*ldx+K]
+		for j := 0; j < 4; j++ {
+			wj := w[j*ldw : j*ldw+K]
+			var acc [8]float32
+			for c := 0; c < K; c += 8 {
+				for l := range acc {
+					acc[l] = fma32(wj[c+l], xi[c+l], acc[l])
+				}
+			}
+			out[4*i+j] = hsum8(&acc)
+		}
+	}
+}
+
 // scratchFor is the row-conversion buffer matmulRange needs: only half
 // weights read by more than one row are converted to fp32 first.
 func scratchFor(rows int, w *wmat) []float32 {
 	if w.f != nil || (rows == 1 && !w.fp16) {
 		return nil
 	}
-	return make([]float32, 2*w.k)
+	return make([]float32, 4*w.k)
 }
 
 // mmJob is one matmul, shared by its caller and the workers that join
 // it; a session keeps one so a step allocates none.
 type mmJob struct {
-	out, x []float32
-	rows   int
-	w      *wmat
-	q      *qMatrix      // when set, a quantized matmul (w unused)
-	qp     qPrep         // q's input, prepared once for all blocks
-	block  int           // output columns per block
-	next   atomic.Int64  // the next block of output columns
-	seq    atomic.Uint64 // the matmul's number, 0 while none is posted
-	seats  atomic.Int32  // workers that may still join
-	refs   atomic.Int32  // workers inside run
+	out, x  []float32
+	rows    int
+	w       *wmat
+	prepped bool          // x is gemvPrep's
+	xbuf    []float32     // gemvPrep's room
+	q       *qMatrix      // when set, a quantized matmul (w unused)
+	qp      qPrep         // q's input, prepared once for all blocks
+	block   int           // output columns per block
+	next    atomic.Int64  // the next block of output columns
+	seq     atomic.Uint64 // the matmul's number, 0 while none is posted
+	seats   atomic.Int32  // workers that may still join
+	refs    atomic.Int32  // workers inside run
 }
 
 func (j *mmJob) cols() int {
@@ -221,7 +296,7 @@ func (j *mmJob) run() {
 		if j.q != nil {
 			qMatMulPrepared(j.out, &j.qp, j.rows, j.q, n0, n1)
 		} else {
-			matmulRange(j.out, j.x, j.rows, j.w, n0, n1, scratch)
+			matmulRange(j.out, j.x, j.rows, j.w, n0, n1, scratch, j.prepped)
 		}
 	}
 }
@@ -287,14 +362,21 @@ func mmWorker() {
 func matmul(job *mmJob, out, x []float32, rows int, w *wmat, threads int) {
 	N, K := w.n, w.k
 	nt := mmThreads(threads, rows*N*K, N)
-	if nt <= 1 {
-		matmulRange(out, x, rows, w, 0, N, scratchFor(rows, w))
-		return
-	}
 	if job == nil {
 		job = new(mmJob)
 	}
-	job.out, job.x, job.rows, job.w, job.q = out, x, rows, w, nil
+	prepped := false
+	if rows == 1 && useAVX2 && w.h != nil {
+		if cap(job.xbuf) < K {
+			job.xbuf = make([]float32, K)
+		}
+		x, prepped = gemvPrep(x, w, job.xbuf[:K])
+	}
+	if nt <= 1 {
+		matmulRange(out, x, rows, w, 0, N, scratchFor(rows, w), prepped)
+		return
+	}
+	job.out, job.x, job.rows, job.w, job.q, job.prepped = out, x, rows, w, nil, prepped
 	job.post(nt)
 }
 

@@ -14,10 +14,10 @@ func qDotRows4Q4AVX2(xp *float32, words *uint32, wstride int, scales, biases *fl
 func qDotRows4Q8AVX2(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg int, out *float32)
 
 //go:noescape
-func qDotInputs4Q4AVX2(xp *float32, xstride int, words *uint32, scales, biases *float32, groups, bpg int, out *float32)
+func qDequantQ4AVX2(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
 
 //go:noescape
-func qDotInputs4Q8AVX2(xp *float32, xstride int, words *uint32, scales, biases *float32, groups, bpg int, out *float32)
+func qDequantQ8AVX2(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
 
 // qDotRows4 sets acc[j] to row j's dot with the prepared input xp (rows
 // wstride words and sstride scales and biases apart; 0 repeats a row).
@@ -40,21 +40,28 @@ func qDotRows4(acc *[4]float32, xp []float32, words []uint32, wstride int, scale
 	}
 }
 
-// qDotInputs4 sets acc[i] to the row's dot with prepared input i (inputs
-// xstride floats apart; 0 repeats one input).
-func qDotInputs4(acc *[4]float32, xp []float32, xstride int, words []uint32, scales, biases []float32, groups, bpg, bits int) {
-	K := groups * bpg * 32
-	_ = xp[3*xstride+K+8*groups-1]
-	_ = words[K*bits/32-1]
-	_ = scales[groups-1]
-	_ = biases[groups-1]
+// qDequant writes row r of w into dst (Q·scale + bias, fused).
+func qDequant(dst []float32, w *qMatrix, r int) {
+	G, wpr := w.groups(), w.wordsPerRow()
 	if !useAVX2 {
-		qDotInputs4Go(acc, xp, xstride, words, scales, biases, groups, bpg, bits)
+		qDequantGo(dst, w, r)
 		return
 	}
-	if bits == 4 {
-		qDotInputs4Q4AVX2(&xp[0], 4*xstride, &words[0], &scales[0], &biases[0], groups, bpg, &acc[0])
+	_ = dst[w.Cols-1]
+	words := w.Packed[r*wpr : (r+1)*wpr]
+	sc, bi := w.Scales[r*G:(r+1)*G], w.Biases[r*G:(r+1)*G]
+	if w.Bits == 4 {
+		qDequantQ4AVX2(&dst[0], &words[0], &sc[0], &bi[0], G, w.GroupSize)
 	} else {
-		qDotInputs4Q8AVX2(&xp[0], 4*xstride, &words[0], &scales[0], &biases[0], groups, bpg, &acc[0])
+		qDequantQ8AVX2(&dst[0], &words[0], &sc[0], &bi[0], G, w.GroupSize)
 	}
+}
+
+// qDot3x4 is dot3x4 (prefill's dense kernel), in Go without AVX2.
+func qDot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
+	if !useAVX2 {
+		dot3x4Go(x, ldx, w, ldw, K, out)
+		return
+	}
+	dot3x4(x, ldx, w, ldw, K, out)
 }

@@ -6,15 +6,18 @@
 // 32 elements: a block's words are loaded once and split into four
 // planes of eight lanes, plane p lane l holding the element that the
 // prepared input (qPrep) keeps at 8p+l of the block:
-//   8-bit: 8 words; plane p = (word >> 8p) & 0xff, lane l: element 4l+p;
+//   8-bit: 8 words; plane p = word & (0xff << 8p), lane l: element 4l+p;
 //   4-bit: 4 words, each twice, the upper copy shifted right by 4;
-//          plane p = (. >> 8p) & 0xf, lane l<4: element 8l+2p, lane
+//          plane p = . & (0xf << 8p), lane l<4: element 8l+2p, lane
 //          l≥4: element 8(l−4)+2p+1.
-// Per group: sq = Σ x·Q over its blocks (fused multiply-adds, one per
-// plane in plane order), then acc = sq·scale + acc, acc = sx·bias + acc
-// (fused; sx: the group's lane sums of x, stored after its blocks: the
-// bias term cancels most of the scale term group by group); the result
-// is acc's eight lanes summed as ((0+4)+(1+5))+((2+6)+(3+7)). The Go
+// A plane is Q·2^(8p) (the 8-bit plane 3 is shifted down instead: it
+// would not fit an int32); the prepared input is scaled by 2^(−8p) to
+// match, which changes no product. Per group: sq = Σ x·Q over its
+// blocks (the first product a multiply, then fused multiply-adds in
+// plane order), then acc = sq·scale + acc, acc = sx·bias + acc (fused;
+// sx: the group's lane sums of x, stored after its blocks: the bias
+// term cancels most of the scale term group by group); the result is
+// acc's eight lanes summed as ((0+4)+(1+5))+((2+6)+(3+7)). The Go
 // kernels (qkernel_fast.go) do exactly these operations in this order.
 
 DATA qshift4<>+0(SB)/4, $0
@@ -26,6 +29,83 @@ DATA qshift4<>+20(SB)/4, $4
 DATA qshift4<>+24(SB)/4, $4
 DATA qshift4<>+28(SB)/4, $4
 GLOBL qshift4<>(SB), RODATA|NOPTR, $32
+
+DATA qshift8<>+0(SB)/4, $0
+DATA qshift8<>+4(SB)/4, $4
+DATA qshift8<>+8(SB)/4, $8
+DATA qshift8<>+12(SB)/4, $12
+DATA qshift8<>+16(SB)/4, $16
+DATA qshift8<>+20(SB)/4, $20
+DATA qshift8<>+24(SB)/4, $24
+DATA qshift8<>+28(SB)/4, $28
+GLOBL qshift8<>(SB), RODATA|NOPTR, $32
+
+DATA qmask4<>+0(SB)/4, $0xf
+DATA qmask4<>+4(SB)/4, $0xf
+DATA qmask4<>+8(SB)/4, $0xf
+DATA qmask4<>+12(SB)/4, $0xf
+DATA qmask4<>+16(SB)/4, $0xf
+DATA qmask4<>+20(SB)/4, $0xf
+DATA qmask4<>+24(SB)/4, $0xf
+DATA qmask4<>+28(SB)/4, $0xf
+DATA qmask4<>+32(SB)/4, $0xf00
+DATA qmask4<>+36(SB)/4, $0xf00
+DATA qmask4<>+40(SB)/4, $0xf00
+DATA qmask4<>+44(SB)/4, $0xf00
+DATA qmask4<>+48(SB)/4, $0xf00
+DATA qmask4<>+52(SB)/4, $0xf00
+DATA qmask4<>+56(SB)/4, $0xf00
+DATA qmask4<>+60(SB)/4, $0xf00
+DATA qmask4<>+64(SB)/4, $0xf0000
+DATA qmask4<>+68(SB)/4, $0xf0000
+DATA qmask4<>+72(SB)/4, $0xf0000
+DATA qmask4<>+76(SB)/4, $0xf0000
+DATA qmask4<>+80(SB)/4, $0xf0000
+DATA qmask4<>+84(SB)/4, $0xf0000
+DATA qmask4<>+88(SB)/4, $0xf0000
+DATA qmask4<>+92(SB)/4, $0xf0000
+DATA qmask4<>+96(SB)/4, $0xf000000
+DATA qmask4<>+100(SB)/4, $0xf000000
+DATA qmask4<>+104(SB)/4, $0xf000000
+DATA qmask4<>+108(SB)/4, $0xf000000
+DATA qmask4<>+112(SB)/4, $0xf000000
+DATA qmask4<>+116(SB)/4, $0xf000000
+DATA qmask4<>+120(SB)/4, $0xf000000
+DATA qmask4<>+124(SB)/4, $0xf000000
+GLOBL qmask4<>(SB), RODATA|NOPTR, $128
+DATA qmask8<>+0(SB)/4, $0xff
+DATA qmask8<>+4(SB)/4, $0xff
+DATA qmask8<>+8(SB)/4, $0xff
+DATA qmask8<>+12(SB)/4, $0xff
+DATA qmask8<>+16(SB)/4, $0xff
+DATA qmask8<>+20(SB)/4, $0xff
+DATA qmask8<>+24(SB)/4, $0xff
+DATA qmask8<>+28(SB)/4, $0xff
+DATA qmask8<>+32(SB)/4, $0xff00
+DATA qmask8<>+36(SB)/4, $0xff00
+DATA qmask8<>+40(SB)/4, $0xff00
+DATA qmask8<>+44(SB)/4, $0xff00
+DATA qmask8<>+48(SB)/4, $0xff00
+DATA qmask8<>+52(SB)/4, $0xff00
+DATA qmask8<>+56(SB)/4, $0xff00
+DATA qmask8<>+60(SB)/4, $0xff00
+DATA qmask8<>+64(SB)/4, $0xff0000
+DATA qmask8<>+68(SB)/4, $0xff0000
+DATA qmask8<>+72(SB)/4, $0xff0000
+DATA qmask8<>+76(SB)/4, $0xff0000
+DATA qmask8<>+80(SB)/4, $0xff0000
+DATA qmask8<>+84(SB)/4, $0xff0000
+DATA qmask8<>+88(SB)/4, $0xff0000
+DATA qmask8<>+92(SB)/4, $0xff0000
+DATA qmask8<>+96(SB)/4, $0xff000000
+DATA qmask8<>+100(SB)/4, $0xff000000
+DATA qmask8<>+104(SB)/4, $0xff000000
+DATA qmask8<>+108(SB)/4, $0xff000000
+DATA qmask8<>+112(SB)/4, $0xff000000
+DATA qmask8<>+116(SB)/4, $0xff000000
+DATA qmask8<>+120(SB)/4, $0xff000000
+DATA qmask8<>+124(SB)/4, $0xff000000
+GLOBL qmask8<>(SB), RODATA|NOPTR, $128
 
 // func qDotRows4Q4AVX2(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride int, groups, bpg int, out *float32)
 // out[j] = row j's dot with xp, j < 4: row j's words at words+j·wstride
@@ -44,9 +124,7 @@ TEXT ·qDotRows4Q4AVX2(SB), NOSPLIT, $0-72
 	LEAQ (R9)(R8*1), R10
 	LEAQ (R10)(R8*1), R11
 	LEAQ (BX)(BX*2), R13
-	MOVL $0x0f, R12
-	MOVQ R12, X15
-	VPBROADCASTD X15, Y15
+	VMOVDQU qmask4<>(SB), Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -54,11 +132,70 @@ TEXT ·qDotRows4Q4AVX2(SB), NOSPLIT, $0-72
 q4r4group:
 	TESTQ CX, CX
 	JZ q4r4done
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	VBROADCASTI128 (DI), Y8
+	VPSRLVD qshift4<>(SB), Y8, Y8
+	VBROADCASTI128 (R9), Y9
+	VPSRLVD qshift4<>(SB), Y9, Y9
+	VBROADCASTI128 (R10), Y10
+	VPSRLVD qshift4<>(SB), Y10, Y10
+	VBROADCASTI128 (R11), Y11
+	VPSRLVD qshift4<>(SB), Y11, Y11
+	VPAND Y15, Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS 0(SI), Y12, Y4
+	VPAND Y15, Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VMULPS 0(SI), Y13, Y5
+	VPAND Y15, Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS 0(SI), Y12, Y6
+	VPAND Y15, Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VMULPS 0(SI), Y13, Y7
+	VPAND qmask4<>+32(SB), Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 32(SI), Y12, Y4
+	VPAND qmask4<>+32(SB), Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 32(SI), Y13, Y5
+	VPAND qmask4<>+32(SB), Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 32(SI), Y12, Y6
+	VPAND qmask4<>+32(SB), Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 32(SI), Y13, Y7
+	VPAND qmask4<>+64(SB), Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 64(SI), Y12, Y4
+	VPAND qmask4<>+64(SB), Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 64(SI), Y13, Y5
+	VPAND qmask4<>+64(SB), Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 64(SI), Y12, Y6
+	VPAND qmask4<>+64(SB), Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 64(SI), Y13, Y7
+	VPAND qmask4<>+96(SB), Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 96(SI), Y12, Y4
+	VPAND qmask4<>+96(SB), Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 96(SI), Y13, Y5
+	VPAND qmask4<>+96(SB), Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 96(SI), Y12, Y6
+	VPAND qmask4<>+96(SB), Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 96(SI), Y13, Y7
+	ADDQ $128, SI
+	ADDQ $16, DI
+	ADDQ $16, R9
+	ADDQ $16, R10
+	ADDQ $16, R11
 	MOVQ AX, R12
+	DECQ R12
+	JZ q4r4scale
 q4r4block:
 	VBROADCASTI128 (DI), Y8
 	VPSRLVD qshift4<>(SB), Y8, Y8
@@ -80,52 +217,40 @@ q4r4block:
 	VPAND Y15, Y11, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 0(SI), Y13, Y7
-	VPSRLD $8, Y8, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask4<>+32(SB), Y8, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 32(SI), Y12, Y4
-	VPSRLD $8, Y9, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask4<>+32(SB), Y9, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 32(SI), Y13, Y5
-	VPSRLD $8, Y10, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask4<>+32(SB), Y10, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 32(SI), Y12, Y6
-	VPSRLD $8, Y11, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask4<>+32(SB), Y11, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 32(SI), Y13, Y7
-	VPSRLD $16, Y8, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask4<>+64(SB), Y8, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 64(SI), Y12, Y4
-	VPSRLD $16, Y9, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask4<>+64(SB), Y9, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 64(SI), Y13, Y5
-	VPSRLD $16, Y10, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask4<>+64(SB), Y10, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 64(SI), Y12, Y6
-	VPSRLD $16, Y11, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask4<>+64(SB), Y11, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 64(SI), Y13, Y7
-	VPSRLD $24, Y8, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask4<>+96(SB), Y8, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 96(SI), Y12, Y4
-	VPSRLD $24, Y9, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask4<>+96(SB), Y9, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 96(SI), Y13, Y5
-	VPSRLD $24, Y10, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask4<>+96(SB), Y10, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 96(SI), Y12, Y6
-	VPSRLD $24, Y11, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask4<>+96(SB), Y11, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 96(SI), Y13, Y7
 	ADDQ $128, SI
@@ -135,6 +260,7 @@ q4r4block:
 	ADDQ $16, R11
 	DECQ R12
 	JNZ q4r4block
+q4r4scale:
 	VBROADCASTSS (DX), Y12
 	VFMADD231PS Y12, Y4, Y0
 	VBROADCASTSS (DX)(BX*1), Y13
@@ -199,9 +325,7 @@ TEXT ·qDotRows4Q8AVX2(SB), NOSPLIT, $0-72
 	LEAQ (R9)(R8*1), R10
 	LEAQ (R10)(R8*1), R11
 	LEAQ (BX)(BX*2), R13
-	MOVL $0xff, R12
-	MOVQ R12, X15
-	VPBROADCASTD X15, Y15
+	VMOVDQU qmask8<>(SB), Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -209,11 +333,66 @@ TEXT ·qDotRows4Q8AVX2(SB), NOSPLIT, $0-72
 q8r4group:
 	TESTQ CX, CX
 	JZ q8r4done
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	VMOVDQU (DI), Y8
+	VMOVDQU (R9), Y9
+	VMOVDQU (R10), Y10
+	VMOVDQU (R11), Y11
+	VPAND Y15, Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS 0(SI), Y12, Y4
+	VPAND Y15, Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VMULPS 0(SI), Y13, Y5
+	VPAND Y15, Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS 0(SI), Y12, Y6
+	VPAND Y15, Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VMULPS 0(SI), Y13, Y7
+	VPAND qmask8<>+32(SB), Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 32(SI), Y12, Y4
+	VPAND qmask8<>+32(SB), Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 32(SI), Y13, Y5
+	VPAND qmask8<>+32(SB), Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 32(SI), Y12, Y6
+	VPAND qmask8<>+32(SB), Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 32(SI), Y13, Y7
+	VPAND qmask8<>+64(SB), Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 64(SI), Y12, Y4
+	VPAND qmask8<>+64(SB), Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 64(SI), Y13, Y5
+	VPAND qmask8<>+64(SB), Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 64(SI), Y12, Y6
+	VPAND qmask8<>+64(SB), Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 64(SI), Y13, Y7
+	VPSRLD $24, Y8, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 96(SI), Y12, Y4
+	VPSRLD $24, Y9, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 96(SI), Y13, Y5
+	VPSRLD $24, Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS 96(SI), Y12, Y6
+	VPSRLD $24, Y11, Y13
+	VCVTDQ2PS Y13, Y13
+	VFMADD231PS 96(SI), Y13, Y7
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
 	MOVQ AX, R12
+	DECQ R12
+	JZ q8r4scale
 q8r4block:
 	VMOVDQU (DI), Y8
 	VMOVDQU (R9), Y9
@@ -231,52 +410,40 @@ q8r4block:
 	VPAND Y15, Y11, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 0(SI), Y13, Y7
-	VPSRLD $8, Y8, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask8<>+32(SB), Y8, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 32(SI), Y12, Y4
-	VPSRLD $8, Y9, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask8<>+32(SB), Y9, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 32(SI), Y13, Y5
-	VPSRLD $8, Y10, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask8<>+32(SB), Y10, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 32(SI), Y12, Y6
-	VPSRLD $8, Y11, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask8<>+32(SB), Y11, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 32(SI), Y13, Y7
-	VPSRLD $16, Y8, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask8<>+64(SB), Y8, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 64(SI), Y12, Y4
-	VPSRLD $16, Y9, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask8<>+64(SB), Y9, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 64(SI), Y13, Y5
-	VPSRLD $16, Y10, Y12
-	VPAND Y15, Y12, Y12
+	VPAND qmask8<>+64(SB), Y10, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 64(SI), Y12, Y6
-	VPSRLD $16, Y11, Y13
-	VPAND Y15, Y13, Y13
+	VPAND qmask8<>+64(SB), Y11, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 64(SI), Y13, Y7
 	VPSRLD $24, Y8, Y12
-	VPAND Y15, Y12, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 96(SI), Y12, Y4
 	VPSRLD $24, Y9, Y13
-	VPAND Y15, Y13, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 96(SI), Y13, Y5
 	VPSRLD $24, Y10, Y12
-	VPAND Y15, Y12, Y12
 	VCVTDQ2PS Y12, Y12
 	VFMADD231PS 96(SI), Y12, Y6
 	VPSRLD $24, Y11, Y13
-	VPAND Y15, Y13, Y13
 	VCVTDQ2PS Y13, Y13
 	VFMADD231PS 96(SI), Y13, Y7
 	ADDQ $128, SI
@@ -286,6 +453,7 @@ q8r4block:
 	ADDQ $32, R11
 	DECQ R12
 	JNZ q8r4block
+q8r4scale:
 	VBROADCASTSS (DX), Y12
 	VFMADD231PS Y12, Y4, Y0
 	VBROADCASTSS (DX)(BX*1), Y13
@@ -333,223 +501,77 @@ q8r4done:
 	VZEROUPPER
 	RET
 
-// func qDotInputs4Q4AVX2(xp *float32, xstride int, words *uint32, scales, biases *float32, groups, bpg int, out *float32)
-// out[i] = the row's dot with input i, i < 4, at xp+i·xstride bytes;
-// the row's words are unpacked once for the four. Per input two sums
-// per group, sqA over planes 0 and 2, sqB over 1 and 3, folded as
-// acc = sqA·scale + acc, then acc = sqB·scale + acc.
-TEXT ·qDotInputs4Q4AVX2(SB), NOSPLIT, $0-64
-	MOVQ xp+0(FP), SI
-	MOVQ xstride+8(FP), R8
-	MOVQ words+16(FP), DI
-	MOVQ scales+24(FP), DX
-	MOVQ biases+32(FP), BX
-	MOVQ groups+40(FP), CX
-	MOVQ bpg+48(FP), AX
-	LEAQ (R8)(R8*2), R9
+// func qDequantQ4AVX2(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
+// dst[k] = Q_k·scale + bias, fused, for the groups·gs elements of a row.
+TEXT ·qDequantQ4AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ words+8(FP), SI
+	MOVQ scales+16(FP), DX
+	MOVQ biases+24(FP), BX
+	MOVQ groups+32(FP), CX
+	MOVQ gs+40(FP), AX
+	SHRQ $3, AX
 	MOVL $0x0f, R12
 	MOVQ R12, X15
 	VPBROADCASTD X15, Y15
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-q4i4group:
+	VMOVDQU qshift8<>(SB), Y14
+dq4group:
 	TESTQ CX, CX
-	JZ q4i4done
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	MOVQ AX, R12
-q4i4block:
-	VBROADCASTI128 (DI), Y14
-	VPSRLVD qshift4<>(SB), Y14, Y14
-	VPAND Y15, Y14, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS (SI), Y12, Y4
-	VFMADD231PS (SI)(R8*1), Y12, Y5
-	VFMADD231PS (SI)(R8*2), Y12, Y6
-	VFMADD231PS (SI)(R9*1), Y12, Y7
-	VPSRLD $8, Y14, Y13
-	VPAND Y15, Y13, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 32(SI), Y13, Y8
-	VFMADD231PS 32(SI)(R8*1), Y13, Y9
-	VFMADD231PS 32(SI)(R8*2), Y13, Y10
-	VFMADD231PS 32(SI)(R9*1), Y13, Y11
-	VPSRLD $16, Y14, Y12
-	VPAND Y15, Y12, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 64(SI), Y12, Y4
-	VFMADD231PS 64(SI)(R8*1), Y12, Y5
-	VFMADD231PS 64(SI)(R8*2), Y12, Y6
-	VFMADD231PS 64(SI)(R9*1), Y12, Y7
-	VPSRLD $24, Y14, Y13
-	VPAND Y15, Y13, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 96(SI), Y13, Y8
-	VFMADD231PS 96(SI)(R8*1), Y13, Y9
-	VFMADD231PS 96(SI)(R8*2), Y13, Y10
-	VFMADD231PS 96(SI)(R9*1), Y13, Y11
-	ADDQ $128, SI
-	ADDQ $16, DI
-	DECQ R12
-	JNZ q4i4block
+	JZ dq4done
 	VBROADCASTSS (DX), Y12
-	VFMADD231PS Y12, Y4, Y0
-	VFMADD231PS Y12, Y5, Y1
-	VFMADD231PS Y12, Y6, Y2
-	VFMADD231PS Y12, Y7, Y3
-	VFMADD231PS Y12, Y8, Y0
-	VFMADD231PS Y12, Y9, Y1
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y12, Y11, Y3
 	VBROADCASTSS (BX), Y13
-	VFMADD231PS (SI), Y13, Y0
-	VFMADD231PS (SI)(R8*1), Y13, Y1
-	VFMADD231PS (SI)(R8*2), Y13, Y2
-	VFMADD231PS (SI)(R9*1), Y13, Y3
-	ADDQ $32, SI
-	ADDQ $4, BX
+	MOVQ AX, R9
+dq4loop:
+	VPBROADCASTD (SI), Y0
+	VPSRLVD Y14, Y0, Y0
+	VPAND Y15, Y0, Y0
+	ADDQ $4, SI
+	VCVTDQ2PS Y0, Y0
+	VFMADD213PS Y13, Y12, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ R9
+	JNZ dq4loop
 	ADDQ $4, DX
+	ADDQ $4, BX
 	DECQ CX
-	JMP q4i4group
-q4i4done:
-	MOVQ out+56(FP), DI
-	VEXTRACTF128 $1, Y0, X12
-	VADDPS X12, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	MOVSS X0, 0(DI)
-	VEXTRACTF128 $1, Y1, X12
-	VADDPS X12, X1, X1
-	VHADDPS X1, X1, X1
-	VHADDPS X1, X1, X1
-	MOVSS X1, 4(DI)
-	VEXTRACTF128 $1, Y2, X12
-	VADDPS X12, X2, X2
-	VHADDPS X2, X2, X2
-	VHADDPS X2, X2, X2
-	MOVSS X2, 8(DI)
-	VEXTRACTF128 $1, Y3, X12
-	VADDPS X12, X3, X3
-	VHADDPS X3, X3, X3
-	VHADDPS X3, X3, X3
-	MOVSS X3, 12(DI)
+	JMP dq4group
+dq4done:
 	VZEROUPPER
 	RET
 
-// func qDotInputs4Q8AVX2(xp *float32, xstride int, words *uint32, scales, biases *float32, groups, bpg int, out *float32)
-// out[i] = the row's dot with input i, i < 4, at xp+i·xstride bytes;
-// the row's words are unpacked once for the four. Per input two sums
-// per group, sqA over planes 0 and 2, sqB over 1 and 3, folded as
-// acc = sqA·scale + acc, then acc = sqB·scale + acc.
-TEXT ·qDotInputs4Q8AVX2(SB), NOSPLIT, $0-64
-	MOVQ xp+0(FP), SI
-	MOVQ xstride+8(FP), R8
-	MOVQ words+16(FP), DI
-	MOVQ scales+24(FP), DX
-	MOVQ biases+32(FP), BX
-	MOVQ groups+40(FP), CX
-	MOVQ bpg+48(FP), AX
-	LEAQ (R8)(R8*2), R9
+// func qDequantQ8AVX2(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
+// dst[k] = Q_k·scale + bias, fused, for the groups·gs elements of a row.
+TEXT ·qDequantQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ words+8(FP), SI
+	MOVQ scales+16(FP), DX
+	MOVQ biases+24(FP), BX
+	MOVQ groups+32(FP), CX
+	MOVQ gs+40(FP), AX
+	SHRQ $3, AX
 	MOVL $0xff, R12
 	MOVQ R12, X15
 	VPBROADCASTD X15, Y15
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-q8i4group:
+dq8group:
 	TESTQ CX, CX
-	JZ q8i4done
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	MOVQ AX, R12
-q8i4block:
-	VMOVDQU (DI), Y14
-	VPAND Y15, Y14, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS (SI), Y12, Y4
-	VFMADD231PS (SI)(R8*1), Y12, Y5
-	VFMADD231PS (SI)(R8*2), Y12, Y6
-	VFMADD231PS (SI)(R9*1), Y12, Y7
-	VPSRLD $8, Y14, Y13
-	VPAND Y15, Y13, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 32(SI), Y13, Y8
-	VFMADD231PS 32(SI)(R8*1), Y13, Y9
-	VFMADD231PS 32(SI)(R8*2), Y13, Y10
-	VFMADD231PS 32(SI)(R9*1), Y13, Y11
-	VPSRLD $16, Y14, Y12
-	VPAND Y15, Y12, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 64(SI), Y12, Y4
-	VFMADD231PS 64(SI)(R8*1), Y12, Y5
-	VFMADD231PS 64(SI)(R8*2), Y12, Y6
-	VFMADD231PS 64(SI)(R9*1), Y12, Y7
-	VPSRLD $24, Y14, Y13
-	VPAND Y15, Y13, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 96(SI), Y13, Y8
-	VFMADD231PS 96(SI)(R8*1), Y13, Y9
-	VFMADD231PS 96(SI)(R8*2), Y13, Y10
-	VFMADD231PS 96(SI)(R9*1), Y13, Y11
-	ADDQ $128, SI
-	ADDQ $32, DI
-	DECQ R12
-	JNZ q8i4block
+	JZ dq8done
 	VBROADCASTSS (DX), Y12
-	VFMADD231PS Y12, Y4, Y0
-	VFMADD231PS Y12, Y5, Y1
-	VFMADD231PS Y12, Y6, Y2
-	VFMADD231PS Y12, Y7, Y3
-	VFMADD231PS Y12, Y8, Y0
-	VFMADD231PS Y12, Y9, Y1
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y12, Y11, Y3
 	VBROADCASTSS (BX), Y13
-	VFMADD231PS (SI), Y13, Y0
-	VFMADD231PS (SI)(R8*1), Y13, Y1
-	VFMADD231PS (SI)(R8*2), Y13, Y2
-	VFMADD231PS (SI)(R9*1), Y13, Y3
-	ADDQ $32, SI
-	ADDQ $4, BX
+	MOVQ AX, R9
+dq8loop:
+	VPMOVZXBD (SI), Y0
+	ADDQ $8, SI
+	VCVTDQ2PS Y0, Y0
+	VFMADD213PS Y13, Y12, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ R9
+	JNZ dq8loop
 	ADDQ $4, DX
+	ADDQ $4, BX
 	DECQ CX
-	JMP q8i4group
-q8i4done:
-	MOVQ out+56(FP), DI
-	VEXTRACTF128 $1, Y0, X12
-	VADDPS X12, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	MOVSS X0, 0(DI)
-	VEXTRACTF128 $1, Y1, X12
-	VADDPS X12, X1, X1
-	VHADDPS X1, X1, X1
-	VHADDPS X1, X1, X1
-	MOVSS X1, 4(DI)
-	VEXTRACTF128 $1, Y2, X12
-	VADDPS X12, X2, X2
-	VHADDPS X2, X2, X2
-	VHADDPS X2, X2, X2
-	MOVSS X2, 8(DI)
-	VEXTRACTF128 $1, Y3, X12
-	VADDPS X12, X3, X3
-	VHADDPS X3, X3, X3
-	VHADDPS X3, X3, X3
-	MOVSS X3, 12(DI)
+	JMP dq8group
+dq8done:
 	VZEROUPPER
 	RET

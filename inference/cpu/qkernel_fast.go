@@ -7,15 +7,18 @@ import (
 
 // The fast quantized kernels (qMatMulRange in use on every build): 4- and
 // 8-bit weights with groups of a multiple of 32 elements, read straight
-// from the packed words: per group and lane Σ x·Q on the integers Q,
-// times the scale, plus the bias times the lane's Σx (computed once per
-// input row; adding it group by group keeps the bias term's cancellation
-// of the scale term small). No weight is dequantized. On amd64 with AVX2+FMA the dot products are
-// assembly (qkernel_amd64.s); elsewhere, and under -tags purego, the Go
-// functions below do the same operations in the same order (eight lanes,
-// fused multiply-adds rounded once, the same final sum), so both give
-// the same bits. Decode runs four weight rows per pass over the input;
-// prefill unpacks each weight block once per four input rows.
+// from the packed words. Decode (one input row) takes four weight rows
+// per pass: per group and lane Σ x·Q on the integers Q, times the scale,
+// plus the bias times the lane's Σx (computed once per input; adding it
+// group by group keeps the bias term's cancellation of the scale term
+// small); no weight is dequantized. Prefill (several input rows)
+// dequantizes each weight row once per chunk, four at a time, into a
+// buffer that stays in L1, and runs the dense fp32 3×4 kernel over the
+// chunk's rows. On amd64 with AVX2+FMA these are assembly
+// (qkernel_amd64.s, dot_amd64.s); elsewhere, and under -tags purego, the
+// Go functions below do the same operations in the same order (eight
+// lanes, fused multiply-adds rounded once, the same final sum), so both
+// give the same bits.
 
 // qFast reports whether w has a shape the fast kernels take.
 func qFast(w *qMatrix) bool {
@@ -29,10 +32,28 @@ func qFast(w *qMatrix) bool {
 // stride(w) floats.
 type qPrep struct {
 	xp []float32
+	x  []float32 // the input as given (prefill)
 }
 
 // qPrepStride is the floats of one prepared input row.
 func qPrepStride(w *qMatrix) int { return w.Cols + 8*w.groups() }
+
+// qPlaneScale is 2^(−8p), except for the 8-bit plane 3, which the
+// kernels shift down to Q (as Q·2^24 it would not fit an int32).
+func qPlaneScale(bits, p int) float32 {
+	if bits == 8 && p == 3 {
+		return 1
+	}
+	return float32(math.Ldexp(1, -8*p))
+}
+
+// qPlane is plane p of a lane's word: Q·2^(8p) (8-bit plane 3: Q).
+func qPlane(y uint32, bits, p int) float32 {
+	if bits == 8 && p == 3 {
+		return float32(y >> 24)
+	}
+	return float32(int32(y & ((uint32(1)<<bits - 1) << (8 * p))))
+}
 
 // qPerm is the element of a 32-element block held at plane p, lane l.
 func qPerm(bits, p, l int) int {
@@ -46,15 +67,21 @@ func qPerm(bits, p, l int) int {
 }
 
 func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
+	q.x = x[:n*w.Cols]
+	if n > 1 {
+		return // prefill reads x as it is
+	}
 	K, G, gs, st := w.Cols, w.groups(), w.GroupSize, qPrepStride(w)
 	if cap(q.xp) < n*st {
 		q.xp = make([]float32, n*st)
 	}
 	q.xp = q.xp[:n*st]
 	var perm [32]int
+	var scale [32]float32 // 2^(−8p): planes come out as Q·2^(8p)
 	for p := 0; p < 4; p++ {
 		for l := 0; l < 8; l++ {
 			perm[8*p+l] = qPerm(w.Bits, p, l)
+			scale[8*p+l] = qPlaneScale(w.Bits, p)
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -66,7 +93,7 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 				src := (*[32]float32)(xi[b : b+32])
 				dst := (*[32]float32)(d[:32])
 				for j, k := range perm {
-					dst[j] = src[k]
+					dst[j] = src[k] * scale[j]
 					sx[j%8] += src[k]
 				}
 				d = d[32:]
@@ -95,7 +122,7 @@ func qMatMulRangeFast(out, x []float32, n int, w *qMatrix, r0, r1 int) {
 // qMatMulPrepared is rows [r0, r1) of out[n][Rows] = x · Wᵀ from x
 // prepared in p.
 func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int) {
-	G, wpr, st := w.groups(), w.wordsPerRow(), qPrepStride(w)
+	K, G, wpr := w.Cols, w.groups(), w.wordsPerRow()
 	bpg := w.GroupSize / 32
 	var acc [4]float32
 	if n == 1 {
@@ -110,18 +137,55 @@ func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int) {
 		}
 		return
 	}
-	for r := r0; r < r1; r++ {
-		words, scales, biases := w.Packed[r*wpr:(r+1)*wpr], w.Scales[r*G:(r+1)*G], w.Biases[r*G:(r+1)*G]
+	// prefill: weight rows four at a time, dequantized once for all inputs
+	buf := qRowBufs.Get().(*[]float32)
+	if cap(*buf) < 4*K {
+		*buf = make([]float32, 4*K)
+	}
+	wr := (*buf)[:4*K]
+	var o [12]float32
+	for r := r0; r < r1; {
+		m, ldw := 4, K
+		if r+4 > r1 {
+			m, ldw = 1, 0 // the last rows one at a time
+		}
+		for j := 0; j < m; j++ {
+			qDequant(wr[j*K:(j+1)*K], w, r+j)
+		}
 		i := 0
-		for ; i+4 <= n; i += 4 {
-			qDotInputs4(&acc, p.xp[i*st:], st, words, scales, biases, G, bpg, w.Bits)
-			for j := range 4 {
-				out[(i+j)*w.Rows+r] = acc[j]
+		for ; i+3 <= n; i += 3 {
+			qDot3x4(p.x[i*K:], K, wr, ldw, K, &o)
+			for a := 0; a < 3; a++ {
+				for j := 0; j < m; j++ {
+					out[(i+a)*w.Rows+r+j] = o[4*a+j]
+				}
 			}
 		}
 		for ; i < n; i++ { // the last inputs one at a time
-			qDotInputs4(&acc, p.xp[i*st:], 0, words, scales, biases, G, bpg, w.Bits)
-			out[i*w.Rows+r] = acc[0]
+			qDot3x4(p.x[i*K:], 0, wr, ldw, K, &o)
+			for j := 0; j < m; j++ {
+				out[i*w.Rows+r+j] = o[j]
+			}
+		}
+		r += m
+	}
+	qRowBufs.Put(buf)
+}
+
+var qRowBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// qDequantGo writes row r of w into dst as Q·scale + bias, fused (as
+// qDequantQ*AVX2).
+func qDequantGo(dst []float32, w *qMatrix, r int) {
+	G, wpr, gs := w.groups(), w.wordsPerRow(), w.GroupSize
+	per, mask := 32/w.Bits, uint32(1)<<w.Bits-1
+	words := w.Packed[r*wpr : (r+1)*wpr]
+	dst = dst[:w.Cols]
+	for g := 0; g < G; g++ {
+		s, b := w.Scales[r*G+g], w.Biases[r*G+g]
+		for k := g * gs; k < (g+1)*gs; k++ {
+			q := words[k/per] >> (uint(k%per) * uint(w.Bits)) & mask
+			dst[k] = fma32(float32(q), s, b)
 		}
 	}
 }
@@ -172,24 +236,23 @@ func qWords(words []uint32, b, bits int) [8]uint32 {
 }
 
 // qDotGo is one weight row's dot with one prepared input, in the order of
-// qDotRows4Q*AVX2 (split false) or qDotInputs4Q*AVX2 (split true: planes
-// 0 and 2 and planes 1 and 3 summed apart).
-func qDotGo(xp []float32, words []uint32, scales, biases []float32, groups, bpg, bits int, split bool) float32 {
-	mask := uint32(1)<<bits - 1
+// qDotRows4Q*AVX2.
+func qDotGo(xp []float32, words []uint32, scales, biases []float32, groups, bpg, bits int) float32 {
 	var acc [8]float32
 	b := 0
 	for g := 0; g < groups; g++ {
-		var sq [2][8]float32
-		for range bpg {
+		var sq [8]float32
+		for blk := range bpg {
 			y := qWords(words, b, bits)
 			xb := (*[32]float32)(xp[:32])
 			for p := 0; p < 4; p++ {
-				s := &sq[0]
-				if split && p%2 == 1 {
-					s = &sq[1]
-				}
 				for l := 0; l < 8; l++ {
-					s[l] = fma32(xb[8*p+l], float32(y[l]>>(8*p)&mask), s[l])
+					q := qPlane(y[l], bits, p)
+					if blk == 0 && p == 0 {
+						sq[l] = float32(xb[l] * q) // the group's first product
+					} else {
+						sq[l] = fma32(xb[8*p+l], q, sq[l])
+					}
 				}
 			}
 			xp = xp[32:]
@@ -197,12 +260,7 @@ func qDotGo(xp []float32, words []uint32, scales, biases []float32, groups, bpg,
 		}
 		sc, bi := scales[g], biases[g]
 		for l := range acc {
-			acc[l] = fma32(sq[0][l], sc, acc[l])
-		}
-		if split {
-			for l := range acc {
-				acc[l] = fma32(sq[1][l], sc, acc[l])
-			}
+			acc[l] = fma32(sq[l], sc, acc[l])
 		}
 		sx := (*[8]float32)(xp[:8])
 		for l := range acc {
@@ -217,13 +275,6 @@ func qDotGo(xp []float32, words []uint32, scales, biases []float32, groups, bpg,
 // biases apart) against one input.
 func qDotRows4Go(acc *[4]float32, xp []float32, words []uint32, wstride int, scales, biases []float32, sstride, groups, bpg, bits int) {
 	for j := 0; j < 4; j++ {
-		acc[j] = qDotGo(xp, words[j*wstride:], scales[j*sstride:], biases[j*sstride:], groups, bpg, bits, false)
-	}
-}
-
-// qDotInputs4Go is one weight row against four inputs xstride apart.
-func qDotInputs4Go(acc *[4]float32, xp []float32, xstride int, words []uint32, scales, biases []float32, groups, bpg, bits int) {
-	for i := 0; i < 4; i++ {
-		acc[i] = qDotGo(xp[i*xstride:], words, scales, biases, groups, bpg, bits, true)
+		acc[j] = qDotGo(xp, words[j*wstride:], scales[j*sstride:], biases[j*sstride:], groups, bpg, bits)
 	}
 }

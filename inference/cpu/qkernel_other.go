@@ -8,6 +8,8 @@ func qDotRows4(acc *[4]float32, xp []float32, words []uint32, wstride int, scale
 	qDotRows4Go(acc, xp, words, wstride, scales, biases, sstride, groups, bpg, bits)
 }
 
-func qDotInputs4(acc *[4]float32, xp []float32, xstride int, words []uint32, scales, biases []float32, groups, bpg, bits int) {
-	qDotInputs4Go(acc, xp, xstride, words, scales, biases, groups, bpg, bits)
+func qDequant(dst []float32, w *qMatrix, r int) { qDequantGo(dst, w, r) }
+
+func qDot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
+	dot3x4Go(x, ldx, w, ldw, K, out)
 }
