@@ -1,12 +1,8 @@
 package inference
 
 import (
-	"path/filepath"
 	"testing"
 
-	"etchat/inference/cpu"
-	"etchat/inference/kvcache"
-	"etchat/inference/modelinfo"
 	"etchat/internal/fixtures"
 )
 
@@ -40,39 +36,12 @@ type quantRef struct {
 	} `json:"multiturn"`
 }
 
-// openQuant opens a quantized fixture on the CPU engine with fp32 KV
-// storage (the references are fp32) and its chat setup.
-func openQuant(t *testing.T, name string) (Session, *Chat, *kvcache.Config) {
-	t.Helper()
-	dir := fixtures.Unpacked(t, name)
-	info, err := modelinfo.Load(filepath.Join(dir, "model.pte"), modelinfo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := kvcache.DefaultPolicy()
-	policy.StorageDType = "fp32"
-	cfg, err := info.CacheConfig(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := cpu.New(cpu.Options{}).Open(bg, filepath.Join(dir, "model.pte"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sess.Close() })
-	chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", info.EOSIDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sess, chat, cfg
-}
-
 func TestQuantizedFixturesChat(t *testing.T) {
 	for _, name := range []string{fixtures.Llama3Q4, fixtures.Qwen3Q8} {
 		t.Run(name, func(t *testing.T) {
 			var ref quantRef
 			fixtures.Reference(t, name, &ref)
-			sess, chat, cfg := openQuant(t, name)
+			sess, chat, cfg := openFixture(t, name)
 			for i, c := range ref.Cases {
 				ids := c.InputIDs
 				if c.Kind == "chat" {
@@ -110,7 +79,7 @@ func TestQuantizedFixturesConversation(t *testing.T) {
 			var ref quantRef
 			fixtures.Reference(t, name, &ref)
 			mt := ref.Multiturn
-			sess, chat, cfg := openQuant(t, name)
+			sess, chat, cfg := openFixture(t, name)
 			c, err := NewConversation(sess, ConversationOptions{Tokenizer: chat.Tokenizer, Template: chat.Template, Cache: cfg,
 				Generation: Options{MaxNewTokens: len(mt.Turn1.GeneratedIDs), IgnoreEOS: true, StopIDs: chat.StopIDs,
 					TurnEndIDs: chat.TurnEndIDs, PrefillChunk: cfg.MaxWrite}})
