@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -99,6 +100,11 @@ func (s *recordedSession) CanRewind(n int) bool {
 	return n == s.Len()
 }
 
+// propertySeed varies the property's random walk and sampling (go test
+// ./app -run Property -args -property.seed=N); CI runs the fixed default,
+// so a failure there reproduces here.
+var propertySeed = flag.Uint64("property.seed", 15, "seed of the chat property test's operations and sampling")
+
 // Random sequences of send, stop, undo turn, undo N, regenerate, edit and
 // reset through the chat view-model (real CPU engine, real store) on every
 // off-graph fixture with a tokenizer and on the in-graph one with llama3's
@@ -154,9 +160,10 @@ func transcriptIsTheCache(t *testing.T, rec *cacheRecorder, engineName string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := rand.New(rand.NewPCG(15, uint64(len(name))))
+			r := rand.New(rand.NewPCG(*propertySeed, uint64(len(name))))
 			s := DefaultSettings(engineName)
 			s.MaxNewTokens = 12
+			s.Seed = int64(r.Uint32()) + 1 // 0 would seed the sampler from the clock
 			run(t, c, errs, c.NewConversation(s))
 			var ops []string
 			for step := 0; step < 24; step++ {
@@ -209,10 +216,15 @@ func transcriptIsTheCache(t *testing.T, rec *cacheRecorder, engineName string) {
 				if st.Position != len(shown) {
 					t.Fatalf("ops %v: meter %d, transcript %d tokens", ops, st.Position, len(shown))
 				}
-				// Each message's tokens render it: a reply's text is in them.
+				// Each message's tokens render it: a reply's text is in them,
+				// as the tokenizer normalizes it when a later turn re-encodes
+				// the transcript (Qwen's NFC turns a sampled U+F923 into
+				// U+85CD: the same character).
 				for i, m := range st.Messages {
-					if text := strings.TrimSpace(m.Text); !strings.Contains(tok.Decode(m.IDs, true), text) {
-						t.Fatalf("ops %v: message %d shows %q but holds %q", ops, i, text, tok.Decode(m.IDs, true))
+					text := strings.TrimSpace(m.Text)
+					if held := tok.Decode(m.IDs, true); !strings.Contains(held, text) &&
+						!strings.Contains(held, strings.TrimSpace(tok.Decode(tok.Encode(text, false), true))) {
+						t.Fatalf("ops %v: message %d shows %q but holds %q", ops, i, text, held)
 					}
 				}
 				for i := 1; i < len(st.Messages); i++ {
