@@ -126,7 +126,7 @@ func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int) {
 	bpg := w.GroupSize / 32
 	var acc [4]float32
 	if n == 1 {
-		r := r0
+		r := qDotRowsWide(out, p.xp, w, r0, r1) // AVX-512: eight rows at a time
 		for ; r+4 <= r1; r += 4 {
 			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], wpr, w.Scales[r*G:], w.Biases[r*G:], G, G, bpg, w.Bits)
 			copy(out[r:r+4], acc[:])

@@ -142,28 +142,53 @@ func TestQMatMulNoTrans(t *testing.T) {
 	}
 }
 
-// The fast kernels (AVX2 where the machine has it) and their Go twins give
-// the same bits, for decode (one input: four rows per pass, the last rows
-// one at a time) and prefill (four inputs per pass), every format the
-// fast path takes (groups of 32, 64, 128 and per-channel), and both agree
-// with the definition to rounding.
+// The fast kernels (AVX-512 and AVX2 where the machine has them) and their
+// Go twins give the same bits, for decode (one input: eight rows per pass
+// with AVX-512, four with AVX2, the last rows one at a time) and prefill
+// (four inputs per pass), every format the fast path takes (groups of 32,
+// 64, 128 and per-channel), odd row counts and splits over rows, and all
+// agree with the definition to rounding.
 func TestQKernelsBitIdentical(t *testing.T) {
+	defer func(a2, a512 bool) { useAVX2, useAVX512 = a2, a512 }(useAVX2, useAVX512)
+	hasAVX2, hasAVX512 := useAVX2, useAVX512
+	for _, k := range []struct {
+		name         string
+		avx2, avx512 bool
+		missing      string
+	}{
+		{"avx512", true, true, "AVX-512F"},
+		{"avx2", true, false, "AVX2+FMA"},
+		{"go", false, false, ""},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			if k.avx512 && !hasAVX512 || k.avx2 && !hasAVX2 {
+				t.Skipf("this CPU (or build: -tags purego, not amd64) has no %s kernels", k.missing)
+			}
+			checkQKernels(t, k.avx2, k.avx512)
+		})
+	}
+}
+
+// checkQKernels compares the kernels chosen by avx2 and avx512 with the Go
+// twins (both off), bit for bit, and with the definition.
+func checkQKernels(t *testing.T, avx2, avx512 bool) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, bits := range []int{4, 8} {
-		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {16, 128, 64}, {9, 256, 128}, {12, 96, 96}, {64, 512, 32}} {
+		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {16, 128, 64}, {9, 256, 128}, {12, 96, 96},
+			{64, 512, 32}, {23, 128, 128}, {31, 64, 64}, {8, 32, 32}} {
 			w := quantizeAffine(randMat(rng, c.rows*c.cols), c.rows, c.cols, bits, c.gs)
 			if !qFast(w) {
 				t.Fatalf("q%d g%d: not on the fast path", bits, c.gs)
 			}
 			for _, n := range []int{1, 2, 4, 7} {
 				x := randMat(rng, n*c.cols)
+				useAVX2, useAVX512 = avx2, avx512
 				fast := make([]float32, n*c.rows)
 				qMatMulRangeFast(fast, x, n, w, 0, c.rows)
-				saved := useAVX2
-				useAVX2 = false
+				useAVX2, useAVX512 = false, false
 				portable := make([]float32, n*c.rows)
 				qMatMulRangeFast(portable, x, n, w, 0, c.rows)
-				useAVX2 = saved
+				useAVX2, useAVX512 = avx2, avx512
 				want := make([]float32, n*c.rows)
 				qMatMulRef(want, x, n, w)
 				for i := range fast {
@@ -174,20 +199,21 @@ func TestQKernelsBitIdentical(t *testing.T) {
 						t.Fatalf("q%d g%d n=%d: out[%d] = %v, reference %v", bits, c.gs, n, i, fast[i], want[i])
 					}
 				}
-				// a split over rows (what the workers get) gives the same bits
-				part := make([]float32, n*c.rows)
-				for r0 := 0; r0 < c.rows; r0 += 5 {
-					qMatMulRangeFast(part, x, n, w, r0, min(r0+5, c.rows))
-				}
-				for i := range part {
-					if math.Float32bits(part[i]) != math.Float32bits(fast[i]) {
-						t.Fatalf("q%d g%d n=%d: out[%d] over a 5-row split %v, whole %v", bits, c.gs, n, i, part[i], fast[i])
+				// splits over rows (what the workers get) give the same bits
+				for _, step := range []int{5, 11, 16} {
+					part := make([]float32, n*c.rows)
+					for r0 := 0; r0 < c.rows; r0 += step {
+						qMatMulRangeFast(part, x, n, w, r0, min(r0+step, c.rows))
+					}
+					for i := range part {
+						if math.Float32bits(part[i]) != math.Float32bits(fast[i]) {
+							t.Fatalf("q%d g%d n=%d: out[%d] over a %d-row split %v, whole %v", bits, c.gs, n, i, step, part[i], fast[i])
+						}
 					}
 				}
 			}
 		}
 	}
-	t.Logf("AVX2 kernels: %v", useAVX2)
 }
 
 // Through the shared workers (input prepared once per matmul) the bits are
