@@ -131,14 +131,56 @@ func BenchmarkPrefill(b *testing.B) {
 				ids[i], pos[i] = int64(i+3), int64(i)
 			}
 			ctx := context.Background()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			b.ResetTimer()
+			cpu0 := threadCPU()
 			for i := 0; i < b.N; i++ {
 				s.Clear()
 				if _, err := s.Forward(ctx, ids, pos); err != nil {
 					b.Fatal(err)
 				}
 			}
+			if c := threadCPU() - cpu0; c > 0 && runtime.GOMAXPROCS(0) == 1 {
+				// one thread: the calling thread's CPU time is all of it
+				b.ReportMetric(float64(b.N*len(ids))/c.Seconds(), "tok/cpu-s")
+			}
 			b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
+
+// BenchmarkPrefillMatmul is one prefill matmul on one thread (128 input
+// rows, bf16 weights, the shapes of llama-bench's FFN), in multiply-adds
+// per second of the thread's CPU time: the kernel in use (6×8 with
+// AVX-512, else 3×4) with its weight conversion.
+func BenchmarkPrefillMatmul(b *testing.B) {
+	const rows = 128
+	for _, s := range []struct{ K, N int }{{512, 1536}, {1536, 512}} {
+		b.Run(fmt.Sprintf("K%d-N%d", s.K, s.N), func(b *testing.B) {
+			h := make([]uint16, s.N*s.K)
+			for i := range h {
+				h[i] = f32ToBF16(float32(i%7) - 3)
+			}
+			x := make([]float32, rows*s.K)
+			for i := range x {
+				x[i] = float32(i%5) - 2
+			}
+			w := wmat{h: h, n: s.N, k: s.K, ld: s.K}
+			out := make([]float32, rows*s.N)
+			scratch := scratchFor(rows, &w)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			cpu0 := threadCPU()
+			for i := 0; i < b.N; i++ {
+				matmulRange(out, x, rows, &w, 0, s.N, scratch, false)
+			}
+			macs := float64(rows*s.N*s.K) * float64(b.N)
+			if c := threadCPU() - cpu0; c > 0 {
+				b.ReportMetric(macs/c.Seconds()/1e9, "GMAC/cpu-s")
+			}
+			b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
 	}
 }

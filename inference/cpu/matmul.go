@@ -146,6 +146,10 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 		}
 		return
 	}
+	if useGemm512 && K%8 == 0 && K > 0 && rows >= gemmMinRows {
+		matmulRangeWide(out, x, rows, w, n0, n1)
+		return
+	}
 	if useAVX2 && K%8 == 0 && K > 0 && n1-n0 >= 4 {
 		matmulRange3x4(out, x, rows, w, n0, n1, scratch)
 		return
@@ -253,6 +257,9 @@ func dot3x4Go(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
 func scratchFor(rows int, w *wmat) []float32 {
 	if w.f != nil || (rows == 1 && !w.fp16) {
 		return nil
+	}
+	if useGemm512 && w.k%8 == 0 && w.k > 0 && rows >= gemmMinRows {
+		return nil // matmulRangeWide packs into a gemmBuf
 	}
 	return make([]float32, 4*w.k)
 }
