@@ -157,13 +157,22 @@ func (s *session) batchedMatmul(a, b *tensor) (*tensor, error) {
 	return s.newF(stF32, shape, o), nil
 }
 
+// kvRows is one layer's keys or values as attend reads them: head h's
+// rows at h·hs, D apart, in f (fp32) or, when h is set, bf16.
+type kvRows struct {
+	f  []float32
+	h  []uint16
+	hs int
+}
+
 // attend computes softmax(q·kᵀ·scale)·v per query head over S keys.
-// q is [Hq][T][D], k and v are [Hkv][S][D]; query t sits at logical
+// q is [Hq][T][D], k and v hold [Hkv][S][D]; query t sits at logical
 // position qBase+t, key j at kBase+j; a query sees keys at positions ≤ its
-// own and, with window > 0, greater than its position − window.
+// own and, with window > 0, greater than its position − window. bf16 rows
+// are read only with the AVX2 kernels (direct reports whether they apply).
 //
 // scores, when it holds S floats, is the single-threaded path's scratch.
-func attend(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int, scores []float32) {
+func attend(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int, scores []float32) {
 	if threads <= 1 || hq == 1 || T*S*D < 1<<14 {
 		if len(scores) < S {
 			scores = make([]float32, S)
@@ -183,13 +192,18 @@ func attend(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, 
 	wg.Wait()
 }
 
+// attendDirect reports whether attend's AVX2 paths apply to head size D:
+// the scores by gemv (bit for bit dotF32) and the weighted sum by
+// wsumRows (bit for bit axpy), reading bf16 rows in place.
+func attendDirect(D int) bool { return useAVX2 && D > 0 && D%8 == 0 }
+
 // attendHeads is attend for heads h0, h0+step, … with scores as scratch.
-func attendHeads(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, step int, scores []float32) {
+func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, step int, scores []float32) {
 	group := hq / hkv
+	direct := attendDirect(D)
 	for h := h0; h < hq; h += step {
 		kh := h / group
-		kk := k[kh*S*D : (kh+1)*S*D]
-		vv := v[kh*S*D : (kh+1)*S*D]
+		ko, vo := kh*k.hs, kh*v.hs
 		for t := 0; t < T; t++ {
 			qp := qBase + t
 			qv := q[(h*T+t)*D : (h*T+t+1)*D]
@@ -206,10 +220,23 @@ func attendHeads(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window 
 				continue
 			}
 			m := float32(math.Inf(-1))
-			for j := lo; j < hi; j++ {
-				sc := dotF32(qv, kk[j*D:(j+1)*D]) * scale
-				scores[j] = sc
-				m = max(m, sc)
+			if direct {
+				w := wmat{f: k.f, h: k.h, n: S, k: D, ld: D, off: ko}
+				if !gemv(scores, qv, &w, lo, hi, false) {
+					dotRows(scores[lo:hi], qv, k, ko+lo*D, D)
+				}
+				for j := lo; j < hi; j++ {
+					sc := scores[j] * scale
+					scores[j] = sc
+					m = max(m, sc)
+				}
+			} else {
+				kk := k.f[ko : ko+S*D]
+				for j := lo; j < hi; j++ {
+					sc := dotF32(qv, kk[j*D:(j+1)*D]) * scale
+					scores[j] = sc
+					m = max(m, sc)
+				}
 			}
 			var sum float32
 			for j := lo; j < hi; j++ {
@@ -218,9 +245,38 @@ func attendHeads(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window 
 				sum += e
 			}
 			inv := 1 / sum
+			if direct {
+				for j := lo; j < hi; j++ {
+					scores[j] *= inv
+				}
+				if v.h != nil {
+					wsumRows(o, nil, v.h[vo+lo*D:], D, scores[lo:hi])
+				} else {
+					wsumRows(o, v.f[vo+lo*D:], nil, D, scores[lo:hi])
+				}
+				continue
+			}
+			vv := v.f[vo : vo+S*D]
 			for j := lo; j < hi; j++ {
 				axpy(o, vv[j*D:(j+1)*D], scores[j]*inv)
 			}
+		}
+	}
+}
+
+// dotRows sets out[j] = dotF32(q, row j) for the rows from at, D apart.
+func dotRows(out, q []float32, k kvRows, at, D int) {
+	var row []float32
+	if k.h != nil {
+		row = make([]float32, D)
+	}
+	for j := range out {
+		p := at + j*D
+		if k.h != nil {
+			widenBF16(row, k.h[p:p+D])
+			out[j] = dotF32(q, row)
+		} else {
+			out[j] = dotF32(q, k.f[p:p+D])
 		}
 	}
 }
@@ -266,7 +322,8 @@ func (s *session) sdpa(n *g.SdpaNode) error {
 	} else {
 		qBase = 1 << 30 // sees every key
 	}
-	attend(o, s.fl(q), s.fl(k), s.fl(v), hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads, s.scores(S))
+	kr, vr := kvRows{f: s.fl(k), hs: S * D}, kvRows{f: s.fl(v), hs: S * D}
+	attend(o, s.fl(q), kr, vr, hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads, s.scores(S))
 	return s.set(n.Out, s.newF(q.dt, []int{1, hq, T, D}, o))
 }
 
@@ -405,6 +462,31 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 		off += r.Len
 	}
 	S := plan.End() - plan.ReadBase
+	o, err := s.allocF(hq * T * D)
+	if err != nil {
+		return err
+	}
+	window := 0
+	if l := s.cfg.Layers[layer]; l.Kind == kvcache.Ring {
+		window = l.Window
+	}
+	dt := q.dt
+	if n.OutDType != nil && isFloatST(int(*n.OutDType)) {
+		dt = int(*n.OutDType)
+	}
+	s.plans = append(s.plans, plan)
+	if rd := plan.Reads(); len(rd) == 1 && rd[0].Len == S && pool.dt != kvcache.Float16 && attendDirect(D) {
+		// one range of the pool: attend reads it in place
+		at, hs := rd[0].Start*D, pool.rows*D
+		kr, vr := kvRows{hs: hs}, kvRows{hs: hs}
+		if pool.dt == kvcache.Float32 {
+			kr.f, vr.f = pool.kf[at:], pool.vf[at:]
+		} else {
+			kr.h, vr.h = pool.kh[at:], pool.vh[at:]
+		}
+		attend(o, s.fl(q), kr, vr, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(S))
+		return s.set(n.Out, s.newF(dt, []int{1, hq, T, D}, o))
+	}
 	need = H * S * D
 	if cap(s.kbuf) < need {
 		c := max(need, 2*cap(s.kbuf)) // grows with the context, doubling
@@ -421,19 +503,7 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 		}
 		j += r.Len
 	}
-	o, err := s.allocF(hq * T * D)
-	if err != nil {
-		return err
-	}
-	window := 0
-	if l := s.cfg.Layers[layer]; l.Kind == kvcache.Ring {
-		window = l.Window
-	}
-	attend(o, s.fl(q), kb, vb, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(S))
-	dt := q.dt
-	if n.OutDType != nil && isFloatST(int(*n.OutDType)) {
-		dt = int(*n.OutDType)
-	}
-	s.plans = append(s.plans, plan)
+	kr, vr := kvRows{f: kb, hs: S * D}, kvRows{f: vb, hs: S * D}
+	attend(o, s.fl(q), kr, vr, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(S))
 	return s.set(n.Out, s.newF(dt, []int{1, hq, T, D}, o))
 }

@@ -177,17 +177,17 @@ func (s *session) exec(in g.Instruction) error {
 	case *g.UpdateAndAttendNode:
 		return s.updateAndAttend(n)
 	case *g.AddNode:
-		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a + b }, func(a, b int64) int64 { return a + b })
+		return s.binaryOp(g.BinaryNode(*n), opAdd)
 	case *g.SubtractNode:
-		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a - b }, func(a, b int64) int64 { return a - b })
+		return s.binaryOp(g.BinaryNode(*n), opSub)
 	case *g.MultiplyNode:
-		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a * b }, func(a, b int64) int64 { return a * b })
+		return s.binaryOp(g.BinaryNode(*n), opMul)
 	case *g.DivideNode:
-		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return a / b }, nil)
+		return s.binaryOp(g.BinaryNode(*n), opDiv)
 	case *g.MaximumNode:
-		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return max(a, b) }, func(a, b int64) int64 { return max(a, b) })
+		return s.binaryOp(g.BinaryNode(*n), opMax)
 	case *g.MinimumNode:
-		return s.binary(g.BinaryNode(*n), func(a, b float32) float32 { return min(a, b) }, func(a, b int64) int64 { return min(a, b) })
+		return s.binaryOp(g.BinaryNode(*n), opMin)
 	case *g.NotEqualNode:
 		return s.compare(g.BinaryNode(*n), func(c int) bool { return c != 0 })
 	case *g.EqualNode:
@@ -241,13 +241,13 @@ func (s *session) exec(in g.Instruction) error {
 			return 0.5 * x * (1 + float32(math.Erf(float64(x*0.7071067812))))
 		})
 	case *g.SiluNode:
-		return s.unary(n.X, n.Out, func(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) })
+		return s.unaryOp(n.X, n.Out, opSilu)
 	case *g.SigmoidNode:
-		return s.unary(n.X, n.Out, func(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) })
+		return s.unaryOp(n.X, n.Out, opSigmoid)
 	case *g.TanhNode:
 		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Tanh(float64(x))) })
 	case *g.RsqrtNode:
-		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(1 / math.Sqrt(float64(x))) })
+		return s.unaryOp(n.X, n.Out, opRsqrt)
 	case *g.SqrtNode:
 		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Sqrt(float64(x))) })
 	case *g.SinNode:
@@ -255,9 +255,9 @@ func (s *session) exec(in g.Instruction) error {
 	case *g.CosNode:
 		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Cos(float64(x))) })
 	case *g.ExpNode:
-		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Exp(float64(x))) })
+		return s.unaryOp(n.X, n.Out, opExp)
 	case *g.SquareNode:
-		return s.unary(n.X, n.Out, func(x float32) float32 { return x * x })
+		return s.unaryOp(n.X, n.Out, opSquare)
 	case *g.AbsNode:
 		return s.unary(n.X, n.Out, func(x float32) float32 { return float32(math.Abs(float64(x))) })
 	case *g.NegNode:
@@ -273,7 +273,7 @@ func (s *session) exec(in g.Instruction) error {
 			}
 			return s.set(n.Out, s.newI(x.dt, x.shape, o))
 		}
-		return s.unary(n.X, n.Out, func(x float32) float32 { return -x })
+		return s.unaryOp(n.X, n.Out, opNeg)
 	case *g.ContiguousNode:
 		x, err := s.get(n.X)
 		if err != nil {
@@ -429,6 +429,13 @@ func sign(x int) int {
 }
 
 func (s *session) unary(xt, out g.Tid, fn func(float32) float32) error {
+	return s.unaryWith(xt, out, opNone, fn)
+}
+
+// unaryOp is unary with op's typed loop.
+func (s *session) unaryOp(xt, out g.Tid, op unOp) error { return s.unaryWith(xt, out, op, nil) }
+
+func (s *session) unaryWith(xt, out g.Tid, op unOp, fn func(float32) float32) error {
 	x, err := s.get(xt)
 	if err != nil {
 		return err
@@ -438,8 +445,12 @@ func (s *session) unary(xt, out g.Tid, fn func(float32) float32) error {
 	if err != nil {
 		return err
 	}
-	for i, v := range src {
-		o[i] = fn(v)
+	if op != opNone {
+		unaryF32(op, o, src)
+	} else {
+		for i, v := range src {
+			o[i] = fn(v)
+		}
 	}
 	dt := x.dt
 	if !isFloatST(dt) {
@@ -465,6 +476,17 @@ func promote(a, b int) int {
 }
 
 func (s *session) binary(n g.BinaryNode, ff func(a, b float32) float32, fi func(a, b int64) int64) error {
+	return s.binaryWith(n, 0, false, ff, fi)
+}
+
+// binaryOp is binary with op's typed loops.
+func (s *session) binaryOp(n g.BinaryNode, op binOp) error {
+	return s.binaryWith(n, op, true, op.f32, op.i64())
+}
+
+// binaryWith runs ff (op's typed loops when typed) over a and b broadcast
+// together.
+func (s *session) binaryWith(n g.BinaryNode, op binOp, typed bool, ff func(a, b float32) float32, fi func(a, b int64) int64) error {
 	a, err := s.get(n.A)
 	if err != nil {
 		return err
@@ -500,19 +522,35 @@ func (s *session) binary(n g.BinaryNode, ff func(a, b float32) float32, fi func(
 	if err != nil {
 		return err
 	}
-	// Fast paths: equal contiguous shapes, or b a broadcast along leading
-	// dimensions of a contiguous last-axis vector.
-	if a.f != nil && b.f != nil && a.contiguous() && b.contiguous() && len(a.f) >= a.off+cnt && a.numel() == cnt && b.numel() == cnt {
+	// Fast paths: equal contiguous shapes; typed, also one operand
+	// contiguous and the other repeated along its leading dimensions.
+	aFull := a.f != nil && a.contiguous() && a.numel() == cnt
+	bFull := b.f != nil && b.contiguous() && b.numel() == cnt
+	if aFull && bFull {
 		x, y := a.f[a.off:a.off+cnt], b.f[b.off:b.off+cnt]
-		for i := range o {
-			o[i] = ff(x[i], y[i])
+		if typed {
+			binVV(op, o, x, y)
+		} else {
+			for i := range o {
+				o[i] = ff(x[i], y[i])
+			}
 		}
+		return s.set(n.Out, s.newF(dt, shape, o))
+	}
+	if typed && aFull && rowBroadcast(b.shape, shape) && binRows(op, o, a.f[a.off:a.off+cnt], b, false) {
+		return s.set(n.Out, s.newF(dt, shape, o))
+	}
+	if typed && bFull && rowBroadcast(a.shape, shape) && binRows(op, o, b.f[b.off:b.off+cnt], a, true) {
 		return s.set(n.Out, s.newF(dt, shape, o))
 	}
 	av, _ := s.broadcastView(a, shape)
 	bv, _ := s.broadcastView(b, shape)
 	x := s.fl(av)
 	y := s.fl(bv)
+	if typed {
+		binVV(op, o, x, y)
+		return s.set(n.Out, s.newF(dt, shape, o))
+	}
 	for i := range o {
 		o[i] = ff(x[i], y[i])
 	}

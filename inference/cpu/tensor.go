@@ -205,9 +205,16 @@ func (t *tensor) floats(dst []float32) []float32 {
 	j := 0
 	switch {
 	case t.f != nil:
-		iterate(t.shape, t.strides, t.off, func(k int) { dst[j] = t.f[k]; j++ })
+		forRows(t.shape, t.strides, t.off, func(k, n, stride int) {
+			gatherF32(dst[j:j+n], t.f, k, stride)
+			j += n
+		})
 	case t.h != nil:
-		iterate(t.shape, t.strides, t.off, func(k int) { dst[j] = t.halfAt(k); j++ })
+		fp16 := t.dt == stF16
+		forRows(t.shape, t.strides, t.off, func(k, n, stride int) {
+			gatherHalf(dst[j:j+n], t.h, k, stride, fp16)
+			j += n
+		})
 	case t.u != nil:
 		iterate(t.shape, t.strides, t.off, func(k int) { dst[j] = float32(t.u[k]); j++ })
 	default:

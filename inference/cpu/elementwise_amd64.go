@@ -1,0 +1,49 @@
+//go:build amd64 && !purego
+
+package cpu
+
+//go:noescape
+func wsumRowsF32AVX2(o *float32, v *float32, ld int, p *float32, nrows, n int)
+
+//go:noescape
+func wsumRowsBF16AVX2(o *float32, v *uint16, ld int, p *float32, nrows, n int)
+
+// wsumRows adds p[j]·v[j·ld : j·ld+len(o)] to o for j < len(p), in that
+// order: bit for bit len(p) calls of axpy, without reloading o for each.
+// v holds fp32 rows, or bf16 rows when vh is set.
+func wsumRows(o []float32, v []float32, vh []uint16, ld int, p []float32) {
+	if len(p) == 0 || len(o) == 0 {
+		return
+	}
+	last := (len(p)-1)*ld + len(o) // one past the last element read
+	n := len(o) &^ 7
+	if !useAVX2 || n == 0 {
+		wsumRowsGo(o, v, vh, ld, p)
+		return
+	}
+	if vh != nil {
+		_ = vh[last-1]
+		wsumRowsBF16AVX2(&o[0], &vh[0], ld, &p[0], len(p), n)
+	} else {
+		_ = v[last-1]
+		wsumRowsF32AVX2(&o[0], &v[0], ld, &p[0], len(p), n)
+	}
+	if n < len(o) {
+		wsumTail(o, v, vh, ld, p, n)
+	}
+}
+
+// wsumTail is wsumRows for the columns from n on, as axpy's Go tail.
+func wsumTail(o []float32, v []float32, vh []uint16, ld int, p []float32, n int) {
+	for j, a := range p {
+		for i := n; i < len(o); i++ {
+			var x float32
+			if vh != nil {
+				x = bf16ToF32(vh[j*ld+i])
+			} else {
+				x = v[j*ld+i]
+			}
+			o[i] += a * x
+		}
+	}
+}
