@@ -76,6 +76,29 @@ func matmulRangeWide(out, x []float32, rows int, w *wmat, n0, n1 int) {
 	gemmBufs.Put(b)
 }
 
+// qPrefillWide is quantized prefill (qMatMulPrepared's contract, n ≥
+// gemmMinRows) on the 6×8 kernel: eight weight rows at a time dequantized
+// (qDequant) and packed into a panel. It reports false, doing nothing,
+// where the kernel does not run (nor when a test turns the AVX-512 or
+// AVX2 kernels off).
+func qPrefillWide(out, x []float32, n int, w *qMatrix, r0, r1 int) bool {
+	if !useGemm512 || !useAVX512 || !useAVX2 {
+		return false
+	}
+	K := w.Cols
+	b := getGemmBuf(K)
+	for r := r0; r < r1; r += 8 {
+		m := min(8, r1-r)
+		for j := 0; j < m; j++ {
+			qDequant(b.rows[j*K:(j+1)*K], w, r+j)
+		}
+		gemmPackF32(b.panel, b.rows, K, m, K)
+		gemmPanel(out[r:], w.Rows, x, n, K, m, b)
+	}
+	gemmBufs.Put(b)
+	return true
+}
+
 // gemmPackGo is the panel layout in Go: for each k-step of 8, rows
 // src[j·ld:], j < m, eight elements each.
 func gemmPackGo(p, src []float32, ld, m, K int) {

@@ -106,3 +106,35 @@ func TestMatmulWideBitIdentical(t *testing.T) {
 		}
 	}
 }
+
+// Quantized prefill on the 6×8 kernel gives the 3×4 kernel's bits: 4 and
+// 8 bits, row counts off the six-row step, weight rows off the eight-row
+// panel, split over rows.
+func TestQPrefillWideBitIdentical(t *testing.T) {
+	if !useGemm512 || !useAVX512 || !useAVX2 {
+		t.Skip("no AVX-512 kernel on this CPU or build: prefill runs on the 3×4 kernel alone")
+	}
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, bits := range []int{4, 8} {
+		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {24, 256, 128}, {13, 96, 96}} {
+			w := quantizeAffine(randMat(rng, c.rows*c.cols), c.rows, c.cols, bits, c.gs)
+			for _, n := range []int{6, 13, 20} {
+				x := randMat(rng, n*c.cols)
+				p := &qPrep{}
+				p.prepare(x, n, w)
+				useAVX512 = false
+				want := make([]float32, n*c.rows)
+				qMatMulPrepared(want, p, n, w, 0, c.rows)
+				useAVX512 = true
+				got := make([]float32, n*c.rows)
+				if s := min(16, c.rows); !qPrefillWide(got, x, n, w, 0, s) || !qPrefillWide(got, x, n, w, s, c.rows) {
+					t.Fatal("qPrefillWide did not run")
+				}
+				if !gemmSameBits(got, want) {
+					t.Fatalf("q%d %dx%d g%d n=%d: the 6×8 kernel's results differ from the 3×4 kernel's", bits, c.rows, c.cols, c.gs, n)
+				}
+			}
+		}
+	}
+}

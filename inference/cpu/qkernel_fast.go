@@ -137,6 +137,9 @@ func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int) {
 		}
 		return
 	}
+	if n >= gemmMinRows && qPrefillWide(out, p.x, n, w, r0, r1) {
+		return // AVX-512: eight weight rows at a time (gemm.go)
+	}
 	// prefill: weight rows four at a time, dequantized once for all inputs
 	buf := qRowBufs.Get().(*[]float32)
 	if cap(*buf) < 4*K {
