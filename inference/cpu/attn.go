@@ -240,9 +240,11 @@ func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, 
 			}
 			var sum float32
 			for j := lo; j < hi; j++ {
-				e := float32(math.Exp(float64(scores[j] - m)))
-				scores[j] = e
-				sum += e
+				scores[j] -= m
+			}
+			expF32(scores[lo:hi], scores[lo:hi])
+			for j := lo; j < hi; j++ {
+				sum += scores[j]
 			}
 			inv := 1 / sum
 			if direct {

@@ -262,13 +262,20 @@ const (
 	opSigmoid
 )
 
-// unaryF32 sets o[i] = op(x[i]), the same expressions as exec's closures.
+// unaryF32 sets o[i] = op(x[i]), the same expressions as exec's closures
+// (o and x must not overlap).
 func unaryF32(op unOp, o, x []float32) {
 	x = x[:len(o)]
 	switch op {
 	case opSilu:
+		// o = float32(exp(−x)) first (expF32: bit for bit the scalar
+		// expression), then x / (1 + o)
 		for i, v := range x {
-			o[i] = v / (1 + float32(math.Exp(float64(-v))))
+			o[i] = -v
+		}
+		expF32(o, o)
+		for i, v := range x {
+			o[i] = v / (1 + o[i])
 		}
 	case opNeg:
 		for i, v := range x {
@@ -283,12 +290,14 @@ func unaryF32(op unOp, o, x []float32) {
 			o[i] = float32(1 / math.Sqrt(float64(v)))
 		}
 	case opExp:
-		for i, v := range x {
-			o[i] = float32(math.Exp(float64(v)))
-		}
+		expF32(o, x)
 	case opSigmoid:
 		for i, v := range x {
-			o[i] = 1 / (1 + float32(math.Exp(float64(-v))))
+			o[i] = -v
+		}
+		expF32(o, o)
+		for i, e := range o {
+			o[i] = 1 / (1 + e)
 		}
 	}
 }

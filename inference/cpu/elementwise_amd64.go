@@ -2,6 +2,8 @@
 
 package cpu
 
+import "math"
+
 //go:noescape
 func wsumRowsF32AVX2(o *float32, v *float32, ld int, p *float32, nrows, n int)
 
@@ -44,6 +46,26 @@ func wsumTail(o []float32, v []float32, vh []uint16, ld int, p []float32, n int)
 				x = v[j*ld+i]
 			}
 			o[i] += a * x
+		}
+	}
+}
+
+//go:noescape
+func expF32AVX2(dst, src *float32, n int) int
+
+// expF32 sets dst[i] = float32(math.Exp(float64(src[i]))), bit for bit
+// (dst may be src). The AVX2 kernel repeats math.archExp's FMA path, the
+// one math.Exp takes wherever useAVX2 holds; fours it leaves (special
+// values) and the tail go through math.Exp.
+func expF32(dst, src []float32) {
+	src = src[:len(dst)]
+	i := 0
+	for i < len(dst) {
+		if n := (len(dst) - i) &^ 3; useAVX2 && n > 0 {
+			i += expF32AVX2(&dst[i], &src[i], n)
+		}
+		for end := min(i+4, len(dst)); i < end; i++ {
+			dst[i] = float32(math.Exp(float64(src[i])))
 		}
 	}
 }

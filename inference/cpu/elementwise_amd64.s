@@ -172,3 +172,88 @@ wh8store:
 wh8done:
 	VZEROUPPER
 	RET
+
+// Constants of math.archExp (exp_amd64.s), each four times for 256-bit
+// operands.
+#define EXPC(off, bits) DATA expv<>+off(SB)/8, $bits; DATA expv<>+(off+8)(SB)/8, $bits; DATA expv<>+(off+16)(SB)/8, $bits; DATA expv<>+(off+24)(SB)/8, $bits
+
+EXPC(0, 0x3ff71547652b82fe)   // LOG2E
+EXPC(32, 0x3fe62e42fefa3000)  // LN2U
+EXPC(64, 0x3d53de6af278ece6)  // LN2L
+EXPC(96, 0x3fb0000000000000)  // 0.0625
+EXPC(128, 0x3efa01a01a01a01a) // 2.4801587301587301587e-5
+EXPC(160, 0x3f2a01a01a01a01a) // 1.9841269841269841270e-4
+EXPC(192, 0x3f56c16c16c16c17) // 1.3888888888888888889e-3
+EXPC(224, 0x3f81111111111111) // 8.3333333333333333333e-3
+EXPC(256, 0x3fa5555555555555) // 4.1666666666666666667e-2
+EXPC(288, 0x3fc5555555555555) // 1.6666666666666666667e-1
+EXPC(320, 0x3fe0000000000000) // 0.5
+EXPC(352, 0x3ff0000000000000) // 1.0
+EXPC(384, 0x4000000000000000) // 2.0
+EXPC(416, 0x4085e00000000000) // 700: |x| above it takes the scalar path
+EXPC(448, 0x7fffffffffffffff) // abs mask
+EXPC(480, 0x000003ff000003ff) // exponent bias, as int32s
+GLOBL expv<>(SB), RODATA, $512
+
+// func expF32AVX2(dst, src *float32, n int) int
+// dst[i] = float32(math.Exp(float64(src[i]))) four at a time, by the
+// operations of math.archExp's FMA path in the same order (so bit for bit
+// the same double, then the same rounding to float32), for n a multiple
+// of 4. It stops before the first four holding a value outside
+// [−700, 700] or a NaN (the scalar path's special cases: overflow,
+// underflow, subnormal results, non-finite input) and returns how many it
+// did.
+TEXT ·expF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	VMOVUPD expv<>+416(SB), Y14
+	VMOVUPD expv<>+448(SB), Y15
+
+exploop:
+	CMPQ AX, CX
+	JGE  expdone
+	VCVTPS2PD (SI)(AX*4), Y0
+	VANDPD Y15, Y0, Y3
+	VCMPPD $2, Y14, Y3, Y3 // |x| <= 700, false for NaN
+	VMOVMSKPD Y3, DX
+	CMPQ DX, $15
+	JNE  expdone
+	VMULPD expv<>+0(SB), Y0, Y1 // x·LOG2E
+	VCVTPD2DQY Y1, X2            // k, rounded to nearest
+	VCVTDQ2PD X2, Y1
+	VFNMADD231PD expv<>+32(SB), Y1, Y0 // x −= k·LN2U
+	VFNMADD231PD expv<>+64(SB), Y1, Y0 // x −= k·LN2L
+	VMULPD expv<>+96(SB), Y0, Y0
+	VMOVUPD expv<>+128(SB), Y1
+	VFMADD213PD expv<>+160(SB), Y0, Y1
+	VFMADD213PD expv<>+192(SB), Y0, Y1
+	VFMADD213PD expv<>+224(SB), Y0, Y1
+	VFMADD213PD expv<>+256(SB), Y0, Y1
+	VFMADD213PD expv<>+288(SB), Y0, Y1
+	VFMADD213PD expv<>+320(SB), Y0, Y1
+	VFMADD213PD expv<>+352(SB), Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD expv<>+384(SB), Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD expv<>+384(SB), Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD expv<>+384(SB), Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD expv<>+384(SB), Y0, Y1
+	VFMADD213PD expv<>+352(SB), Y1, Y0
+	// · 2^k
+	VPADDD expv<>+480(SB), X2, X2
+	VPMOVSXDQ X2, Y2
+	VPSLLQ $52, Y2, Y2
+	VMULPD Y2, Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)(AX*4)
+	ADDQ $4, AX
+	JMP  exploop
+
+expdone:
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET

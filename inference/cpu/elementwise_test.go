@@ -415,3 +415,31 @@ func TestWsumRows(t *testing.T) {
 		}
 	}
 }
+
+// TestExpF32: the vector exp equals float32(math.Exp(float64(x))) bit for
+// bit over a sweep of every 4099th float32 bit pattern (all signs,
+// exponents, NaNs, infinities, subnormals) and around the kernel's bounds.
+func TestExpF32(t *testing.T) {
+	var src []float32
+	for b := uint64(0); b < 1<<32; b += 4099 {
+		src = append(src, math.Float32frombits(uint32(b)))
+	}
+	r := rand.New(rand.NewSource(5))
+	for i := 0; i < 200000; i++ {
+		src = append(src, float32(r.NormFloat64()*30), float32((r.Float64()*2-1)*720))
+	}
+	for _, v := range []float64{700, -700, 88.72, -87.3, -103.97, -104, 89, 709.7, -745} {
+		f := float32(v)
+		src = append(src, f, math.Nextafter32(f, 0), math.Nextafter32(f, float32(math.Inf(1))))
+	}
+	for _, off := range []int{0, 1, 3} { // tails and unaligned starts
+		s := src[off:]
+		got := make([]float32, len(s))
+		expF32(got, s)
+		for i, v := range s {
+			if want := float32(math.Exp(float64(v))); math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("exp(%v) (bits %#x) = %v, want %v", v, math.Float32bits(v), got[i], want)
+			}
+		}
+	}
+}
