@@ -29,19 +29,15 @@ func qDotRowsWide(out, xp []float32, w *qMatrix, r0, r1 int) int {
 	}
 	G, wpr, bpg := w.groups(), w.wordsPerRow(), w.GroupSize/32
 	_ = xp[w.Cols+8*G-1]
-	var lanes [64]float32
 	r := r0
 	for ; r+8 <= r1; r += 8 {
 		words := w.Packed[r*wpr : (r+8)*wpr]
 		sc, bi := w.Scales[r*G:(r+8)*G], w.Biases[r*G:(r+8)*G]
-		if w.Bits == 4 {
-			qDotRows8Q4AVX512(&xp[0], &words[0], 4*wpr, &sc[0], &bi[0], 4*G, G, bpg, &lanes[0])
-		} else {
-			qDotRows8Q8AVX512(&xp[0], &words[0], 4*wpr, &sc[0], &bi[0], 4*G, G, bpg, &lanes[0])
-		}
 		o := out[r : r+8]
-		for j := range o {
-			o[j] = hsum8((*[8]float32)(lanes[8*j:]))
+		if w.Bits == 4 {
+			qDotRows8Q4AVX512(&xp[0], &words[0], 4*wpr, &sc[0], &bi[0], 4*G, G, bpg, &o[0])
+		} else {
+			qDotRows8Q8AVX512(&xp[0], &words[0], 4*wpr, &sc[0], &bi[0], 4*G, G, bpg, &o[0])
 		}
 	}
 	return r

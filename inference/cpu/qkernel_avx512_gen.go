@@ -16,20 +16,14 @@ import (
 	"strings"
 )
 
-const pairs = 4 // 8 rows per pass
-
 var b strings.Builder
 
 func p(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
 func label(s string)            { fmt.Fprintf(&b, "%s:\n", s) }
 
-// rowAddr is the address of row r's data at base0 (rows 0–3) or base4
-// (rows 4–7), rows stride apart (stride3 = 3·stride).
-func rowAddr(r int, base0, base4, stride, stride3 string) string {
-	base := base0
-	if r >= 4 {
-		base = base4
-	}
+// rowAddr is the address of row r (0–3 from base) rows stride apart
+// (stride3 = 3·stride).
+func rowAddr(r int, base, stride, stride3 string) string {
 	switch r % 4 {
 	case 0:
 		return "(" + base + ")"
@@ -42,70 +36,107 @@ func rowAddr(r int, base0, base4, stride, stride3 string) string {
 }
 
 func z(i int) string { return fmt.Sprintf("Z%d", i) }
+func y(i int) string { return fmt.Sprintf("Y%d", i) }
 
-// registers: acc Z0–3, sq Z4–7, words Z8–11, plane masks Z15–18 (4-bit
-// shift Z14), sx Z19, x planes Z20–23, temporaries Z24–27, scales and
-// biases Z28–31; K1 selects the high half.
-func block(bits int, first bool) {
-	for i := 0; i < pairs; i++ {
-		lo, hi := rowAddr(2*i, "DI", "R9", "R8", "R13"), rowAddr(2*i+1, "DI", "R9", "R8", "R13")
-		if bits == 4 {
-			p("VBROADCASTI32X4 %s, %s", lo, z(8+i))
-			p("VBROADCASTI32X4 %s, K1, %s", hi, z(8+i))
-			p("VPSRLVD Z14, %s, %s", z(8+i), z(8+i))
+// quads holds the base registers of rows 4q…4q+3: the words while the
+// blocks run, the scales and then the biases at the end of a group.
+// pfTiles is how many passes of rows ahead the kernels prefetch.
+const pfTiles = 1
+
+var quads = []string{"DI", "R9", "R10", "R12"}
+
+// kern is one kernel's register plan: pairs of rows (two per 512-bit
+// register), and where its constants live.
+type kern struct {
+	bits, pairs                  int
+	acc, sq, words, x, tmp, ntmp int // first registers (ntmp temporaries)
+	mask                         [4]string
+	shift                        string // 4-bit: the word shifts (register or memory)
+	scaleTmp, sx                 int
+}
+
+func (k *kern) block(first bool) {
+	for i := 0; i < k.pairs; i++ {
+		q := quads[i/2]
+		lo, hi := rowAddr(2*i%4, q, "R8", "R13"), rowAddr((2*i+1)%4, q, "R8", "R13")
+		w := z(k.words + i)
+		if k.bits == 4 {
+			// unmasked loads: masked ones that miss the cache are slow
+			t := y(k.tmp + i%k.ntmp)
+			p("VBROADCASTI32X4 %s, %s", lo, w)
+			p("VBROADCASTI32X4 %s, %s", hi, t)
+			p("VINSERTI64X4 $1, %s, %s, %s", t, w, w)
+			p("VPSRLVD %s, %s, %s", k.shift, w, w)
 		} else {
-			p("VMOVDQU %s, %s", lo, strings.Replace(z(8+i), "Z", "Y", 1))
-			p("VINSERTI64X4 $1, %s, %s, %s", hi, z(8+i), z(8+i))
+			p("VMOVDQU32 %s, %s", lo, strings.Replace(w, "Z", "Y", 1))
+			p("VINSERTI64X4 $1, %s, %s, %s", hi, w, w)
 		}
 	}
 	for j := 0; j < 4; j++ {
-		p("VBROADCASTF64X4 %d(SI), %s", 32*j, z(20+j))
+		p("VBROADCASTF64X4 %d(SI), %s", 32*j, z(k.x+j))
 	}
+	n := 0
 	for pl := 0; pl < 4; pl++ {
-		for i := 0; i < pairs; i++ {
-			t := z(24 + i)
-			if bits == 8 && pl == 3 {
-				p("VPSRLD $24, %s, %s", z(8+i), t)
-			} else {
-				p("VPANDD %s, %s, %s", z(15+pl), z(8+i), t)
+		for i := 0; i < k.pairs; i++ {
+			t := z(k.tmp + n%k.ntmp)
+			n++
+			w := z(k.words + i)
+			switch {
+			case k.bits == 8 && pl == 3:
+				p("VPSRLD $24, %s, %s", w, t)
+			case strings.HasPrefix(k.mask[pl], "Z"):
+				p("VPANDD %s, %s, %s", k.mask[pl], w, t)
+			default:
+				p("VPANDD.BCST %s, %s, %s", k.mask[pl], w, t)
 			}
 			p("VCVTDQ2PS %s, %s", t, t)
 			if first && pl == 0 {
-				p("VMULPS %s, %s, %s", z(20+pl), t, z(4+i))
+				p("VMULPS %s, %s, %s", z(k.x+pl), t, z(k.sq+i))
 			} else {
-				p("VFMADD231PS %s, %s, %s", z(20+pl), t, z(4+i))
+				p("VFMADD231PS %s, %s, %s", z(k.x+pl), t, z(k.sq+i))
 			}
 		}
 	}
 	wb := 16
-	if bits == 8 {
+	if k.bits == 8 {
 		wb = 32
 	}
+	// the words of the rows pfTiles passes ahead, as far into them as
+	// this pass is into its own (hardware prefetchers lose track of
+	// eight rows read a few bytes at a time)
+	for o := 0; o < 2*k.pairs*wb; o += 64 {
+		p("PREFETCHT0 %d(R10)", o)
+	}
+	p("ADDQ $%d, R10", 2*k.pairs*wb)
 	p("ADDQ $128, SI")
-	p("ADDQ $%d, DI", wb)
-	p("ADDQ $%d, R9", wb)
+	for q := 0; q < k.pairs/2; q++ {
+		p("ADDQ $%d, %s", wb, quads[q])
+	}
 }
 
-func kernel(bits int) {
-	name := fmt.Sprintf("qDotRows8Q%dAVX512", bits)
+func (k *kern) gen() {
+	rows := 2 * k.pairs
+	name := fmt.Sprintf("qDotRows%dQ%dAVX512", rows, k.bits)
+	nq := k.pairs / 2
 	fmt.Fprintf(&b, `
 // func %s(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride int, groups, bpg int, out *float32)
-// out[8j+l] = lane l of row j's dot with xp, j < 8 (the caller sums the
-// lanes): row j's words at words+j·wstride bytes, its scales and biases
+// out[j] = row j's dot with xp, j < %d: row j's words at words+j·wstride bytes, its scales and biases
 // at +j·sstride bytes; groups groups of bpg blocks, each group's blocks
 // followed in xp by its eight lane sums.
-TEXT ·%s(SB), NOSPLIT, $0-72
-`, name, name)
-	mask := 0xf
-	if bits == 8 {
-		mask = 0xff
+TEXT ·%s(SB), NOSPLIT, $%d-72
+`, name, rows, name, 8*nq)
+	m := 0xf
+	if k.bits == 8 {
+		m = 0xff
 	}
 	for pl := 0; pl < 4; pl++ {
-		p("MOVL $0x%x, AX", mask<<(8*pl))
-		p("VPBROADCASTD AX, %s", z(15+pl))
+		if strings.HasPrefix(k.mask[pl], "Z") {
+			p("MOVL $0x%x, AX", m<<(8*pl))
+			p("VPBROADCASTD AX, %s", k.mask[pl])
+		}
 	}
-	if bits == 4 {
-		p("VMOVDQU64 qshift4z<>(SB), Z14")
+	if k.bits == 4 && strings.HasPrefix(k.shift, "Z") {
+		p("VMOVDQU64 qshift4z<>(SB), %s", k.shift)
 	}
 	p("MOVL $0xff00, AX")
 	p("KMOVW AX, K1")
@@ -114,52 +145,93 @@ TEXT ·%s(SB), NOSPLIT, $0-72
 	p("MOVQ wstride+16(FP), R8")
 	p("MOVQ scales+24(FP), DX")
 	p("MOVQ biases+32(FP), R14")
+	p("SUBQ DX, R14") // biases − scales: the bias of a row is its scale's address + R14
 	p("MOVQ sstride+40(FP), BX")
 	p("MOVQ groups+48(FP), CX")
 	p("LEAQ (R8)(R8*2), R13")
-	p("LEAQ (DI)(R8*4), R9")
 	p("LEAQ (BX)(BX*2), R11")
-	p("LEAQ (DX)(BX*4), R10")
-	p("LEAQ (R14)(BX*4), R12")
-	for i := 0; i < pairs; i++ {
-		p("VPXORD %s, %s, %s", z(i), z(i), z(i))
+	for q := 1; q < nq; q++ {
+		p("LEAQ (%s)(R8*4), %s", quads[q-1], quads[q])
 	}
-	pre := fmt.Sprintf("q%dz", bits)
+	// prefetch pointers: words (R10) and scales (R12; biases at +R14)
+	// of the rows pfTiles passes ahead
+	sh := 0
+	for 1<<sh < 2*k.pairs*pfTiles {
+		sh++
+	}
+	p("MOVQ R8, R10")
+	p("SHLQ $%d, R10", sh)
+	p("ADDQ DI, R10")
+	p("MOVQ BX, R12")
+	p("SHLQ $%d, R12", sh)
+	p("ADDQ DX, R12")
+	for i := 0; i < k.pairs; i++ {
+		p("VPXORD %s, %s, %s", z(k.acc+i), z(k.acc+i), z(k.acc+i))
+	}
+	pre := fmt.Sprintf("q%dr%d", k.bits, rows)
 	label(pre + "group")
 	p("TESTQ CX, CX")
 	p("JZ %sdone", pre)
-	block(bits, true)
+	k.block(true)
 	p("MOVQ bpg+56(FP), AX")
 	p("DECQ AX")
 	p("JZ %sscale", pre)
 	label(pre + "block")
-	block(bits, false)
+	k.block(false)
 	p("DECQ AX")
 	p("JNZ %sblock", pre)
 	label(pre + "scale")
-	for i := 0; i < pairs; i++ {
-		t := z(28 + i)
-		p("VBROADCASTSS %s, %s", rowAddr(2*i, "DX", "R10", "BX", "R11"), t)
-		p("VBROADCASTSS %s, K1, %s", rowAddr(2*i+1, "DX", "R10", "BX", "R11"), t)
-		p("VFMADD231PS %s, %s, %s", t, z(4+i), z(i))
+	// the word pointers make room for the scales' and biases'
+	for q := 0; q < nq; q++ {
+		p("MOVQ %s, w%d-%d(SP)", quads[q], q, 8*(q+1))
 	}
-	p("VBROADCASTF64X4 (SI), Z19")
-	for i := 0; i < pairs; i++ {
-		t := z(28 + i)
-		p("VBROADCASTSS %s, %s", rowAddr(2*i, "R14", "R12", "BX", "R11"), t)
-		p("VBROADCASTSS %s, K1, %s", rowAddr(2*i+1, "R14", "R12", "BX", "R11"), t)
-		p("VFMADD231PS %s, Z19, %s", t, z(i))
+	p("MOVQ DX, DI")
+	for q := 1; q < nq; q++ {
+		p("LEAQ (%s)(BX*4), %s", quads[q-1], quads[q])
 	}
+	for i := 0; i < k.pairs; i++ {
+		t := z(k.scaleTmp + i)
+		q := quads[i/2]
+		p("VBROADCASTSS %s, %s", rowAddr(2*i%4, q, "BX", "R11"), t)
+		p("VBROADCASTSS %s, %s", rowAddr((2*i+1)%4, q, "BX", "R11"), y(k.tmp+i%k.ntmp))
+		p("VINSERTF64X4 $1, %s, %s, %s", y(k.tmp+i%k.ntmp), t, t)
+		p("VFMADD231PS %s, %s, %s", t, z(k.sq+i), z(k.acc+i))
+	}
+	p("VBROADCASTF64X4 (SI), %s", z(k.sx))
+	for q := 0; q < nq; q++ {
+		p("ADDQ R14, %s", quads[q])
+	}
+	for i := 0; i < k.pairs; i++ {
+		t := z(k.scaleTmp + i)
+		q := quads[i/2]
+		p("VBROADCASTSS %s, %s", rowAddr(2*i%4, q, "BX", "R11"), t)
+		p("VBROADCASTSS %s, %s", rowAddr((2*i+1)%4, q, "BX", "R11"), y(k.tmp+i%k.ntmp))
+		p("VINSERTF64X4 $1, %s, %s, %s", y(k.tmp+i%k.ntmp), t, t)
+		p("VFMADD231PS %s, %s, %s", t, z(k.sx), z(k.acc+i))
+	}
+	for q := 0; q < nq; q++ {
+		p("MOVQ w%d-%d(SP), %s", q, 8*(q+1), quads[q])
+	}
+	p("PREFETCHT0 (R12)")
+	p("PREFETCHT0 (R12)(R14*1)")
+	p("ADDQ $%d, R12", 4*2*k.pairs)
 	p("ADDQ $32, SI")
-	for _, r := range []string{"DX", "R10", "R14", "R12"} {
-		p("ADDQ $4, %s", r)
-	}
+	p("ADDQ $4, DX")
 	p("DECQ CX")
 	p("JMP %sgroup", pre)
 	label(pre + "done")
+	// each row's eight lanes summed as qDotRows4Q*AVX2 (and hsum8) do
 	p("MOVQ out+64(FP), DI")
-	for i := 0; i < pairs; i++ {
-		p("VMOVUPS %s, %d(DI)", z(i), 64*i)
+	for i := 0; i < k.pairs; i++ {
+		a := k.acc + i
+		p("VEXTRACTF64X4 $1, %s, Y12", z(a))
+		for j, r := range []int{a, 12} {
+			p("VEXTRACTF128 $1, Y%d, X13", r)
+			p("VADDPS X13, X%d, X%d", r, r)
+			p("VHADDPS X%d, X%d, X%d", r, r, r)
+			p("VHADDPS X%d, X%d, X%d", r, r, r)
+			p("MOVSS X%d, %d(DI)", r, 4*(2*i+j))
+		}
 	}
 	p("VZEROUPPER")
 	p("RET")
@@ -181,8 +253,19 @@ func main() {
 		fmt.Fprintf(&b, "DATA qshift4z<>+%d(SB)/4, $%d\n", 4*i, v)
 	}
 	b.WriteString("GLOBL qshift4z<>(SB), RODATA|NOPTR, $64\n")
-	kernel(4)
-	kernel(8)
+	for _, bits := range []int{4, 8} {
+		m := 1<<bits - 1
+		for pl := 0; pl < 4; pl++ {
+			fmt.Fprintf(&b, "DATA qmask%dz<>+%d(SB)/4, $0x%x\n", bits, 4*pl, m<<(8*pl))
+		}
+		fmt.Fprintf(&b, "GLOBL qmask%dz<>(SB), RODATA|NOPTR, $16\n", bits)
+	}
+	for _, bits := range []int{4, 8} {
+		// eight rows: every constant in a register
+		k8 := kern{bits: bits, pairs: 4, acc: 0, sq: 4, words: 8, x: 20, tmp: 24, ntmp: 4,
+			mask: [4]string{"Z15", "Z16", "Z17", "Z18"}, shift: "Z14", scaleTmp: 28, sx: 19}
+		k8.gen()
+	}
 	if err := os.WriteFile("qkernel_avx512_amd64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
