@@ -226,10 +226,9 @@ func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, 
 					dotRows(scores[lo:hi], qv, k, ko+lo*D, D)
 				}
 				for j := lo; j < hi; j++ {
-					sc := scores[j] * scale
-					scores[j] = sc
-					m = max(m, sc)
+					scores[j] *= scale
 				}
+				m = maxF32(scores[lo:hi])
 			} else {
 				kk := k.f[ko : ko+S*D]
 				for j := lo; j < hi; j++ {

@@ -317,3 +317,27 @@ func wsumRowsGo(o []float32, v []float32, vh []uint16, ld int, p []float32) {
 		}
 	}
 }
+
+// maxF32 is max(−Inf, x[0], x[1], …) folded in order with the builtin max,
+// computed over four running maxima. Without NaNs the maximum (+0 above
+// −0) does not depend on the order; with one the in-order fold is redone,
+// so that even the NaN's bits are the same.
+func maxF32(x []float32) float32 {
+	inf := float32(math.Inf(-1))
+	m0, m1, m2, m3 := inf, inf, inf, inf
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		m0, m1, m2, m3 = max(m0, x[i]), max(m1, x[i+1]), max(m2, x[i+2]), max(m3, x[i+3])
+	}
+	for ; i < len(x); i++ {
+		m0 = max(m0, x[i])
+	}
+	m := max(max(m0, m1), max(m2, m3))
+	if m != m {
+		m = inf
+		for _, v := range x {
+			m = max(m, v)
+		}
+	}
+	return m
+}
