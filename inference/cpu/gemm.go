@@ -71,6 +71,9 @@ func matmulRangeWide(out, x []float32, rows int, w *wmat, n0, n1 int) {
 			}
 			gemmPackF32(b.panel, b.rows, K, m, K)
 		}
+		if n+8 < n1 {
+			gemmPrefetch(w, n+8, min(8, n1-n-8))
+		}
 		gemmPanel(out[n:], N, x, rows, K, m, b)
 	}
 	gemmBufs.Put(b)

@@ -2,7 +2,11 @@
 
 package cpu
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // useGemm512 says the prefill GEMM's AVX-512 kernel runs here (x/sys/cpu
 // also checks that the OS saves the 512-bit state); settable for tests.
@@ -38,4 +42,19 @@ func gemmPackBF16(p []float32, src []uint16, ld, m, K int) {
 	_ = p[8*K-1]
 	_ = src[(m-1)*ld+K-1]
 	gemmPackBF16AVX2(&p[0], &src[0], ld, m, K)
+}
+
+//go:noescape
+func prefetchRows(p *byte, ld, m, n int)
+
+// gemmPrefetch asks for rows [n, n+m) of w (m > 0) to be brought into L2.
+func gemmPrefetch(w *wmat, n, m int) {
+	base, K := w.off+n*w.ld, w.k
+	if w.f != nil {
+		_ = w.f[base+(m-1)*w.ld+K-1]
+		prefetchRows((*byte)(unsafe.Pointer(&w.f[base])), 4*w.ld, m, 4*K)
+		return
+	}
+	_ = w.h[base+(m-1)*w.ld+K-1]
+	prefetchRows((*byte)(unsafe.Pointer(&w.h[base])), 2*w.ld, m, 2*K)
 }

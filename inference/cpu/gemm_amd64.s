@@ -305,3 +305,26 @@ gpbloop:
 	JNZ  gpbrow
 	VZEROUPPER
 	RET
+
+// func prefetchRows(p *byte, ld, m, n int)
+// Asks for the n bytes at p, p+ld, … p+(m−1)·ld to be brought into L2
+// (m, n > 0): the next panel's weights, fetched while this one computes.
+TEXT ·prefetchRows(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ ld+8(FP), R8
+	MOVQ m+16(FP), DX
+	MOVQ n+24(FP), R9
+
+pfrow:
+	MOVQ SI, AX
+	MOVQ R9, CX
+
+pfloop:
+	PREFETCHT1 (AX)
+	ADDQ $64, AX
+	SUBQ $64, CX
+	JG   pfloop
+	ADDQ R8, SI
+	DECQ DX
+	JNZ  pfrow
+	RET

@@ -18,3 +18,5 @@ func gemmPackBF16(p []float32, src []uint16, ld, m, K int) {
 		gemmPackGo(p[8*j:], row, 0, 1, K) // row j of the panel
 	}
 }
+
+func gemmPrefetch(w *wmat, n, m int) {}
