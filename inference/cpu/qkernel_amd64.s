@@ -119,11 +119,13 @@ TEXT ·qDotRows4Q4AVX2(SB), NOSPLIT, $0-72
 	MOVQ biases+32(FP), R14
 	MOVQ sstride+40(FP), BX
 	MOVQ groups+48(FP), CX
-	MOVQ bpg+56(FP), AX
 	LEAQ (DI)(R8*1), R9
 	LEAQ (R9)(R8*1), R10
 	LEAQ (R10)(R8*1), R11
 	LEAQ (BX)(BX*2), R13
+	// AX: the words of the next four rows, as far in as these are (the
+	// hardware prefetchers lose track of rows read 16 bytes at a time)
+	LEAQ (R11)(R8*1), AX
 	VMOVDQU qmask4<>(SB), Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -193,7 +195,9 @@ q4r4group:
 	ADDQ $16, R9
 	ADDQ $16, R10
 	ADDQ $16, R11
-	MOVQ AX, R12
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	MOVQ bpg+56(FP), R12
 	DECQ R12
 	JZ q4r4scale
 q4r4block:
@@ -258,6 +262,8 @@ q4r4block:
 	ADDQ $16, R9
 	ADDQ $16, R10
 	ADDQ $16, R11
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
 	DECQ R12
 	JNZ q4r4block
 q4r4scale:
@@ -278,6 +284,8 @@ q4r4scale:
 	VFMADD231PS Y12, Y8, Y2
 	VBROADCASTSS (R14)(R13*1), Y13
 	VFMADD231PS Y13, Y8, Y3
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 (R14)(BX*4)
 	ADDQ $32, SI
 	ADDQ $4, R14
 	ADDQ $4, DX
@@ -320,11 +328,13 @@ TEXT ·qDotRows4Q8AVX2(SB), NOSPLIT, $0-72
 	MOVQ biases+32(FP), R14
 	MOVQ sstride+40(FP), BX
 	MOVQ groups+48(FP), CX
-	MOVQ bpg+56(FP), AX
 	LEAQ (DI)(R8*1), R9
 	LEAQ (R9)(R8*1), R10
 	LEAQ (R10)(R8*1), R11
 	LEAQ (BX)(BX*2), R13
+	// AX: the words of the next four rows, as far in as these are (the
+	// hardware prefetchers lose track of rows read 16 bytes at a time)
+	LEAQ (R11)(R8*1), AX
 	VMOVDQU qmask8<>(SB), Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -390,7 +400,10 @@ q8r4group:
 	ADDQ $32, R9
 	ADDQ $32, R10
 	ADDQ $32, R11
-	MOVQ AX, R12
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ $128, AX
+	MOVQ bpg+56(FP), R12
 	DECQ R12
 	JZ q8r4scale
 q8r4block:
@@ -451,6 +464,9 @@ q8r4block:
 	ADDQ $32, R9
 	ADDQ $32, R10
 	ADDQ $32, R11
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ $128, AX
 	DECQ R12
 	JNZ q8r4block
 q8r4scale:
@@ -471,6 +487,8 @@ q8r4scale:
 	VFMADD231PS Y12, Y8, Y2
 	VBROADCASTSS (R14)(R13*1), Y13
 	VFMADD231PS Y13, Y8, Y3
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 (R14)(BX*4)
 	ADDQ $32, SI
 	ADDQ $4, R14
 	ADDQ $4, DX
