@@ -1,11 +1,15 @@
 package cpu
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+
+	"etchat/internal/fixtures"
 )
 
 // quantizeAffine packs w[rows][cols] the way MLX's affine_quantize lays
@@ -276,4 +280,42 @@ func TestFMA32(t *testing.T) {
 	}
 	check(1, 1, float32(math.Inf(1)))
 	check(0, 0, 0)
+}
+
+// BenchmarkDecodeCPUTime is decode (after a 128-token prompt, 64 steps
+// then rewound, as BenchmarkDecodeRoofline) in tokens per CPU-second of
+// the calling thread: run it with GOMAXPROCS=1, where that thread does
+// all the work; on a shared machine a steadier measure than the wall
+// clock.
+func BenchmarkDecodeCPUTime(b *testing.B) {
+	if testing.Short() {
+		b.Skip("65 MB model")
+	}
+	for _, name := range []string{fixtures.BenchBF16, fixtures.BenchQ4} {
+		b.Run(name, func(b *testing.B) {
+			s, l := openFixture(b, name, "bf16")
+			ids := make([]int64, min(128, l.PrefillChunk))
+			for i := range ids {
+				ids[i] = int64(i + 3)
+			}
+			prefill(b, s, ids, l.PrefillChunk)
+			ctx := context.Background()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			c0 := threadCPU()
+			for i := 0; i < b.N; i++ {
+				if s.Len() >= len(ids)+64 {
+					s.Rewind(s.Len() - len(ids))
+				}
+				if _, err := s.Forward(ctx, []int64{7}, []int64{int64(s.Len())}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if c := threadCPU() - c0; c > 0 && runtime.GOMAXPROCS(0) == 1 {
+				b.ReportMetric(float64(b.N)/c.Seconds(), "tok/cpu-s")
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
 }
