@@ -35,17 +35,19 @@ func wsumRows(o []float32, v []float32, vh []uint16, ld int, p []float32) {
 	}
 }
 
-// wsumTail is wsumRows for the columns from n on, as axpy's Go tail.
+// wsumTail is wsumRows for the columns from n on: axpy's own tail, axpyGo
+// (the same code, so even NaN payloads match), over widened bf16 rows.
 func wsumTail(o []float32, v []float32, vh []uint16, ld int, p []float32, n int) {
+	var row []float32
+	if vh != nil {
+		row = make([]float32, len(o)-n)
+	}
 	for j, a := range p {
-		for i := n; i < len(o); i++ {
-			var x float32
-			if vh != nil {
-				x = bf16ToF32(vh[j*ld+i])
-			} else {
-				x = v[j*ld+i]
-			}
-			o[i] += a * x
+		if vh != nil {
+			widenBF16Go(row, vh[j*ld+n:j*ld+len(o)])
+			axpyGo(o[n:], row, a)
+		} else {
+			axpyGo(o[n:], v[j*ld+n:j*ld+len(o)], a)
 		}
 	}
 }
