@@ -211,6 +211,83 @@ TEXT ·expF32AVX2(SB), NOSPLIT, $0-32
 	VMOVUPD expv<>+416(SB), Y14
 	VMOVUPD expv<>+448(SB), Y15
 
+	// eight at a time: two independent fours interleaved, to overlap the
+	// long dependency chain of each
+exp8loop:
+	LEAQ 8(AX), R8
+	CMPQ R8, CX
+	JG   exploop
+	VCVTPS2PD (SI)(AX*4), Y0
+	VCVTPS2PD 16(SI)(AX*4), Y8
+	VANDPD Y15, Y0, Y3
+	VANDPD Y15, Y8, Y11
+	VCMPPD $2, Y14, Y3, Y3
+	VCMPPD $2, Y14, Y11, Y11
+	VANDPD Y11, Y3, Y3
+	VMOVMSKPD Y3, DX
+	CMPQ DX, $15
+	JNE  exploop // the fours one by one, to stop at the right one
+	VMULPD expv<>+0(SB), Y0, Y1
+	VMULPD expv<>+0(SB), Y8, Y9
+	VCVTPD2DQY Y1, X2
+	VCVTPD2DQY Y9, X10
+	VCVTDQ2PD X2, Y1
+	VCVTDQ2PD X10, Y9
+	VFNMADD231PD expv<>+32(SB), Y1, Y0
+	VFNMADD231PD expv<>+32(SB), Y9, Y8
+	VFNMADD231PD expv<>+64(SB), Y1, Y0
+	VFNMADD231PD expv<>+64(SB), Y9, Y8
+	VMULPD expv<>+96(SB), Y0, Y0
+	VMULPD expv<>+96(SB), Y8, Y8
+	VMOVUPD expv<>+128(SB), Y1
+	VMOVUPD expv<>+128(SB), Y9
+	VFMADD213PD expv<>+160(SB), Y0, Y1
+	VFMADD213PD expv<>+160(SB), Y8, Y9
+	VFMADD213PD expv<>+192(SB), Y0, Y1
+	VFMADD213PD expv<>+192(SB), Y8, Y9
+	VFMADD213PD expv<>+224(SB), Y0, Y1
+	VFMADD213PD expv<>+224(SB), Y8, Y9
+	VFMADD213PD expv<>+256(SB), Y0, Y1
+	VFMADD213PD expv<>+256(SB), Y8, Y9
+	VFMADD213PD expv<>+288(SB), Y0, Y1
+	VFMADD213PD expv<>+288(SB), Y8, Y9
+	VFMADD213PD expv<>+320(SB), Y0, Y1
+	VFMADD213PD expv<>+320(SB), Y8, Y9
+	VFMADD213PD expv<>+352(SB), Y0, Y1
+	VFMADD213PD expv<>+352(SB), Y8, Y9
+	VMULPD Y1, Y0, Y0
+	VMULPD Y9, Y8, Y8
+	VADDPD expv<>+384(SB), Y0, Y1
+	VADDPD expv<>+384(SB), Y8, Y9
+	VMULPD Y1, Y0, Y0
+	VMULPD Y9, Y8, Y8
+	VADDPD expv<>+384(SB), Y0, Y1
+	VADDPD expv<>+384(SB), Y8, Y9
+	VMULPD Y1, Y0, Y0
+	VMULPD Y9, Y8, Y8
+	VADDPD expv<>+384(SB), Y0, Y1
+	VADDPD expv<>+384(SB), Y8, Y9
+	VMULPD Y1, Y0, Y0
+	VMULPD Y9, Y8, Y8
+	VADDPD expv<>+384(SB), Y0, Y1
+	VADDPD expv<>+384(SB), Y8, Y9
+	VFMADD213PD expv<>+352(SB), Y1, Y0
+	VFMADD213PD expv<>+352(SB), Y9, Y8
+	VPADDD expv<>+480(SB), X2, X2
+	VPADDD expv<>+480(SB), X10, X10
+	VPMOVSXDQ X2, Y2
+	VPMOVSXDQ X10, Y10
+	VPSLLQ $52, Y2, Y2
+	VPSLLQ $52, Y10, Y10
+	VMULPD Y2, Y0, Y0
+	VMULPD Y10, Y8, Y8
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y8, X8
+	VMOVUPS X0, (DI)(AX*4)
+	VMOVUPS X8, 16(DI)(AX*4)
+	ADDQ $8, AX
+	JMP  exp8loop
+
 exploop:
 	CMPQ AX, CX
 	JGE  expdone
@@ -251,7 +328,7 @@ exploop:
 	VCVTPD2PSY Y0, X0
 	VMOVUPS X0, (DI)(AX*4)
 	ADDQ $4, AX
-	JMP  exploop
+	JMP  exp8loop
 
 expdone:
 	VZEROUPPER
