@@ -177,8 +177,11 @@ func widenBF16AVX2(dst *float32, src *uint16, n int)
 // widenBF16 sets dst[i] to the float32 of the bfloat16 src[i].
 func widenBF16(dst []float32, src []uint16) {
 	src = src[:len(dst)]
-	n := len(dst) &^ 15
-	if useAVX2 && n > 0 {
+	n := 0
+	if useAVX2 {
+		n = len(dst) &^ 15
+	}
+	if n > 0 {
 		widenBF16AVX2(&dst[0], &src[0], n)
 	}
 	widenBF16Go(dst[n:], src[n:])
