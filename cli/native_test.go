@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,7 +52,7 @@ func TestNativeRunAndBenchStored(t *testing.T) {
 		}
 		ids[e] = res.GeneratedIDs
 	}
-	if !equalIDs(ids["cpu"], ids["mlx"]) {
+	if !slices.Equal(ids["cpu"], ids["mlx"]) {
 		t.Errorf("engines disagree: cpu %v, mlx %v", ids["cpu"], ids["mlx"])
 	}
 
@@ -76,16 +77,4 @@ func TestNativeRunAndBenchStored(t *testing.T) {
 	if !strings.Contains(out, "mlx on cpu") {
 		t.Errorf("history does not say mlx on cpu:\n%s", out)
 	}
-}
-
-func equalIDs(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"etchat/inference/kvcache"
@@ -255,23 +256,11 @@ func (c *Conversation) attempt(ctx context.Context, onToken func(Token) error, c
 		return nil, err
 	}
 	r, err := c.respond(ctx, onToken)
-	if r == nil && err != nil && equalIDs(c.cache, cached) {
+	if r == nil && err != nil && slices.Equal(c.cache, cached) {
 		c.msgs = saved
 		c.fixStarts()
 	}
 	return r, err
-}
-
-func equalIDs(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // UndoResult says what an undo did.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ func checkInvariants(t *testing.T, c *Conversation, s *zeroSession) {
 		pos += len(m.IDs)
 	}
 	got := c.CacheIDs()
-	if !equalInts(ids, got) || len(got) != s.Len() {
+	if !slices.Equal(ids, got) || len(got) != s.Len() {
 		t.Fatalf("messages hold %d ids, record %d, session %d", len(ids), len(got), s.Len())
 	}
 	for i, id := range got {
@@ -94,7 +95,7 @@ func TestConversationTurnsMatchFreshPrefill(t *testing.T) {
 			checkInvariants(t, c, s)
 			msgs := c.Messages()
 			want := fresh(t, e, opts, textMsgs(msgs[:len(msgs)-1]))
-			if !equalInts(r.GeneratedIDs, want.GeneratedIDs) {
+			if !slices.Equal(r.GeneratedIDs, want.GeneratedIDs) {
 				t.Errorf("turn %d: %v, fresh prefill %v", i, r.GeneratedIDs, want.GeneratedIDs)
 			}
 			if i > 0 && r.Reused == 0 && !r.Reprefilled {
@@ -175,7 +176,7 @@ func TestConversationUndoRegenerateEdit(t *testing.T) {
 			t.Fatal(err)
 		}
 		msgs := c.Messages()
-		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !equalInts(r.GeneratedIDs, want.GeneratedIDs) {
+		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !slices.Equal(r.GeneratedIDs, want.GeneratedIDs) {
 			t.Errorf("after undo: %v, fresh %v", r.GeneratedIDs, want.GeneratedIDs)
 		}
 		// Greedy regeneration repeats the reply.
@@ -184,7 +185,7 @@ func TestConversationUndoRegenerateEdit(t *testing.T) {
 		if err == nil && r2.Reprefilled == regenInstant {
 			t.Errorf("ring %v: regenerate reprefilled %v, predicted instant %v", ring, r2.Reprefilled, regenInstant)
 		}
-		if err != nil || !equalInts(r2.GeneratedIDs, r.GeneratedIDs) {
+		if err != nil || !slices.Equal(r2.GeneratedIDs, r.GeneratedIDs) {
 			t.Errorf("regenerate: %v (%v), first %v", r2.GeneratedIDs, err, r.GeneratedIDs)
 		}
 		checkInvariants(t, c, s)
@@ -197,7 +198,7 @@ func TestConversationUndoRegenerateEdit(t *testing.T) {
 		if msgs[4].Text != "edited" || len(msgs) != 6 {
 			t.Fatalf("after edit: %+v", msgs)
 		}
-		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !equalInts(r3.GeneratedIDs, want.GeneratedIDs) {
+		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !slices.Equal(r3.GeneratedIDs, want.GeneratedIDs) {
 			t.Errorf("edit: %v, fresh %v", r3.GeneratedIDs, want.GeneratedIDs)
 		}
 		checkInvariants(t, c, s)
@@ -222,7 +223,7 @@ func TestConversationUndoTokens(t *testing.T) {
 		t.Fatalf("undo 3: %+v %v (hidden %d)", u, err, hidden)
 	}
 	m := c.Messages()[3]
-	if len(m.Generated) != len(reply.Generated)-3 || !equalInts(m.IDs, reply.Generated[:len(m.Generated)]) ||
+	if len(m.Generated) != len(reply.Generated)-3 || !slices.Equal(m.IDs, reply.Generated[:len(m.Generated)]) ||
 		m.Text != tok.Decode(reply.Generated[:len(reply.Generated)-3], true) {
 		t.Errorf("shortened reply %q ids %d", m.Text, len(m.IDs))
 	}
@@ -269,14 +270,14 @@ func TestConversationResumeContinuesExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s2.tokensIn != len(c2.CacheIDs()) || !equalInts(c2.CacheIDs(), flatten(state)) {
+	if s2.tokensIn != len(c2.CacheIDs()) || !slices.Equal(c2.CacheIDs(), flatten(state)) {
 		t.Errorf("resume prefilled %d tokens for %d", s2.tokensIn, len(c2.CacheIDs()))
 	}
 	r2, err := c2.Send(bg, "third", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalInts(r1.GeneratedIDs, r2.GeneratedIDs) || r1.Reused != r2.Reused {
+	if !slices.Equal(r1.GeneratedIDs, r2.GeneratedIDs) || r1.Reused != r2.Reused {
 		t.Errorf("resumed: %v reused %d; original %v reused %d", r2.GeneratedIDs, r2.Reused, r1.GeneratedIDs, r1.Reused)
 	}
 	checkInvariants(t, c2, s2)
@@ -470,7 +471,7 @@ func TestConversationRandomOperations(t *testing.T) {
 			}
 			if rep != nil {
 				want := fresh(t, e, opts, textMsgs(msgs[:len(msgs)-1]))
-				if !equalInts(rep.GeneratedIDs, want.GeneratedIDs) {
+				if !slices.Equal(rep.GeneratedIDs, want.GeneratedIDs) {
 					t.Fatalf("trial %d ops %v: reply %v, fresh %v", trial, ops, rep.GeneratedIDs, want.GeneratedIDs)
 				}
 			}
@@ -575,7 +576,7 @@ func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 							t.Fatalf("ops %v: message %d shows %q but holds %q", ops, i, text, chat.Tokenizer.Decode(m.IDs, true))
 						}
 					}
-					if !equalInts(ids, c.CacheIDs()) || len(ids) != sess.Len() {
+					if !slices.Equal(ids, c.CacheIDs()) || len(ids) != sess.Len() {
 						t.Fatalf("ops %v: messages hold %d ids, record %d, session %d", ops, len(ids), len(c.CacheIDs()), sess.Len())
 					}
 				}

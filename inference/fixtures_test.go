@@ -2,6 +2,7 @@ package inference
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,7 +97,7 @@ func TestFixtureGreedyThroughLoop(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !equalInts(got, c.InputIDs) {
+					if !slices.Equal(got, c.InputIDs) {
 						t.Fatalf("case %d: encoded %v, want %v", i, got, c.InputIDs)
 					}
 				}
@@ -110,7 +111,7 @@ func TestFixtureGreedyThroughLoop(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !equalInts(res.GeneratedIDs, c.GreedyIDs) {
+				if !slices.Equal(res.GeneratedIDs, c.GreedyIDs) {
 					t.Errorf("case %d (%s): generated %v, want %v", i, c.Kind, res.GeneratedIDs, c.GreedyIDs)
 				}
 				if res.Text != c.Text || streamed.String() != c.Text {
@@ -140,10 +141,10 @@ func TestFixtureMultiturnConversation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalInts(r1.GeneratedIDs, mt.Turn1.GeneratedIDs) {
+			if !slices.Equal(r1.GeneratedIDs, mt.Turn1.GeneratedIDs) {
 				t.Fatalf("turn 1: %v, want %v", r1.GeneratedIDs, mt.Turn1.GeneratedIDs)
 			}
-			if !equalInts(c.CacheIDs(), mt.Turn2.CacheIDsAfterTurn1) {
+			if !slices.Equal(c.CacheIDs(), mt.Turn2.CacheIDsAfterTurn1) {
 				t.Fatalf("cache after turn 1: %v, want %v", c.CacheIDs(), mt.Turn2.CacheIDsAfterTurn1)
 			}
 			if got := c.Messages()[1].Text; got != mt.Assistant {
@@ -157,13 +158,13 @@ func TestFixtureMultiturnConversation(t *testing.T) {
 			if r2.Reused != mt.Turn2.CommonPrefixLen || r2.Reprefilled == instant {
 				t.Errorf("turn 2 reused %d (reprefilled %v, predicted instant %v), want common prefix %d", r2.Reused, r2.Reprefilled, instant, mt.Turn2.CommonPrefixLen)
 			}
-			if !equalInts(c.CacheIDs()[:len(mt.Turn2.InputIDs)], mt.Turn2.InputIDs) {
+			if !slices.Equal(c.CacheIDs()[:len(mt.Turn2.InputIDs)], mt.Turn2.InputIDs) {
 				t.Errorf("cache after turn 2 does not start with turn 2's input")
 			}
-			if !r2.Reprefilled && !equalInts(c.CacheIDs()[mt.Turn2.RewindTo:len(mt.Turn2.InputIDs)], mt.Turn2.TokensToPrefill) {
+			if !r2.Reprefilled && !slices.Equal(c.CacheIDs()[mt.Turn2.RewindTo:len(mt.Turn2.InputIDs)], mt.Turn2.TokensToPrefill) {
 				t.Errorf("prefilled after rewind differs from tokens_to_prefill_after_rewind")
 			}
-			if !equalInts(r2.GeneratedIDs, mt.Turn2.GeneratedIDs) {
+			if !slices.Equal(r2.GeneratedIDs, mt.Turn2.GeneratedIDs) {
 				t.Fatalf("turn 2: %v, want %v", r2.GeneratedIDs, mt.Turn2.GeneratedIDs)
 			}
 
@@ -178,7 +179,7 @@ func TestFixtureMultiturnConversation(t *testing.T) {
 			// Undo keeps what the transcript shows: turn 1 as turn 2 rendered
 			// it (the reply's text re-tokenized), up to where turn 2 began.
 			if u.Reprefilled == predicted || u.Len != c.Messages()[1].End() || u.Len <= mt.Turn2.RewindTo ||
-				!equalInts(c.CacheIDs(), mt.Turn2.InputIDs[:u.Len]) {
+				!slices.Equal(c.CacheIDs(), mt.Turn2.InputIDs[:u.Len]) {
 				t.Errorf("undo: %+v (predicted instant %v)", u, predicted)
 			}
 			if name == fixtures.Gemma3 && !u.Reprefilled {
@@ -193,7 +194,7 @@ func TestFixtureMultiturnConversation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !equalInts(r.GeneratedIDs, mt.Turn2.GeneratedIDs) {
+				if !slices.Equal(r.GeneratedIDs, mt.Turn2.GeneratedIDs) {
 					t.Errorf("step %d after undo: %v, want %v", step, r.GeneratedIDs, mt.Turn2.GeneratedIDs)
 				}
 			}
@@ -220,7 +221,7 @@ func TestOpenModelConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := c.Send(bg, ref.Multiturn.Turn1.Messages[0].Content, nil)
-	if err != nil || !equalInts(r.GeneratedIDs, ref.Multiturn.Turn1.GeneratedIDs) {
+	if err != nil || !slices.Equal(r.GeneratedIDs, ref.Multiturn.Turn1.GeneratedIDs) {
 		t.Fatalf("turn 1 %v (%v), want %v", r.GeneratedIDs, err, ref.Multiturn.Turn1.GeneratedIDs)
 	}
 	// The stored state reopens on a fresh model and continues with turn 2's
@@ -236,7 +237,7 @@ func TestOpenModelConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2, err := c2.Send(bg, ref.Multiturn.Turn2.Messages[2].Content, nil)
-	if err != nil || !equalInts(r2.GeneratedIDs, ref.Multiturn.Turn2.GeneratedIDs) || r2.Reused != ref.Multiturn.Turn2.RewindTo {
+	if err != nil || !slices.Equal(r2.GeneratedIDs, ref.Multiturn.Turn2.GeneratedIDs) || r2.Reused != ref.Multiturn.Turn2.RewindTo {
 		t.Errorf("resumed turn 2 %v reused %d (%v), want %v", r2.GeneratedIDs, r2.Reused, err, ref.Multiturn.Turn2.GeneratedIDs)
 	}
 	// A tokenizer of another model is refused before loading.
@@ -262,7 +263,7 @@ func TestInGraphModel(t *testing.T) {
 	gen := m.Generation(len(c.GreedyIDs), Sampling{})
 	gen.IgnoreEOS = true
 	res, err := Generate(bg, m.Session, c.InputIDs, gen)
-	if err != nil || !equalInts(res.GeneratedIDs, c.GreedyIDs) {
+	if err != nil || !slices.Equal(res.GeneratedIDs, c.GreedyIDs) {
 		t.Fatalf("in-graph greedy %v (%v), want %v", res.GeneratedIDs, err, c.GreedyIDs)
 	}
 	gen.MaxNewTokens = 8
@@ -271,11 +272,11 @@ func TestInGraphModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	mt := ref.Multiturn
-	if r, err := conv.Send(bg, mt.Turn1.Messages[0].Content, nil); err != nil || !equalInts(r.GeneratedIDs, mt.Turn1.GeneratedIDs) {
+	if r, err := conv.Send(bg, mt.Turn1.Messages[0].Content, nil); err != nil || !slices.Equal(r.GeneratedIDs, mt.Turn1.GeneratedIDs) {
 		t.Fatalf("turn 1: %v", err)
 	}
 	r, err := conv.Send(bg, mt.Turn2.Messages[2].Content, nil)
-	if err != nil || !r.Reprefilled || !equalInts(r.GeneratedIDs, mt.Turn2.GeneratedIDs) {
+	if err != nil || !r.Reprefilled || !slices.Equal(r.GeneratedIDs, mt.Turn2.GeneratedIDs) {
 		t.Fatalf("turn 2 on in-graph: %v reprefilled %v (%v), want %v", r.GeneratedIDs, r.Reprefilled, err, mt.Turn2.GeneratedIDs)
 	}
 }

@@ -3,6 +3,7 @@ package inference
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,7 +50,7 @@ func TestGenerateGreedyChunked(t *testing.T) {
 		if err != nil {
 			t.Fatalf("chunk %d: %v", chunk, err)
 		}
-		if !equalInts(res.GeneratedIDs, want) {
+		if !slices.Equal(res.GeneratedIDs, want) {
 			t.Errorf("chunk %d: generated %v, want %v", chunk, res.GeneratedIDs, want)
 		}
 		if s.Len() != len(prompt)+12 || res.StopReason != StopLength || res.Capped {

@@ -60,7 +60,7 @@ func TestLoadFallback(t *testing.T) {
 			gen := m.Generation(len(rc.GreedyIDs), Sampling{})
 			gen.IgnoreEOS = true
 			r, err := Generate(bg, m.Session, rc.InputIDs, gen)
-			if err != nil || !equalInts(r.GeneratedIDs, rc.GreedyIDs) {
+			if err != nil || !slices.Equal(r.GeneratedIDs, rc.GreedyIDs) {
 				t.Errorf("generated %v (%v), want %v", r.GeneratedIDs, err, rc.GreedyIDs)
 			}
 			if c.want == "" {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"etchat/inference/cpu"
@@ -171,7 +172,7 @@ func TestNativeReferenceCases(t *testing.T) {
 					if d := maxAbsDiff(logits, fixtures.Logits(t, name, c.LogitsFile)); d > 1e-4 {
 						t.Errorf("case %d: last prefill logits differ by %g (> 1e-4)", i, d)
 					}
-					if got := greedy(t, s, logits, len(c.GreedyIDs)); !equalInts(got, c.GreedyIDs) {
+					if got := greedy(t, s, logits, len(c.GreedyIDs)); !slices.Equal(got, c.GreedyIDs) {
 						t.Errorf("case %d (%s): %v, want %v", i, c.Kind, got, c.GreedyIDs)
 					}
 				}
@@ -201,7 +202,7 @@ func TestNativeChatCasesFromText(t *testing.T) {
 						continue
 					}
 					ids, err := chat.Encode(c.Prompt)
-					if err != nil || !equalInts(ids, c.InputIDs) {
+					if err != nil || !slices.Equal(ids, c.InputIDs) {
 						t.Fatalf("case %d: encoded %v (%v), want %v", i, ids, err, c.InputIDs)
 					}
 					if err := s.Clear(); err != nil {
@@ -212,7 +213,7 @@ func TestNativeChatCasesFromText(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !equalInts(res.GeneratedIDs, c.GreedyIDs) || res.Text != c.Text {
+					if !slices.Equal(res.GeneratedIDs, c.GreedyIDs) || res.Text != c.Text {
 						t.Errorf("case %d: %v %q, want %v %q", i, res.GeneratedIDs, res.Text, c.GreedyIDs, c.Text)
 					}
 				}
@@ -255,7 +256,7 @@ func agree(t *testing.T, got map[string][]int) {
 			first = name
 			continue
 		}
-		if !equalInts(ids, got[first]) {
+		if !slices.Equal(ids, got[first]) {
 			t.Errorf("engines disagree:\n%s: %v\n%s: %v", first, got[first], name, ids)
 		}
 	}
@@ -314,7 +315,7 @@ func TestNativeInGraph(t *testing.T) {
 				}
 			}
 			got := greedy(t, s, prefillChunks(t, s, c.InputIDs, 32), len(c.GreedyIDs))
-			if !equalInts(got, c.GreedyIDs) {
+			if !slices.Equal(got, c.GreedyIDs) {
 				t.Errorf("case %d: %v, want %v", i, got, c.GreedyIDs)
 			}
 		}
@@ -343,11 +344,11 @@ func TestNativeMultiturn(t *testing.T) {
 					t.Fatal(err)
 				}
 				r1, err := c.Send(bg, mt.Turn1.Messages[0].Content, nil)
-				if err != nil || !equalInts(r1.GeneratedIDs, mt.Turn1.GeneratedIDs) {
+				if err != nil || !slices.Equal(r1.GeneratedIDs, mt.Turn1.GeneratedIDs) {
 					t.Fatalf("turn 1: %v (%v), want %v", r1.GeneratedIDs, err, mt.Turn1.GeneratedIDs)
 				}
 				r2, err := c.Send(bg, mt.Turn2.Messages[2].Content, nil)
-				if err != nil || !equalInts(r2.GeneratedIDs, mt.Turn2.GeneratedIDs) {
+				if err != nil || !slices.Equal(r2.GeneratedIDs, mt.Turn2.GeneratedIDs) {
 					t.Fatalf("turn 2: %v (%v), want %v", r2.GeneratedIDs, err, mt.Turn2.GeneratedIDs)
 				}
 				if r2.Reused != mt.Turn2.CommonPrefixLen {
@@ -359,7 +360,7 @@ func TestNativeMultiturn(t *testing.T) {
 				r3, err := c.Regenerate(bg, nil)
 				if err == nil {
 					// After undoing turn 2 the last turn is turn 1's reply.
-					if !equalInts(r3.GeneratedIDs, mt.Turn1.GeneratedIDs) {
+					if !slices.Equal(r3.GeneratedIDs, mt.Turn1.GeneratedIDs) {
 						t.Errorf("regenerated turn 1: %v, want %v", r3.GeneratedIDs, mt.Turn1.GeneratedIDs)
 					}
 				}
@@ -398,7 +399,7 @@ func TestNativeBenchModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := greedy(t, s, prefillChunks(t, s, p.InputIDs, cfg.MaxWrite), len(p.BF16.GreedyIDs))
-			if !equalInts(got, p.BF16.GreedyIDs) {
+			if !slices.Equal(got, p.BF16.GreedyIDs) {
 				t.Errorf("bench-bf16 %s: %v, want %v", p.Name, got, p.BF16.GreedyIDs)
 			}
 		}
@@ -416,7 +417,7 @@ func TestNativeBenchModels(t *testing.T) {
 				t.Errorf("bench-q4 on MLX CPU now starts like PyTorch (%v): the documented bf16 deviation is gone", got)
 			}
 			t.Logf("MLX CPU, bf16 q4: %v; PyTorch: %v", got, want)
-		} else if !equalInts(got, want) {
+		} else if !slices.Equal(got, want) {
 			t.Errorf("bench-q4 stable prefix: %v, want %v", got, want)
 		}
 	})

@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"slices"
 	"testing"
 
 	"etchat/internal/fixtures"
@@ -49,7 +50,7 @@ func TestQuantizedFixturesChat(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !equalInts(got, c.InputIDs) {
+					if !slices.Equal(got, c.InputIDs) {
 						t.Fatalf("case %d: chat text encoded to %v, want %v", i, got, c.InputIDs)
 					}
 					ids = got
@@ -62,7 +63,7 @@ func TestQuantizedFixturesChat(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !equalInts(res.GeneratedIDs, c.GreedyIDs) {
+				if !slices.Equal(res.GeneratedIDs, c.GreedyIDs) {
 					t.Errorf("case %d (%s): generated %v, want %v", i, c.Kind, res.GeneratedIDs, c.GreedyIDs)
 				}
 				if res.Text != c.Text {
@@ -90,7 +91,7 @@ func TestQuantizedFixturesConversation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalInts(r1.GeneratedIDs, mt.Turn1.GeneratedIDs) {
+			if !slices.Equal(r1.GeneratedIDs, mt.Turn1.GeneratedIDs) {
 				t.Fatalf("turn 1: %v, want %v", r1.GeneratedIDs, mt.Turn1.GeneratedIDs)
 			}
 			if got := c.Messages()[1].Text; got != mt.Assistant {
@@ -107,10 +108,10 @@ func TestQuantizedFixturesConversation(t *testing.T) {
 			if r2.Reused != mt.Turn2.CommonPrefixLen || r2.Reprefilled {
 				t.Errorf("turn 2 reused %d (reprefilled %v), want the common prefix %d kept", r2.Reused, r2.Reprefilled, mt.Turn2.CommonPrefixLen)
 			}
-			if !equalInts(c.CacheIDs()[:len(mt.Turn2.InputIDs)], mt.Turn2.InputIDs) {
+			if !slices.Equal(c.CacheIDs()[:len(mt.Turn2.InputIDs)], mt.Turn2.InputIDs) {
 				t.Errorf("cache after turn 2 does not start with turn 2's input")
 			}
-			if !equalInts(r2.GeneratedIDs, mt.Turn2.GeneratedIDs) {
+			if !slices.Equal(r2.GeneratedIDs, mt.Turn2.GeneratedIDs) {
 				t.Errorf("turn 2: %v, want %v", r2.GeneratedIDs, mt.Turn2.GeneratedIDs)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"testing"
 
@@ -192,10 +193,10 @@ func TestSamplerDistributions(t *testing.T) {
 	a := distributionSeq(t, Sampling{Temperature: 1, Seed: 42}, row, 64)
 	b := distributionSeq(t, Sampling{Temperature: 1, Seed: 42}, row, 64)
 	c := distributionSeq(t, Sampling{Temperature: 1, Seed: 43}, row, 64)
-	if !equalInts(a, b) {
+	if !slices.Equal(a, b) {
 		t.Error("same seed gave different tokens")
 	}
-	if equalInts(a, c) {
+	if slices.Equal(a, c) {
 		t.Error("different seeds gave the same 64 tokens")
 	}
 }
@@ -264,18 +265,6 @@ func distributionSeq(t *testing.T, cfg Sampling, row []float32, n int) []int {
 	return out
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func benchRow(b *testing.B) []float32 {
 	return fixtures.Logits(b, fixtures.Gemma3, "chat0_prefill_last_logits.bin")
 }
@@ -316,7 +305,7 @@ func TestSamplerParallelMatchesSerial(t *testing.T) {
 	}
 	serial, parallel := run(1), run(2)
 	for i := range cfgs {
-		if !equalInts(serial[i], parallel[i]) {
+		if !slices.Equal(serial[i], parallel[i]) {
 			t.Errorf("%+v: serial %v, parallel %v", cfgs[i], serial[i], parallel[i])
 		}
 	}
@@ -602,7 +591,7 @@ func TestSamplerVectorMatchesGo(t *testing.T) {
 	}
 	scalar, vector := run(false), run(true)
 	for i := range cfgs {
-		if !equalInts(scalar[i], vector[i]) {
+		if !slices.Equal(scalar[i], vector[i]) {
 			t.Errorf("%+v: portable %v, vector %v", cfgs[i], scalar[i], vector[i])
 		}
 	}

@@ -61,7 +61,7 @@ func TestBenchBF16(t *testing.T) {
 			}
 			if kv == "fp32" {
 				got := greedy(t, s, logits, len(p.FP32.GreedyIDs))
-				if !equalIDs(got, p.FP32.GreedyIDs) {
+				if !slices.Equal(got, p.FP32.GreedyIDs) {
 					t.Errorf("%s: greedy %v, want %v", p.Name, got, p.FP32.GreedyIDs)
 				}
 				continue

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,18 +159,6 @@ func maxAbs(a, b []float32) float64 {
 	return m
 }
 
-func equalIDs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestGreedyOffGraph(t *testing.T) {
 	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3} {
 		t.Run(name, func(t *testing.T) {
@@ -186,7 +175,7 @@ func TestGreedyOffGraph(t *testing.T) {
 					t.Errorf("case %d: prefill logits max abs diff %g > 1e-4", ci, d)
 				}
 				got := greedy(t, s, logits, len(c.GreedyIDs))
-				if !equalIDs(got, c.GreedyIDs) {
+				if !slices.Equal(got, c.GreedyIDs) {
 					t.Errorf("case %d: greedy %v, want %v", ci, got, c.GreedyIDs)
 				}
 				if s.Len() != len(c.InputIDs)+len(c.GreedyIDs)-1 {
@@ -209,7 +198,7 @@ func TestMultiturn(t *testing.T) {
 				t.Errorf("turn 1 prefill logits differ by %g", d)
 			}
 			got := greedy(t, s, logits, len(mt.Turn1.GeneratedIDs))
-			if !equalIDs(got, mt.Turn1.GeneratedIDs) {
+			if !slices.Equal(got, mt.Turn1.GeneratedIDs) {
 				t.Fatalf("turn 1: %v, want %v", got, mt.Turn1.GeneratedIDs)
 			}
 			// The last generated token goes into the cache too.
@@ -239,7 +228,7 @@ func TestMultiturn(t *testing.T) {
 				t.Errorf("turn 2 prefill logits differ by %g", d)
 			}
 			got = greedy(t, s, logits, len(mt.Turn2.GeneratedIDs))
-			if !equalIDs(got, mt.Turn2.GeneratedIDs) {
+			if !slices.Equal(got, mt.Turn2.GeneratedIDs) {
 				t.Errorf("turn 2: %v, want %v", got, mt.Turn2.GeneratedIDs)
 			}
 		})
@@ -258,7 +247,7 @@ func TestGemmaChunkSizes(t *testing.T) {
 			s.Clear()
 			logits := prefill(t, s, c.InputIDs, chunk)
 			got := greedy(t, s, logits, len(c.GreedyIDs))
-			if !equalIDs(got, c.GreedyIDs) {
+			if !slices.Equal(got, c.GreedyIDs) {
 				t.Errorf("chunk %d case %d: %v, want %v", chunk, ci, got, c.GreedyIDs)
 			}
 		}
@@ -319,7 +308,7 @@ func TestInGraph(t *testing.T) {
 		if err := s.Clear(); err != nil {
 			t.Fatal(err)
 		}
-		if got := run(c); !equalIDs(got, c.GreedyIDs) {
+		if got := run(c); !slices.Equal(got, c.GreedyIDs) {
 			t.Errorf("case %d: %v, want %v", ci, got, c.GreedyIDs)
 		}
 	}
@@ -333,7 +322,7 @@ func TestInGraph(t *testing.T) {
 	// alone.
 	s2, _ := openFixture(t, fixtures.InGraph, "")
 	logits := prefill(t, s2, ref.Cases[1].InputIDs, 32)
-	if got := greedy(t, s2, logits, 16); !equalIDs(got, ref.Cases[1].GreedyIDs) {
+	if got := greedy(t, s2, logits, 16); !slices.Equal(got, ref.Cases[1].GreedyIDs) {
 		t.Errorf("second session: %v", got)
 	}
 }
@@ -453,17 +442,17 @@ func TestGemmaRewindFloor(t *testing.T) {
 	}
 	logits = prefill(t, s, full[4:5], 1)
 	again := greedy(t, s, logits, 7)
-	if !equalIDs(again, full[5:]) {
+	if !slices.Equal(again, full[5:]) {
 		t.Errorf("after a shallow rewind: %v, want %v", again, full[5:])
 	}
 	s.Clear()
 	kept := append(append([]int64(nil), c.InputIDs...), full[:5]...)
 	logits = prefill(t, s, kept, l.PrefillChunk)
 	again = greedy(t, s, logits, 7)
-	if !equalIDs(again, full[5:]) {
+	if !slices.Equal(again, full[5:]) {
 		t.Errorf("after Clear + re-prefill: %v, want %v", again, full[5:])
 	}
-	if !equalIDs(full, c.GreedyIDs[:12]) {
+	if !slices.Equal(full, c.GreedyIDs[:12]) {
 		t.Errorf("greedy %v, want %v", full, c.GreedyIDs[:12])
 	}
 }
@@ -611,10 +600,10 @@ func TestThreadsAndConcurrency(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if equalIDs(r.ids, ids1) && maxAbs(r.logits, one) != 0 {
+		if slices.Equal(r.ids, ids1) && maxAbs(r.logits, one) != 0 {
 			t.Errorf("4 threads changed the logits by %g", maxAbs(r.logits, one))
 		}
-		if !equalIDs(r.ids, ref.Cases[0].GreedyIDs[:4]) && !equalIDs(r.ids, ref.Cases[1].GreedyIDs[:4]) {
+		if !slices.Equal(r.ids, ref.Cases[0].GreedyIDs[:4]) && !slices.Equal(r.ids, ref.Cases[1].GreedyIDs[:4]) {
 			t.Errorf("concurrent session gave %v", r.ids)
 		}
 	}

@@ -29,7 +29,7 @@ func TestQuantizedFixtures(t *testing.T) {
 				} else {
 					t.Logf("case %d: prefill logits max abs diff %.3g", ci, d)
 				}
-				if got := greedy(t, s, logits, len(c.GreedyIDs)); !equalIDs(got, c.GreedyIDs) {
+				if got := greedy(t, s, logits, len(c.GreedyIDs)); !slices.Equal(got, c.GreedyIDs) {
 					t.Errorf("case %d: greedy %v, want %v", ci, got, c.GreedyIDs)
 				}
 			}
@@ -50,7 +50,7 @@ func TestQuantizedMultiturn(t *testing.T) {
 				t.Errorf("turn 1 prefill logits differ by %g", d)
 			}
 			got := greedy(t, s, logits, len(mt.Turn1.GeneratedIDs))
-			if !equalIDs(got, mt.Turn1.GeneratedIDs) {
+			if !slices.Equal(got, mt.Turn1.GeneratedIDs) {
 				t.Fatalf("turn 1: %v, want %v", got, mt.Turn1.GeneratedIDs)
 			}
 			prefill(t, s, got[len(got)-1:], 1)
@@ -67,7 +67,7 @@ func TestQuantizedMultiturn(t *testing.T) {
 			if d := maxAbs(logits, fixtures.Logits(t, name, mt.Turn2.LogitsFile)); d > 1e-4 {
 				t.Errorf("turn 2 prefill logits differ by %g", d)
 			}
-			if got = greedy(t, s, logits, len(mt.Turn2.GeneratedIDs)); !equalIDs(got, mt.Turn2.GeneratedIDs) {
+			if got = greedy(t, s, logits, len(mt.Turn2.GeneratedIDs)); !slices.Equal(got, mt.Turn2.GeneratedIDs) {
 				t.Errorf("turn 2: %v, want %v", got, mt.Turn2.GeneratedIDs)
 			}
 		})
@@ -108,7 +108,7 @@ func TestQuantizedKVDTypes(t *testing.T) {
 					t.Errorf("%s case %d %s KV: first token %d, want %d", name, ci, dt, got, c.GreedyIDs[0])
 				}
 				if dt == "fp16" {
-					if got := greedy(t, s, logits, len(c.GreedyIDs)); !equalIDs(got, c.GreedyIDs) {
+					if got := greedy(t, s, logits, len(c.GreedyIDs)); !slices.Equal(got, c.GreedyIDs) {
 						t.Errorf("%s case %d fp16 KV: greedy %v, want %v", name, ci, got, c.GreedyIDs)
 					}
 				}
@@ -142,7 +142,7 @@ func TestBenchQ4StablePrefix(t *testing.T) {
 	s, l := openFixture(t, fixtures.BenchQ4, "bf16")
 	logits := prefill(t, s, c.InputIDs, l.PrefillChunk)
 	got := greedy(t, s, logits, len(c.GreedyIDs))
-	if !equalIDs(got[:c.Stable], c.GreedyIDs[:c.Stable]) {
+	if !slices.Equal(got[:c.Stable], c.GreedyIDs[:c.Stable]) {
 		t.Errorf("greedy %v, want the first %d of %v", got, c.Stable, c.GreedyIDs)
 	}
 	n := 0

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,7 +96,7 @@ func TestLoadFixtures(t *testing.T) {
 					ref.Model.VocabSize, ref.Export.MaxCtxLen, ref.Export.PrefillChunk)
 			}
 			eos, err := tokenIDs(ref.Model.EOS)
-			if err != nil || !equal(info.EOSIDs, eos) || info.EOSSource != "generation_config.json" {
+			if err != nil || !slices.Equal(info.EOSIDs, eos) || info.EOSSource != "generation_config.json" {
 				t.Errorf("eos %v from %q, want %v", info.EOSIDs, info.EOSSource, eos)
 			}
 			if info.Companion.ModelType != ref.Model.ModelType || len(info.Companion.Problems) != 0 {
@@ -109,7 +110,7 @@ func TestLoadFixtures(t *testing.T) {
 
 			if wantKind == OffGraph {
 				l := info.Layout
-				if l == nil || !equal(l.KVHeads, ref.Geometry.KVHeads) || !equal(l.HeadDims, ref.Geometry.HeadDims) || !equal(l.Windows, ref.Geometry.Windows) ||
+				if l == nil || !slices.Equal(l.KVHeads, ref.Geometry.KVHeads) || !slices.Equal(l.HeadDims, ref.Geometry.HeadDims) || !slices.Equal(l.Windows, ref.Geometry.Windows) ||
 					l.PrefillChunk != ref.Export.PrefillChunk || l.MaxCtxLen != ref.Export.MaxCtxLen {
 					t.Errorf("layout %+v, want %+v", l, ref.Geometry)
 				}
@@ -216,18 +217,6 @@ func TestFromFile(t *testing.T) {
 	}
 }
 
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // patched writes a copy of a fixture's model.pte with edit applied, and
 // returns its path.
 func patched(t *testing.T, name string, edit func(b []byte)) string {
@@ -307,7 +296,7 @@ func TestCompanionProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := info.Companion
-	if c.Tokenizer != "" || c.HasChatTemplate || c.ModelType != "llama" || len(c.Problems) != 3 || !equal(info.EOSIDs, []int{7}) {
+	if c.Tokenizer != "" || c.HasChatTemplate || c.ModelType != "llama" || len(c.Problems) != 3 || !slices.Equal(info.EOSIDs, []int{7}) {
 		t.Errorf("%+v eos %v", c, info.EOSIDs)
 	}
 	all := strings.Join(c.Problems, "\n")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,8 +125,8 @@ func TestFixtures(t *testing.T) {
 				t.Fatalf("forward: %s", fw.Describe())
 			}
 			in0, in1, out := fw.Inputs[0], fw.Inputs[1], fw.Outputs[0]
-			if in0.DType != Long || !equalInts(in0.Sizes, []int64{1, w.chunk}) || in1.DType != Long || !equalInts(in1.Sizes, []int64{w.chunk}) ||
-				out.DType != w.forwardOutDType || !equalInts(out.Sizes, []int64{1, w.chunk, ref.Model.VocabSize}) || out.Dynamism != DynamicBound {
+			if in0.DType != Long || !slices.Equal(in0.Sizes, []int64{1, w.chunk}) || in1.DType != Long || !slices.Equal(in1.Sizes, []int64{w.chunk}) ||
+				out.DType != w.forwardOutDType || !slices.Equal(out.Sizes, []int64{1, w.chunk, ref.Model.VocabSize}) || out.Dynamism != DynamicBound {
 				t.Errorf("forward is %s; want vocab %d, chunk %d, %s logits", fw.Describe(), ref.Model.VocabSize, w.chunk, w.forwardOutDType)
 			}
 			if len(fw.Delegates) != 1 || fw.DelegateCalls != 1 {
@@ -167,7 +168,7 @@ func TestFixtures(t *testing.T) {
 				case []int64:
 					got, err := v.Ints()
 					tt, terr := v.Tensor()
-					if err != nil || !equalInts(got, wv) || terr != nil || tt.DType != Int {
+					if err != nil || !slices.Equal(got, wv) || terr != nil || tt.DType != Int {
 						t.Errorf("%s = %v (%v), want int32 tensor %v", name, got, err, wv)
 					}
 				}
@@ -349,18 +350,6 @@ func head(t testing.TB, name string, n int64) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestTruncated(t *testing.T) {
