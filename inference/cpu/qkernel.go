@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"runtime"
 	"sync"
 )
@@ -24,6 +25,9 @@ import (
 //   - Scales and Biases hold Rows·Cols/GroupSize fp32 values, row-major:
 //     group g of row r uses s = Scales[r·G + g], b = Biases[r·G + g],
 //     G = Cols/GroupSize (bf16/fp16 scales are converted at load).
+//     Biases is nil when every bias is BiasMul·s exactly (BiasMul =
+//     −2^(Bits−1), as ExecuTorch's symmetric exports have them): the
+//     kernels then read no bias bytes (bias(i) is the value either way).
 //   - W[r][k] = s·Q + b, computed in fp32 (MLX: scale * w + bias).
 //
 // qMatMulRange(out, x, n, w, r0, r1) sets out[i·Rows + r] = Σ_k x[i·Cols +
@@ -42,6 +46,45 @@ type qMatrix struct {
 	Bits, GroupSize, Rows, Cols int
 	Packed                      []uint32
 	Scales, Biases              []float32
+	BiasMul                     float32 // with Biases nil: b = BiasMul·s
+}
+
+// bias is the bias of group i (row-major over rows and groups).
+func (w *qMatrix) bias(i int) float32 {
+	if w.Biases == nil {
+		return w.BiasMul * w.Scales[i]
+	}
+	return w.Biases[i]
+}
+
+// foldBiases drops Biases when every bias is exactly −2^(Bits−1) times
+// its scale (symmetric quantization written as affine), so that the
+// kernels stream only the scales. It reports whether it did.
+func (w *qMatrix) foldBiases() bool {
+	if w.Biases == nil || len(w.Biases) != len(w.Scales) {
+		return false
+	}
+	c := -float32(int(1) << (w.Bits - 1))
+	for i, s := range w.Scales {
+		if math.Float32bits(w.Biases[i]) != math.Float32bits(c*s) {
+			return false
+		}
+	}
+	w.Biases, w.BiasMul = nil, c
+	return true
+}
+
+// rowBiases is row r's biases: a view of Biases, or computed into buf.
+func (w *qMatrix) rowBiases(r int, buf []float32) []float32 {
+	G := w.groups()
+	if w.Biases != nil {
+		return w.Biases[r*G : (r+1)*G]
+	}
+	buf = buf[:G]
+	for g, s := range w.Scales[r*G : (r+1)*G] {
+		buf[g] = w.BiasMul * s
+	}
+	return buf
 }
 
 // wordsPerRow is the number of packed words of one row.
@@ -54,7 +97,7 @@ func (w *qMatrix) groups() int { return w.Cols / w.GroupSize }
 func qDequantRow(dst []float32, w *qMatrix, row int) {
 	G, wpr := w.groups(), w.wordsPerRow()
 	words := w.Packed[row*wpr : (row+1)*wpr]
-	dequantWords(dst[:w.Cols], words, w.Bits, w.GroupSize, w.Scales[row*G:(row+1)*G], w.Biases[row*G:(row+1)*G])
+	dequantWords(dst[:w.Cols], words, w.Bits, w.GroupSize, w.Scales[row*G:(row+1)*G], w.rowBiases(row, make([]float32, G)))
 }
 
 // dequantWords unpacks len(dst) elements from words (groups of gs elements
@@ -106,12 +149,11 @@ func qMatMulRangeGo(out, x []float32, n int, w *qMatrix, r0, r1 int) {
 	wpg := gs / per // words per group
 	for r := r0; r < r1; r++ {
 		words := w.Packed[r*wpr : (r+1)*wpr]
-		scales, biases := w.Scales[r*G:(r+1)*G], w.Biases[r*G:(r+1)*G]
 		for i := 0; i < n; i++ {
 			xi := x[i*w.Cols : (i+1)*w.Cols]
 			var acc [4]float32
 			for g := 0; g < G; g++ {
-				s, b := scales[g], biases[g]
+				s, b := w.Scales[r*G+g], w.bias(r*G+g)
 				xg := xi[g*gs : (g+1)*gs]
 				for j, wd := range words[g*wpg : (g+1)*wpg] {
 					xs := xg[j*per : (j+1)*per]

@@ -53,6 +53,7 @@ type kern struct {
 	mask                         [4]string
 	shift                        string // 4-bit: the word shifts (register or memory)
 	scaleTmp, sx                 int
+	folded                       bool // biases folded: each scale serves as its bias
 }
 
 func (k *kern) block(first bool) {
@@ -117,6 +118,9 @@ func (k *kern) block(first bool) {
 func (k *kern) gen() {
 	rows := 2 * k.pairs
 	name := fmt.Sprintf("qDotRows%dQ%dAVX512", rows, k.bits)
+	if k.folded {
+		name = fmt.Sprintf("qDotRows%dQ%dFoldedAVX512", rows, k.bits)
+	}
 	nq := k.pairs / 2
 	fmt.Fprintf(&b, `
 // func %s(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride int, groups, bpg int, out *float32)
@@ -169,6 +173,9 @@ TEXT ·%s(SB), NOSPLIT, $%d-72
 		p("VPXORD %s, %s, %s", z(k.acc+i), z(k.acc+i), z(k.acc+i))
 	}
 	pre := fmt.Sprintf("q%dr%d", k.bits, rows)
+	if k.folded {
+		pre += "f"
+	}
 	label(pre + "group")
 	p("TESTQ CX, CX")
 	p("JZ %sdone", pre)
@@ -198,22 +205,30 @@ TEXT ·%s(SB), NOSPLIT, $%d-72
 		p("VFMADD231PS %s, %s, %s", t, z(k.sq+i), z(k.acc+i))
 	}
 	p("VBROADCASTF64X4 (SI), %s", z(k.sx))
-	for q := 0; q < nq; q++ {
-		p("ADDQ R14, %s", quads[q])
+	if !k.folded {
+		for q := 0; q < nq; q++ {
+			p("ADDQ R14, %s", quads[q])
+		}
 	}
 	for i := 0; i < k.pairs; i++ {
 		t := z(k.scaleTmp + i)
-		q := quads[i/2]
-		p("VBROADCASTSS %s, %s", rowAddr(2*i%4, q, "BX", "R11"), t)
-		p("VBROADCASTSS %s, %s", rowAddr((2*i+1)%4, q, "BX", "R11"), y(k.tmp+i%k.ntmp))
-		p("VINSERTF64X4 $1, %s, %s, %s", y(k.tmp+i%k.ntmp), t, t)
+		if !k.folded {
+			q := quads[i/2]
+			p("VBROADCASTSS %s, %s", rowAddr(2*i%4, q, "BX", "R11"), t)
+			p("VBROADCASTSS %s, %s", rowAddr((2*i+1)%4, q, "BX", "R11"), y(k.tmp+i%k.ntmp))
+			p("VINSERTF64X4 $1, %s, %s, %s", y(k.tmp+i%k.ntmp), t, t)
+		}
+		// folded: the scale again, against the Σx the preparation
+		// multiplied by BiasMul
 		p("VFMADD231PS %s, %s, %s", t, z(k.sx), z(k.acc+i))
 	}
 	for q := 0; q < nq; q++ {
 		p("MOVQ w%d-%d(SP), %s", q, 8*(q+1), quads[q])
 	}
 	p("PREFETCHT0 (R12)")
-	p("PREFETCHT0 (R12)(R14*1)")
+	if !k.folded {
+		p("PREFETCHT0 (R12)(R14*1)")
+	}
 	p("ADDQ $%d, R12", 4*2*k.pairs)
 	p("ADDQ $32, SI")
 	p("ADDQ $4, DX")
@@ -260,11 +275,13 @@ func main() {
 		}
 		fmt.Fprintf(&b, "GLOBL qmask%dz<>(SB), RODATA|NOPTR, $16\n", bits)
 	}
-	for _, bits := range []int{4, 8} {
-		// eight rows: every constant in a register
-		k8 := kern{bits: bits, pairs: 4, acc: 0, sq: 4, words: 8, x: 20, tmp: 24, ntmp: 4,
-			mask: [4]string{"Z15", "Z16", "Z17", "Z18"}, shift: "Z14", scaleTmp: 28, sx: 19}
-		k8.gen()
+	for _, folded := range []bool{false, true} {
+		for _, bits := range []int{4, 8} {
+			// eight rows: every constant in a register
+			k8 := kern{bits: bits, pairs: 4, acc: 0, sq: 4, words: 8, x: 20, tmp: 24, ntmp: 4,
+				mask: [4]string{"Z15", "Z16", "Z17", "Z18"}, shift: "Z14", scaleTmp: 28, sx: 19, folded: folded}
+			k8.gen()
+		}
 	}
 	if err := os.WriteFile("qkernel_avx512_amd64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -98,6 +98,13 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 				}
 				d = d[32:]
 			}
+			if w.Biases == nil {
+				// folded biases: the kernels add (BiasMul·Σx)·s, the
+				// same product as Σx·(BiasMul·s) (a power of two)
+				for l := range sx {
+					sx[l] *= w.BiasMul
+				}
+			}
 			copy(d[:8], sx[:])
 			d = d[8:]
 		}
@@ -126,13 +133,19 @@ func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int) {
 	bpg := w.GroupSize / 32
 	var acc [4]float32
 	if n == 1 {
-		r := qDotRowsWide(out, p.xp, w, r0, r1) // AVX-512: eight rows at a time
+		// with folded biases the prepared Σx carry BiasMul and the
+		// kernels read each group's scale twice (once as its bias)
+		bi := w.Biases
+		if bi == nil {
+			bi = w.Scales
+		}
+		r := qDotRowsWide(out, p.xp, w, bi, r0, r1) // AVX-512: eight rows at a time
 		for ; r+4 <= r1; r += 4 {
-			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], wpr, w.Scales[r*G:], w.Biases[r*G:], G, G, bpg, w.Bits)
+			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], wpr, w.Scales[r*G:], bi[r*G:], G, G, bpg, w.Bits)
 			copy(out[r:r+4], acc[:])
 		}
 		for ; r < r1; r++ { // the last rows one at a time
-			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], 0, w.Scales[r*G:], w.Biases[r*G:], 0, G, bpg, w.Bits)
+			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], 0, w.Scales[r*G:], bi[r*G:], 0, G, bpg, w.Bits)
 			out[r] = acc[0]
 		}
 		return
@@ -185,7 +198,7 @@ func qDequantGo(dst []float32, w *qMatrix, r int) {
 	words := w.Packed[r*wpr : (r+1)*wpr]
 	dst = dst[:w.Cols]
 	for g := 0; g < G; g++ {
-		s, b := w.Scales[r*G+g], w.Biases[r*G+g]
+		s, b := w.Scales[r*G+g], w.bias(r*G+g)
 		for k := g * gs; k < (g+1)*gs; k++ {
 			q := words[k/per] >> (uint(k%per) * uint(w.Bits)) & mask
 			dst[k] = fma32(float32(q), s, b)

@@ -16,4 +16,4 @@ func qDot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
 
 var useAVX512 = false // settable, as on amd64, for the tests
 
-func qDotRowsWide(out, xp []float32, w *qMatrix, r0, r1 int) int { return r0 }
+func qDotRowsWide(out, xp []float32, w *qMatrix, biases []float32, r0, r1 int) int { return r0 }

@@ -39,6 +39,73 @@ func quantizeAffine(w []float32, rows, cols, bits, gs int) *qMatrix {
 	return q
 }
 
+// quantizeSymmetric packs w as ExecuTorch's symmetric exports do: Q =
+// round(v/s) + 2^(bits−1), bias −2^(bits−1)·s, written out as biases
+// (foldBiases takes them back out).
+func quantizeSymmetric(w []float32, rows, cols, bits, gs int) *qMatrix {
+	q := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols,
+		Packed: make([]uint32, rows*cols*bits/32), Scales: make([]float32, rows*cols/gs), Biases: make([]float32, rows*cols/gs)}
+	per, half := 32/bits, float32(int(1)<<(bits-1))
+	for r := 0; r < rows; r++ {
+		for g := 0; g < cols/gs; g++ {
+			grp := w[r*cols+g*gs : r*cols+(g+1)*gs]
+			var m float32
+			for _, v := range grp {
+				m = max(m, float32(math.Abs(float64(v))))
+			}
+			s := max(m/(half-1), 1e-7)
+			q.Scales[r*cols/gs+g], q.Biases[r*cols/gs+g] = s, -half*s
+			for j, v := range grp {
+				k := g*gs + j
+				Q := uint32(min(2*half-1, max(0, float32(math.Round(float64(v/s)))+half)))
+				q.Packed[(r*cols+k)/per] |= Q << ((k % per) * bits)
+			}
+		}
+	}
+	return q
+}
+
+// Symmetric biases are folded (and affine ones kept); folding changes no
+// result: every kernel gives the bits it gave with the biases read.
+func TestQFoldBiases(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, bits := range []int{4, 8} {
+		if w := quantizeAffine(randMat(rng, 16*64), 16, 64, bits, 32); w.foldBiases() || w.Biases == nil {
+			t.Fatalf("q%d: min/max biases were folded", bits)
+		}
+		w := quantizeSymmetric(randMat(rng, 40*128), 40, 128, bits, 32)
+		w.Biases[77] = math.Nextafter32(w.Biases[77], 0) // one bias off by an ulp
+		if w.foldBiases() {
+			t.Fatalf("q%d: folded with one bias not −2^(bits−1)·s", bits)
+		}
+		w.Biases[77] = -float32(int(1)<<(bits-1)) * w.Scales[77]
+		folded := *w
+		if !folded.foldBiases() || folded.Biases != nil || folded.BiasMul != -float32(int(1)<<(bits-1)) {
+			t.Fatalf("q%d: symmetric biases not folded (BiasMul %v)", bits, folded.BiasMul)
+		}
+		for i := range w.Biases {
+			if folded.bias(i) != w.Biases[i] {
+				t.Fatalf("q%d: bias(%d) = %v, want %v", bits, i, folded.bias(i), w.Biases[i])
+			}
+		}
+		for _, n := range []int{1, 3, 7} {
+			x := randMat(rng, n*w.Cols)
+			want := make([]float32, n*w.Rows)
+			qMatMulRangeFast(want, x, n, w, 0, w.Rows)
+			got := make([]float32, n*w.Rows)
+			qMatMulRangeFast(got, x, n, &folded, 0, w.Rows)
+			ref, refFolded := make([]float32, n*w.Rows), make([]float32, n*w.Rows)
+			qMatMulRef(ref, x, n, w)
+			qMatMulRef(refFolded, x, n, &folded)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(ref[i]) != math.Float32bits(refFolded[i]) {
+					t.Fatalf("q%d n=%d: out[%d] folded %v (reference %v), with biases %v (%v)", bits, n, i, got[i], refFolded[i], want[i], ref[i])
+				}
+			}
+		}
+	}
+}
+
 func randMat(rng *rand.Rand, n int) []float32 {
 	x := make([]float32, n)
 	for i := range x {
@@ -184,34 +251,40 @@ func checkQKernels(t *testing.T, avx2, avx512 bool) {
 			if !qFast(w) {
 				t.Fatalf("q%d g%d: not on the fast path", bits, c.gs)
 			}
-			for _, n := range []int{1, 2, 4, 7} {
-				x := randMat(rng, n*c.cols)
-				useAVX2, useAVX512 = avx2, avx512
-				fast := make([]float32, n*c.rows)
-				qMatMulRangeFast(fast, x, n, w, 0, c.rows)
-				useAVX2, useAVX512 = false, false
-				portable := make([]float32, n*c.rows)
-				qMatMulRangeFast(portable, x, n, w, 0, c.rows)
-				useAVX2, useAVX512 = avx2, avx512
-				want := make([]float32, n*c.rows)
-				qMatMulRef(want, x, n, w)
-				for i := range fast {
-					if math.Float32bits(fast[i]) != math.Float32bits(portable[i]) {
-						t.Fatalf("q%d g%d %dx%d n=%d: out[%d] = %v, Go kernel %v", bits, c.gs, c.rows, c.cols, n, i, fast[i], portable[i])
+			sym := quantizeSymmetric(randMat(rng, c.rows*c.cols), c.rows, c.cols, bits, c.gs)
+			if !sym.foldBiases() {
+				t.Fatalf("q%d g%d: symmetric biases not folded", bits, c.gs)
+			}
+			for _, w := range []*qMatrix{w, sym} {
+				for _, n := range []int{1, 2, 4, 7} {
+					x := randMat(rng, n*c.cols)
+					useAVX2, useAVX512 = avx2, avx512
+					fast := make([]float32, n*c.rows)
+					qMatMulRangeFast(fast, x, n, w, 0, c.rows)
+					useAVX2, useAVX512 = false, false
+					portable := make([]float32, n*c.rows)
+					qMatMulRangeFast(portable, x, n, w, 0, c.rows)
+					useAVX2, useAVX512 = avx2, avx512
+					want := make([]float32, n*c.rows)
+					qMatMulRef(want, x, n, w)
+					for i := range fast {
+						if math.Float32bits(fast[i]) != math.Float32bits(portable[i]) {
+							t.Fatalf("q%d g%d %dx%d n=%d: out[%d] = %v, Go kernel %v", bits, c.gs, c.rows, c.cols, n, i, fast[i], portable[i])
+						}
+						if d := math.Abs(float64(fast[i] - want[i])); d > 1e-4*(1+math.Abs(float64(want[i]))) {
+							t.Fatalf("q%d g%d n=%d: out[%d] = %v, reference %v", bits, c.gs, n, i, fast[i], want[i])
+						}
 					}
-					if d := math.Abs(float64(fast[i] - want[i])); d > 1e-4*(1+math.Abs(float64(want[i]))) {
-						t.Fatalf("q%d g%d n=%d: out[%d] = %v, reference %v", bits, c.gs, n, i, fast[i], want[i])
-					}
-				}
-				// splits over rows (what the workers get) give the same bits
-				for _, step := range []int{5, 11, 16} {
-					part := make([]float32, n*c.rows)
-					for r0 := 0; r0 < c.rows; r0 += step {
-						qMatMulRangeFast(part, x, n, w, r0, min(r0+step, c.rows))
-					}
-					for i := range part {
-						if math.Float32bits(part[i]) != math.Float32bits(fast[i]) {
-							t.Fatalf("q%d g%d n=%d: out[%d] over a %d-row split %v, whole %v", bits, c.gs, n, i, step, part[i], fast[i])
+					// splits over rows (what the workers get) give the same bits
+					for _, step := range []int{5, 11, 16} {
+						part := make([]float32, n*c.rows)
+						for r0 := 0; r0 < c.rows; r0 += step {
+							qMatMulRangeFast(part, x, n, w, r0, min(r0+step, c.rows))
+						}
+						for i := range part {
+							if math.Float32bits(part[i]) != math.Float32bits(fast[i]) {
+								t.Fatalf("q%d g%d n=%d: out[%d] over a %d-row split %v, whole %v", bits, c.gs, n, i, step, part[i], fast[i])
+							}
 						}
 					}
 				}

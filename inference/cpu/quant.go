@@ -159,7 +159,7 @@ func (m *model) prepareQuant() error {
 		if &q.Scales[0] != firstF(sc) {
 			m.heapBytes += int64(len(q.Scales)) * 4
 		}
-		if &q.Biases[0] != firstF(bi) {
+		if q.Biases != nil && &q.Biases[0] != firstF(bi) {
 			m.heapBytes += int64(len(q.Biases)) * 4
 		}
 		built[k] = q
@@ -190,8 +190,10 @@ func newQMatrix(w, sc, bi *tensor, bits, gs int) (*qMatrix, error) {
 	if sc.isInt() || bi.isInt() || sc.numel() != groups || bi.numel() != groups {
 		return nil, fmt.Errorf("scales %v and biases %v for a %d×%d matrix in groups of %d", sc.shape, bi.shape, rows, cols, gs)
 	}
-	return &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: w.uints(),
-		Scales: sc.floats(nil), Biases: bi.floats(nil)}, nil
+	q := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: w.uints(),
+		Scales: sc.floats(nil), Biases: bi.floats(nil)}
+	q.foldBiases()
+	return q, nil
 }
 
 // quantizedMatmul runs mlx::quantized_matmul: out[..., N] = x[..., K] ·

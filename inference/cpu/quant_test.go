@@ -229,3 +229,24 @@ func TestInitChainOncePerProgram(t *testing.T) {
 		t.Error("closed program reused")
 	}
 }
+
+// ExecuTorch's exports quantize symmetrically (biases −2^(bits−1)·scale,
+// computed by the init chain): every prepared matrix of the quantized
+// fixtures has its biases folded, so the kernels read scales only.
+func TestQuantizedFixturesFoldBiases(t *testing.T) {
+	for _, name := range []string{fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.BenchQ4} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := openFixture(t, name, "fp32")
+			defer s.Close()
+			m := s.(*session).m
+			if len(m.qmats) == 0 {
+				t.Fatal("no prepared quantized matrices")
+			}
+			for _, q := range m.qmats {
+				if q.Biases != nil || q.BiasMul != -float32(int(1)<<(q.Bits-1)) {
+					t.Fatalf("%d-bit %d×%d matrix: biases kept (BiasMul %v)", q.Bits, q.Rows, q.Cols, q.BiasMul)
+				}
+			}
+		})
+	}
+}
