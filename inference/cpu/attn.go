@@ -3,7 +3,6 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"etchat/inference/kvcache"
 	g "etchat/inference/mlxgraph"
@@ -171,25 +170,48 @@ type kvRows struct {
 // own and, with window > 0, greater than its position − window. bf16 rows
 // are read only with the AVX2 kernels (direct reports whether they apply).
 //
-// scores, when it holds S floats, is the single-threaded path's scratch.
-func attend(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int, scores []float32) {
-	if threads <= 1 || hq == 1 || T*S*D < 1<<14 {
+// With threads > 1 and enough work the heads are shared with the matmul
+// workers through job (nil: a fresh one), each head computed as on one
+// thread, so the bits do not depend on the split. scores is scratch: S
+// floats on one thread, hq·S shared (allocated when shorter).
+func attend(job *mmJob, out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int, scores []float32) {
+	if threads <= 1 || hq == 1 || hq*T*S*D < attnParallelMin {
 		if len(scores) < S {
 			scores = make([]float32, S)
 		}
-		attendHeads(out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, 0, 1, scores)
+		attendHeads(out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, 0, hq, scores)
 		return
 	}
-	var wg sync.WaitGroup
-	nt := min(threads, hq)
-	for w := 0; w < nt; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			attendHeads(out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, w, nt, make([]float32, S))
-		}(w)
+	if len(scores) < hq*S {
+		scores = make([]float32, hq*S)
 	}
-	wg.Wait()
+	if job == nil {
+		job = new(mmJob)
+	}
+	job.attn = attnArgs{out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, scores}
+	parallel(job, &job.attn, hq, 1, threads)
+	job.attn = attnArgs{}
+}
+
+// attnParallelMin is the work (heads·queries·keys·head size) from which
+// attention's heads are shared with the workers: a llama-bench decode
+// step from 32 keys on (a head then takes ~0.3 µs, a join about as much).
+const attnParallelMin = 1 << 14
+
+// attnArgs is attend's work as a blockRunner over heads, each head with
+// its own S scores.
+type attnArgs struct {
+	out, q                                 []float32
+	k, v                                   kvRows
+	hq, hkv, T, S, D, qBase, kBase, window int
+	scale                                  float32
+	scores                                 []float32
+}
+
+func (a *attnArgs) runBlocks(h0, h1 int) {
+	for h := h0; h < h1; h++ {
+		attendHeads(a.out, a.q, a.k, a.v, a.hq, a.hkv, a.T, a.S, a.D, a.qBase, a.kBase, a.window, a.scale, h, h+1, a.scores[h*a.S:(h+1)*a.S])
+	}
 }
 
 // attendDirect reports whether attend's AVX2 paths apply to head size D:
@@ -197,11 +219,11 @@ func attend(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, windo
 // wsumRows (bit for bit axpy), reading bf16 rows in place.
 func attendDirect(D int) bool { return useAVX2 && D > 0 && D%8 == 0 }
 
-// attendHeads is attend for heads h0, h0+step, … with scores as scratch.
-func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, step int, scores []float32) {
+// attendHeads is attend for heads [h0, h1) with scores as scratch.
+func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, h1 int, scores []float32) {
 	group := hq / hkv
 	direct := attendDirect(D)
-	for h := h0; h < hq; h += step {
+	for h := h0; h < h1; h++ {
 		kh := h / group
 		ko, vo := kh*k.hs, kh*v.hs
 		for t := 0; t < T; t++ {
@@ -324,7 +346,7 @@ func (s *session) sdpa(n *g.SdpaNode) error {
 		qBase = 1 << 30 // sees every key
 	}
 	kr, vr := kvRows{f: s.fl(k), hs: S * D}, kvRows{f: s.fl(v), hs: S * D}
-	attend(o, s.fl(q), kr, vr, hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads, s.scores(S))
+	attend(&s.mm, o, s.fl(q), kr, vr, hq, hkv, T, S, D, qBase, 0, 0, n.Scale, s.threads, s.scores(hq*S))
 	return s.set(n.Out, s.newF(q.dt, []int{1, hq, T, D}, o))
 }
 
@@ -485,7 +507,7 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 		} else {
 			kr.h, vr.h = pool.kh[at:], pool.vh[at:]
 		}
-		attend(o, s.fl(q), kr, vr, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(S))
+		attend(&s.mm, o, s.fl(q), kr, vr, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(hq*S))
 		return s.set(n.Out, s.newF(dt, []int{1, hq, T, D}, o))
 	}
 	need = H * S * D
@@ -505,6 +527,6 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 		j += r.Len
 	}
 	kr, vr := kvRows{f: kb, hs: S * D}, kvRows{f: vb, hs: S * D}
-	attend(o, s.fl(q), kr, vr, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(S))
+	attend(&s.mm, o, s.fl(q), kr, vr, hq, H, T, S, D, position, plan.ReadBase, window, *n.Scale, s.threads, s.scores(hq*S))
 	return s.set(n.Out, s.newF(dt, []int{1, hq, T, D}, o))
 }

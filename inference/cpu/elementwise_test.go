@@ -316,6 +316,7 @@ func attendRef(out, q, k, v []float32, hq, hkv, T, S, D, qBase, kBase, window in
 // a head stride of a larger pool, equals the old path over widened copies.
 func TestAttendBitIdentical(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
+	shared := 0 // cases whose heads the workers share at threads 3
 	for c := 0; c < 300; c++ {
 		D := []int{8, 16, 40, 64, 72, 12, 5}[r.Intn(7)]
 		hkv := 1 + r.Intn(3)
@@ -359,14 +360,20 @@ func TestAttendBitIdentical(t *testing.T) {
 		if bf && attendDirect(D) {
 			kr, vr = kvRows{h: hk[start*D:], hs: rows * D}, kvRows{h: hv[start*D:], hs: rows * D}
 		}
+		if hq > 1 && hq*T*S*D >= attnParallelMin {
+			shared++
+		}
 		for _, threads := range []int{1, 3} {
 			got := make([]float32, len(want))
-			attend(got, q, kr, vr, hq, hkv, T, S, D, qBase, kBase, window, scale, threads, nil)
+			attend(nil, got, q, kr, vr, hq, hkv, T, S, D, qBase, kBase, window, scale, threads, nil)
 			if i, ok := elemBitsEqual(got, want); !ok {
 				t.Fatalf("case %d (D %d, hq %d, hkv %d, T %d, S %d, window %d, bf16 %v, threads %d): element %d: %v, want %v",
 					c, D, hq, hkv, T, S, window, bf, threads, i, got[i], want[i])
 			}
 		}
+	}
+	if shared < 30 {
+		t.Errorf("only %d of 300 cases shared their heads with the workers", shared)
 	}
 }
 
@@ -467,7 +474,7 @@ func BenchmarkAttendDecode(b *testing.B) {
 		k, v = kvRows{f: kf, hs: S * D}, kvRows{f: vf, hs: S * D}
 	}
 	for i := 0; i < b.N; i++ {
-		attend(out, q, k, v, hq, hkv, 1, S, D, S-1, 0, 0, 0.125, 1, scores)
+		attend(nil, out, q, k, v, hq, hkv, 1, S, D, S-1, 0, 0, 0.125, 1, scores)
 	}
 }
 

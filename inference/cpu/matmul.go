@@ -279,10 +279,20 @@ type mmJob struct {
 	seq     atomic.Uint64 // the matmul's number, 0 while none is posted
 	seats   atomic.Int32  // workers that may still join
 	refs    atomic.Int32  // workers inside run
+	par     blockRunner   // when set, not a matmul: par's blocks of [0, parN)
+	parN    int
+	attn    attnArgs // attend's arguments, when par is attention
 }
 
+// blockRunner is work other than a matmul shared with the workers
+// (parallel): it runs items [i0, i1) of its range.
+type blockRunner interface{ runBlocks(i0, i1 int) }
+
 func (j *mmJob) cols() int {
-	if j.q != nil {
+	switch {
+	case j.par != nil:
+		return j.parN
+	case j.q != nil:
 		return j.q.Rows
 	}
 	return j.w.n
@@ -290,7 +300,7 @@ func (j *mmJob) cols() int {
 
 func (j *mmJob) run() {
 	var scratch []float32
-	if j.q == nil {
+	if j.q == nil && j.par == nil {
 		scratch = scratchFor(j.rows, j.w)
 	}
 	N, B := j.cols(), j.block
@@ -300,6 +310,10 @@ func (j *mmJob) run() {
 			return
 		}
 		n1 := min(n0+B, N)
+		if j.par != nil {
+			j.par.runBlocks(n0, n1)
+			continue
+		}
 		if j.q != nil {
 			qMatMulPrepared(j.out, &j.qp, j.rows, j.q, n0, n1)
 		} else {
@@ -424,10 +438,12 @@ func (job *mmJob) post(nt int) {
 			go mmWorker()
 		}
 	})
-	N := job.cols()
-	// blocks of 16 to 64 columns, about eight per goroutine, so that
-	// uneven cores still finish together
-	job.block = min(64, max(16, (N/(8*nt)+15)&^15))
+	if job.par == nil {
+		// blocks of 16 to 64 columns, about eight per goroutine, so
+		// that uneven cores still finish together
+		N := job.cols()
+		job.block = min(64, max(16, (N/(8*nt)+15)&^15))
+	}
 	job.next.Store(0)
 	job.seats.Store(int32(nt - 1))
 	job.seq.Store(mmSeq.Add(1))
@@ -444,7 +460,26 @@ func (job *mmJob) post(nt int) {
 		runtime.Gosched()
 	}
 	job.seq.Store(0)
-	job.out, job.x, job.w, job.q = nil, nil, nil, nil
+	job.out, job.x, job.w, job.q, job.par = nil, nil, nil, nil, nil
+}
+
+// parallel runs r over [0, n) in blocks of block items on the caller and
+// up to threads−1 workers, as a matmul is shared; job (nil: a fresh one)
+// carries it.
+func parallel(job *mmJob, r blockRunner, n, block, threads int) {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	nt := min(threads, (n+block-1)/block)
+	if nt <= 1 {
+		r.runBlocks(0, n)
+		return
+	}
+	if job == nil {
+		job = new(mmJob)
+	}
+	job.par, job.parN, job.block = r, n, block
+	job.post(nt)
 }
 
 // mmParallelMin is the work (rows·N·K) from which a matmul is shared with
