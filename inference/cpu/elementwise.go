@@ -274,9 +274,7 @@ func unaryF32(op unOp, o, x []float32) {
 			o[i] = -v
 		}
 		expF32(o, o)
-		for i, v := range x {
-			o[i] = v / (1 + o[i])
-		}
+		siluQuot(o, x)
 	case opNeg:
 		for i, v := range x {
 			o[i] = -v
@@ -299,6 +297,14 @@ func unaryF32(op unOp, o, x []float32) {
 		for i, e := range o {
 			o[i] = 1 / (1 + e)
 		}
+	}
+}
+
+// siluQuotGo sets o[i] = x[i] / (1 + o[i]).
+func siluQuotGo(o, x []float32) {
+	x = x[:len(o)]
+	for i, v := range x {
+		o[i] = v / (1 + o[i])
 	}
 }
 

@@ -55,6 +55,20 @@ func wsumTail(o []float32, v []float32, vh []uint16, ld int, p []float32, n int)
 //go:noescape
 func expF32AVX2(dst, src *float32, n int) int
 
+//go:noescape
+func siluQuotAVX2(o, x *float32, n int)
+
+// siluQuot sets o[i] = x[i] / (1 + o[i]), SiLU's last step (o: exp(−x)).
+func siluQuot(o, x []float32) {
+	x = x[:len(o)]
+	i := 0
+	if n := len(o) &^ 7; useAVX2 && n > 0 {
+		siluQuotAVX2(&o[0], &x[0], n)
+		i = n
+	}
+	siluQuotGo(o[i:], x[i:])
+}
+
 // expF32 sets dst[i] = float32(math.Exp(float64(src[i]))), bit for bit
 // (dst may be src). The AVX2 kernel repeats math.archExp's FMA path, the
 // one math.Exp takes wherever useAVX2 holds; fours it leaves (special

@@ -334,3 +334,30 @@ expdone:
 	VZEROUPPER
 	MOVQ AX, ret+24(FP)
 	RET
+
+// func siluQuotAVX2(o, x *float32, n int)
+// o[i] = x[i] / (1 + o[i]) for i < n (a multiple of 8): the float32 add
+// and the correctly rounded division of the Go expression, eight at a
+// time (the scalar divisions were most of SiLU's time).
+TEXT ·siluQuotAVX2(SB), NOSPLIT, $0-24
+	MOVQ o+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	MOVL $0x3f800000, DX
+	MOVL DX, X15
+	VBROADCASTSS X15, Y15
+
+siluq8:
+	CMPQ AX, CX
+	JGE  siluqdone
+	VADDPS (DI)(AX*4), Y15, Y0
+	VMOVUPS (SI)(AX*4), Y1
+	VDIVPS Y0, Y1, Y1
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  siluq8
+
+siluqdone:
+	VZEROUPPER
+	RET

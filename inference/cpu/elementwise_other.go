@@ -10,6 +10,9 @@ func wsumRows(o []float32, v []float32, vh []uint16, ld int, p []float32) {
 	wsumRowsGo(o, v, vh, ld, p)
 }
 
+// siluQuot sets o[i] = x[i] / (1 + o[i]), SiLU's last step (o: exp(−x)).
+func siluQuot(o, x []float32) { siluQuotGo(o, x) }
+
 // expF32 sets dst[i] = float32(math.Exp(float64(src[i]))) (dst may be
 // src).
 func expF32(dst, src []float32) {
