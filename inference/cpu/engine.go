@@ -129,6 +129,10 @@ type model struct {
 	initSlots []initSlot
 	qmats     map[*mlxgraph.QuantizedMatmulNode]*qMatrix
 	fp4mats   map[*mlxgraph.QuantizedMatmulNode]*fp4Matrix
+	// qfused: the QuantizedMatmulNodes that directly follow one of the
+	// same input (a layer's q, k and v projections; gate and up), run
+	// with it as one shared job (planQFusion).
+	qfused map[*mlxgraph.QuantizedMatmulNode][]*mlxgraph.QuantizedMatmulNode
 	heapBytes int64
 	initRuns  int // times the init chain ran (once)
 	// refs counts the sessions using the program (guarded by the
@@ -260,6 +264,7 @@ func (m *model) bind() error {
 	if err := m.prepareQuant(); err != nil {
 		return err
 	}
+	m.planQFusion()
 
 	// I/O: input_ids and cache_position tensors, and the float output with
 	// a vocabulary dimension (in-graph programs return two more int64

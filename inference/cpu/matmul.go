@@ -279,6 +279,7 @@ type mmJob struct {
 	seq     atomic.Uint64 // the matmul's number, 0 while none is posted
 	seats   atomic.Int32  // workers that may still join
 	refs    atomic.Int32  // workers inside run
+	qs      []qPart       // several quantized matmuls of one input (q unused)
 	par     blockRunner   // when set, not a matmul: par's blocks of [0, parN)
 	parN    int
 	attn    attnArgs // attend's arguments, when par is attention
@@ -292,6 +293,12 @@ func (j *mmJob) cols() int {
 	switch {
 	case j.par != nil:
 		return j.parN
+	case len(j.qs) > 0:
+		n := 0
+		for _, p := range j.qs {
+			n += p.q.Rows
+		}
+		return n
 	case j.q != nil:
 		return j.q.Rows
 	}
@@ -300,7 +307,7 @@ func (j *mmJob) cols() int {
 
 func (j *mmJob) run() {
 	var scratch []float32
-	if j.q == nil && j.par == nil {
+	if j.w != nil {
 		scratch = scratchFor(j.rows, j.w)
 	}
 	N, B := j.cols(), j.block
@@ -312,6 +319,10 @@ func (j *mmJob) run() {
 		n1 := min(n0+B, N)
 		if j.par != nil {
 			j.par.runBlocks(n0, n1)
+			continue
+		}
+		if len(j.qs) > 0 {
+			j.runParts(n0, n1)
 			continue
 		}
 		if j.q != nil {
@@ -439,8 +450,9 @@ func (job *mmJob) post(nt int) {
 		}
 	})
 	if job.par == nil {
-		// blocks of 16 to 64 columns, about eight per goroutine, so
-		// that uneven cores still finish together
+		// blocks of 16 to 64 columns (a multiple of 16: a fused run's
+		// matrices start on one), about eight per goroutine, so that
+		// uneven cores still finish together
 		N := job.cols()
 		job.block = min(64, max(16, (N/(8*nt)+15)&^15))
 	}
@@ -460,7 +472,48 @@ func (job *mmJob) post(nt int) {
 		runtime.Gosched()
 	}
 	job.seq.Store(0)
-	job.out, job.x, job.w, job.q, job.par = nil, nil, nil, nil, nil
+	job.out, job.x, job.w, job.q, job.par, job.qs = nil, nil, nil, nil, nil, nil
+}
+
+// qPart is one matrix of a fused run and its output.
+type qPart struct {
+	q   *qMatrix
+	out []float32
+}
+
+// runParts runs rows [n0, n1) of the fused matrices taken end to end.
+func (j *mmJob) runParts(n0, n1 int) {
+	base := 0
+	for _, p := range j.qs {
+		a, b := max(n0, base), min(n1, base+p.q.Rows)
+		if a < b {
+			qMatMulPrepared(p.out, &j.qp, j.rows, p.q, a-base, b-base)
+		}
+		base += p.q.Rows
+	}
+}
+
+// qMatMulJobs is qMatMulJob for several matrices of one input and one
+// packing (qFast, the same Cols, Bits, GroupSize and biases folded or
+// not): the input is prepared once and all their rows are shared out as
+// one job. Every row's bits are what qMatMulJob gives.
+func qMatMulJobs(job *mmJob, parts []qPart, x []float32, rows int, threads int) {
+	N := 0
+	for _, p := range parts {
+		N += p.q.Rows
+	}
+	w := parts[0].q
+	if job == nil {
+		job = new(mmJob)
+	}
+	job.qp.prepare(x, rows, w)
+	job.rows, job.qs = rows, parts
+	if nt := mmThreads(threads, rows*N*w.Cols, N); nt > 1 {
+		job.post(nt)
+		return
+	}
+	job.runParts(0, N)
+	job.qs = nil
 }
 
 // parallel runs r over [0, n) in blocks of block items on the caller and

@@ -168,6 +168,52 @@ func (m *model) prepareQuant() error {
 	return nil
 }
 
+// planQFusion finds runs of consecutive QuantizedMatmulNodes of the main
+// chain on one input (transposed, prepared, the same packing, so one
+// prepared input serves all) whose outputs are distinct slots other than
+// the input's: quantizedMatmul runs such a run as one job, one
+// preparation and one hand-over to the workers instead of several.
+func (m *model) planQFusion() {
+	m.qfused = map[*g.QuantizedMatmulNode][]*g.QuantizedMatmulNode{}
+	ins := m.graph.Instructions
+	fusable := func(n *g.QuantizedMatmulNode) *qMatrix {
+		if q := m.qmats[n]; q != nil && n.Transpose && n.Mode != "nvfp4" && qFast(q) {
+			return q
+		}
+		return nil
+	}
+	for i := 0; i < len(ins); i++ {
+		n, ok := ins[i].Op.(*g.QuantizedMatmulNode)
+		if !ok || fusable(n) == nil || n.Out == n.X {
+			continue
+		}
+		q := m.qmats[n]
+		outs := map[g.Tid]bool{n.Out: true}
+		var run []*g.QuantizedMatmulNode
+		for j := i + 1; j < len(ins) && len(run) < maxQFused-1; j++ {
+			f, ok := ins[j].Op.(*g.QuantizedMatmulNode)
+			if !ok || f.X != n.X || outs[f.Out] || f.Out == n.X {
+				break
+			}
+			fq := fusable(f)
+			if fq == nil || fq.Cols != q.Cols || fq.Bits != q.Bits || fq.GroupSize != q.GroupSize ||
+				(fq.Biases == nil) != (q.Biases == nil) || fq.BiasMul != q.BiasMul {
+				break
+			}
+			outs[f.Out] = true
+			run = append(run, f)
+		}
+		if len(run) > 0 {
+			m.qfused[n] = run
+			i += len(run)
+		}
+	}
+}
+
+// maxQFused bounds a fused run (a layer has at most three projections of
+// one input).
+const maxQFused = 4
+
 func firstF(t *tensor) *float32 {
 	if len(t.f) > t.off {
 		return &t.f[t.off]
@@ -254,6 +300,9 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 	if err != nil {
 		return err
 	}
+	if f := s.m.qfused[n]; len(f) > 0 && !(s.lastOnly && s.m.headInst > s.ip && s.m.headInst <= s.ip+len(f)) {
+		return s.quantizedMatmulFused(n, f, x, xs, rows, q, o, shape)
+	}
 	if n.Transpose {
 		qMatMulJob(&s.mm, o, xs, rows, q, s.threads)
 	} else {
@@ -264,6 +313,41 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 		dt = promote(dt, sc.dt) // MLX: promote_types(x, scales)
 	}
 	return s.set(n.Out, s.newF(dt, shape, o))
+}
+
+// quantizedMatmulFused runs n and the nodes fused after it (planQFusion)
+// as one job on their shared input, sets every output and has run skip
+// the followers. o and shape are n's output and its shape.
+func (s *session) quantizedMatmulFused(n *g.QuantizedMatmulNode, fused []*g.QuantizedMatmulNode, x *tensor, xs []float32, rows int, q *qMatrix, o []float32, shape []int) error {
+	parts := append(s.qparts[:0], qPart{q: q, out: o})
+	for _, f := range fused {
+		fq := s.m.qmats[f]
+		fo, err := s.allocF(rows * fq.Rows)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, qPart{q: fq, out: fo})
+	}
+	s.qparts = parts
+	qMatMulJobs(&s.mm, parts, xs, rows, s.threads)
+	lead := shape[:len(shape)-1]
+	for i := range parts {
+		nd := n
+		if i > 0 {
+			nd = fused[i-1]
+		}
+		sh := append(s.tmp(1, lead...), parts[i].q.Rows)
+		dt := x.dt
+		if sc, err := s.get(nd.Scales); err == nil {
+			dt = promote(dt, sc.dt) // MLX: promote_types(x, scales)
+		}
+		if err := s.set(nd.Out, s.newF(dt, sh, parts[i].out)); err != nil {
+			return err
+		}
+	}
+	clear(s.qparts)
+	s.skip = len(fused)
+	return nil
 }
 
 // dequantize runs mlx::dequantize (affine): w [..., W] uint32 words,

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -245,6 +246,52 @@ func TestQuantizedFixturesFoldBiases(t *testing.T) {
 			for _, q := range m.qmats {
 				if q.Biases != nil || q.BiasMul != -float32(int(1)<<(q.Bits-1)) {
 					t.Fatalf("%d-bit %d×%d matrix: biases kept (BiasMul %v)", q.Bits, q.Rows, q.Cols, q.BiasMul)
+				}
+			}
+		})
+	}
+}
+
+// A layer's q, k and v projections (and gate and up) share an input and
+// run as one job; fused or not, every logit has the same bits, at prefill
+// (several rows) and decode.
+func TestQuantizedFusion(t *testing.T) {
+	for _, name := range []string{fixtures.BenchQ4, fixtures.Llama3Q4, fixtures.Qwen3Q8} {
+		t.Run(name, func(t *testing.T) {
+			s, l := openFixture(t, name, "fp32")
+			defer s.Close()
+			m := s.(*session).m
+			followers := 0
+			for _, f := range m.qfused {
+				followers += len(f)
+			}
+			layers := len(l.KVHeads)
+			if len(m.qfused) != 2*layers || followers != 3*layers {
+				t.Fatalf("%d fused runs with %d followers; want 2 and 3 per layer (%d layers)", len(m.qfused), followers, layers)
+			}
+			ids := []int64{5, 17, 99, 3, 250, 12, 7, 64, 31}
+			run := func() [][]float32 {
+				s.Clear()
+				out := [][]float32{prefill(t, s, ids, l.PrefillChunk)}
+				for i := 0; i < 4; i++ {
+					lg, err := s.Forward(context.Background(), []int64{int64(40 + i)}, []int64{int64(s.Len())})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, slices.Clone(lg))
+				}
+				return out
+			}
+			fused := run()
+			plan := m.qfused
+			m.qfused = nil
+			plain := run()
+			m.qfused = plan
+			for i := range fused {
+				for j := range fused[i] {
+					if math.Float32bits(fused[i][j]) != math.Float32bits(plain[i][j]) {
+						t.Fatalf("step %d logit %d: fused %v, one by one %v", i, j, fused[i][j], plain[i][j])
+					}
 				}
 			}
 		})

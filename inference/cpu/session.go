@@ -78,6 +78,9 @@ type session struct {
 	posBuf   []int64
 	wm       wmat  // addmm's weight view
 	mm       mmJob // addmm's matmul, shared with the workers
+	qparts   []qPart
+	// skip: instructions after this one that it ran too (a fused run)
+	skip int
 	scoreBuf []float32
 	spare    map[g.Tid][]float32 // in-graph: last step's buffers, to reuse
 	// init: this is the scratch session that runs the init chain at load,
@@ -313,6 +316,8 @@ func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
 		if err := s.exec(chain[i]); err != nil {
 			return fmt.Errorf("cpu: instruction %d (%s): %w", i, chain[i].Kind, err)
 		}
+		i += s.skip
+		s.skip = 0
 	}
 	return nil
 }
