@@ -132,7 +132,7 @@ type model struct {
 	// qfused: the QuantizedMatmulNodes that directly follow one of the
 	// same input (a layer's q, k and v projections; gate and up), run
 	// with it as one shared job (planQFusion).
-	qfused map[*mlxgraph.QuantizedMatmulNode][]*mlxgraph.QuantizedMatmulNode
+	qfused    map[*mlxgraph.QuantizedMatmulNode][]*mlxgraph.QuantizedMatmulNode
 	heapBytes int64
 	initRuns  int // times the init chain ran (once)
 	// refs counts the sessions using the program (guarded by the

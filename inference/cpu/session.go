@@ -71,16 +71,16 @@ type session struct {
 	lastOnly bool
 	ip       int
 	// The step's tensor headers, scratch shapes and input copies.
-	hdrs     hdrs
-	scratch  [4][]int
-	cat      []*tensor
-	idsBuf   []int64
-	posBuf   []int64
-	wm       wmat  // addmm's weight view
-	mm       mmJob // addmm's matmul, shared with the workers
-	qparts   []qPart
+	hdrs    hdrs
+	scratch [4][]int
+	cat     []*tensor
+	idsBuf  []int64
+	posBuf  []int64
+	wm      wmat  // addmm's weight view
+	mm      mmJob // addmm's matmul, shared with the workers
+	qparts  []qPart
 	// skip: instructions after this one that it ran too (a fused run)
-	skip int
+	skip     int
 	scoreBuf []float32
 	spare    map[g.Tid][]float32 // in-graph: last step's buffers, to reuse
 	// init: this is the scratch session that runs the init chain at load,
