@@ -355,8 +355,13 @@ var (
 
 const mmSpin = 50 * time.Microsecond
 
+// mmWaitSpins is how many times post polls a worker's exit before it
+// yields (tens of µs).
+const mmWaitSpins = 1 << 14
+
 func mmWorker() {
 	var last uint64
+	spins := 0
 	idle := time.Now()
 	for {
 		if j := mmPosted.Load(); j != nil {
@@ -372,6 +377,9 @@ func mmWorker() {
 				idle = time.Now()
 				continue
 			}
+		}
+		if spins++; spins&255 != 0 {
+			continue // spin on the atomics; the clock every 256 rounds
 		}
 		if time.Since(idle) < mmSpin {
 			runtime.Gosched()
@@ -468,8 +476,15 @@ func (job *mmJob) post(nt int) {
 	}
 	job.run()
 	mmPosted.CompareAndSwap(job, nil)
-	for job.refs.Load() != 0 {
-		runtime.Gosched()
+	// A worker still in the job is finishing its last block: spin, and
+	// yield only if that takes long (its thread was descheduled). The
+	// caller may be locked to its thread (Fyne locks the main goroutine,
+	// and the command line computes there): every yield then hands the
+	// processor to another thread and back, two OS context switches.
+	for i := 0; job.refs.Load() != 0; i++ {
+		if i >= mmWaitSpins {
+			runtime.Gosched()
+		}
 	}
 	job.seq.Store(0)
 	job.out, job.x, job.w, job.q, job.par, job.qs = nil, nil, nil, nil, nil, nil
