@@ -76,14 +76,11 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 		q.xp = make([]float32, n*st)
 	}
 	q.xp = q.xp[:n*st]
-	var perm [32]int
-	var scale [32]float32 // 2^(−8p): planes come out as Q·2^(8p)
-	for p := 0; p < 4; p++ {
-		for l := 0; l < 8; l++ {
-			perm[8*p+l] = qPerm(w.Bits, p, l)
-			scale[8*p+l] = qPlaneScale(w.Bits, p)
-		}
+	tab := &qPrepTabs[0]
+	if w.Bits == 8 {
+		tab = &qPrepTabs[1]
 	}
+	perm, scale := &tab.perm, &tab.scale
 	for i := 0; i < n; i++ {
 		xi := x[i*K : (i+1)*K]
 		d := q.xp[i*st : (i+1)*st]
@@ -93,8 +90,9 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 				src := (*[32]float32)(xi[b : b+32])
 				dst := (*[32]float32)(d[:32])
 				for j, k := range perm {
-					dst[j] = src[k] * scale[j]
-					sx[j%8] += src[k]
+					v := src[k&31]
+					dst[j] = v * scale[j]
+					sx[j&7] += v
 				}
 				d = d[32:]
 			}
@@ -110,6 +108,24 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 		}
 	}
 }
+
+// qPrepTabs are prepare's tables for 4 and 8 bits: the element of a
+// block each prepared slot takes (qPerm), and its plane's scale 2^(−8p)
+// (qPlaneScale), built once: rebuilding them cost more than the copy.
+var qPrepTabs = func() (t [2]struct {
+	perm  [32]uint8
+	scale [32]float32
+}) {
+	for i, bits := range []int{4, 8} {
+		for p := 0; p < 4; p++ {
+			for l := 0; l < 8; l++ {
+				t[i].perm[8*p+l] = uint8(qPerm(bits, p, l))
+				t[i].scale[8*p+l] = qPlaneScale(bits, p)
+			}
+		}
+	}
+	return t
+}()
 
 var qPreps = sync.Pool{New: func() any { return new(qPrep) }}
 
