@@ -58,3 +58,20 @@ func qDotRowsWide(out, xp []float32, w *qMatrix, biases []float32, r0, r1 int) i
 	}
 	return r
 }
+
+//go:noescape
+func qPrepAVX512(dst, src *float32, groups, bpg int, perm *uint32, scale *float32, mul float32)
+
+// qPrepRow is prepare for one input row with AVX-512 (qprep_amd64.s):
+// per block, the slots by two-table permutes, the lane sums in prepare's
+// order, the planes' scales; per group the sums times mul (BiasMul, or 1:
+// exact either way). It reports false, doing nothing, without AVX-512.
+func qPrepRow(d, x []float32, groups, bpg int, tab *qPrepTab, mul float32) bool {
+	K := groups * bpg * 32
+	if !useAVX512 || K == 0 {
+		return false
+	}
+	_, _ = x[K-1], d[K+8*groups-1]
+	qPrepAVX512(&d[0], &x[0], groups, bpg, &tab.perm[0], &tab.scale[0], mul)
+	return true
+}

@@ -81,9 +81,16 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 		tab = &qPrepTabs[1]
 	}
 	perm, scale := &tab.perm, &tab.scale
+	mul := float32(1)
+	if w.Biases == nil {
+		mul = w.BiasMul
+	}
 	for i := 0; i < n; i++ {
 		xi := x[i*K : (i+1)*K]
 		d := q.xp[i*st : (i+1)*st]
+		if qPrepRow(d, xi, G, gs/32, tab, mul) {
+			continue // AVX-512: the same operations, sixteen lanes at a time
+		}
 		for g := 0; g < G; g++ {
 			var sx [8]float32
 			for b := g * gs; b < (g+1)*gs; b += 32 {
@@ -112,20 +119,24 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 // qPrepTabs are prepare's tables for 4 and 8 bits: the element of a
 // block each prepared slot takes (qPerm), and its plane's scale 2^(−8p)
 // (qPlaneScale), built once: rebuilding them cost more than the copy.
-var qPrepTabs = func() (t [2]struct {
-	perm  [32]uint8
-	scale [32]float32
-}) {
+var qPrepTabs = func() (t [2]qPrepTab) {
 	for i, bits := range []int{4, 8} {
 		for p := 0; p < 4; p++ {
 			for l := 0; l < 8; l++ {
-				t[i].perm[8*p+l] = uint8(qPerm(bits, p, l))
+				t[i].perm[8*p+l] = uint32(qPerm(bits, p, l))
 				t[i].scale[8*p+l] = qPlaneScale(bits, p)
 			}
 		}
 	}
 	return t
 }()
+
+// qPrepTab is one bit width's: prepared slot j takes element perm[j] of
+// its block, times scale[j].
+type qPrepTab struct {
+	perm  [32]uint32
+	scale [32]float32
+}
 
 var qPreps = sync.Pool{New: func() any { return new(qPrep) }}
 

@@ -392,3 +392,41 @@ func BenchmarkDecodeCPUTime(b *testing.B) {
 		})
 	}
 }
+
+// The input preparation with AVX-512 writes prepare's Go bits: every
+// bit width, group size and folded or not, with NaN, ±Inf and −0 inputs.
+func TestQPrepBitIdentical(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512 kernels on this CPU or build")
+	}
+	defer func(a bool) { useAVX512 = a }(useAVX512)
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, bits := range []int{4, 8} {
+		for _, gs := range []int{32, 64, 128, 256} {
+			for _, folded := range []bool{false, true} {
+				K := 512
+				w := &qMatrix{Bits: bits, GroupSize: gs, Rows: 1, Cols: K, Scales: make([]float32, K/gs)}
+				if folded {
+					w.BiasMul = -float32(int(1) << (bits - 1))
+				} else {
+					w.Biases = make([]float32, K/gs)
+				}
+				x := randMat(rng, K)
+				for i := range x {
+					x[i] *= float32(math.Ldexp(1, rng.IntN(40)-20))
+				}
+				x[3], x[77], x[200], x[301] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1))
+				var fast, slow qPrep
+				useAVX512 = true
+				fast.prepare(x, 1, w)
+				useAVX512 = false
+				slow.prepare(x, 1, w)
+				for i := range slow.xp {
+					if math.Float32bits(fast.xp[i]) != math.Float32bits(slow.xp[i]) {
+						t.Fatalf("q%d g%d folded %v: slot %d = %v, Go %v", bits, gs, folded, i, fast.xp[i], slow.xp[i])
+					}
+				}
+			}
+		}
+	}
+}
