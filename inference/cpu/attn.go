@@ -189,7 +189,14 @@ func attend(job *mmJob, out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, 
 		job = new(mmJob)
 	}
 	job.attn = attnArgs{out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, scores}
-	parallel(job, &job.attn, hq, 1, threads)
+	// whole groups of query heads that read one KV head, where there are
+	// enough of them: a KV head read by two cores crosses between their
+	// caches (its rows were just written by the calling one)
+	block := hq / hkv
+	if hkv < min(threads, hq) {
+		block = max(1, hq/min(threads, hq))
+	}
+	parallel(job, &job.attn, hq, block, threads)
 	job.attn = attnArgs{}
 }
 

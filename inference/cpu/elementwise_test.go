@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	g "etchat/inference/mlxgraph"
@@ -452,29 +454,36 @@ func TestExpF32(t *testing.T) {
 }
 
 // BenchmarkAttendDecode is one decode step's attention in one layer of
-// llama-bench (8 query heads, 2 KV heads, head dim 64) over 160 cached
-// bf16 positions, read in place.
+// llama-bench (8 query heads, 2 KV heads, head dim 64) over S cached bf16
+// positions, read in place, on one thread and shared with the workers.
 func BenchmarkAttendDecode(b *testing.B) {
-	const hq, hkv, S, D = 8, 2, 160, 64
-	r := rand.New(rand.NewSource(6))
-	q := make([]float32, hq*D)
-	for i := range q {
-		q[i] = float32(r.NormFloat64())
-	}
-	kh, vh := make([]uint16, hkv*S*D), make([]uint16, hkv*S*D)
-	for i := range kh {
-		kh[i], vh[i] = f32ToBF16(float32(r.NormFloat64())), f32ToBF16(float32(r.NormFloat64()))
-	}
-	out, scores := make([]float32, hq*D), make([]float32, S)
-	k, v := kvRows{h: kh, hs: S * D}, kvRows{h: vh, hs: S * D}
-	if !attendDirect(D) {
-		kf, vf := make([]float32, len(kh)), make([]float32, len(vh))
-		widenBF16(kf, kh)
-		widenBF16(vf, vh)
-		k, v = kvRows{f: kf, hs: S * D}, kvRows{f: vf, hs: S * D}
-	}
-	for i := 0; i < b.N; i++ {
-		attend(nil, out, q, k, v, hq, hkv, 1, S, D, S-1, 0, 0, 0.125, 1, scores)
+	const hq, hkv, D = 8, 2, 64
+	for _, S := range []int{32, 64, 160, 1024} {
+		r := rand.New(rand.NewSource(6))
+		q := make([]float32, hq*D)
+		for i := range q {
+			q[i] = float32(r.NormFloat64())
+		}
+		kh, vh := make([]uint16, hkv*S*D), make([]uint16, hkv*S*D)
+		for i := range kh {
+			kh[i], vh[i] = f32ToBF16(float32(r.NormFloat64())), f32ToBF16(float32(r.NormFloat64()))
+		}
+		out, scores := make([]float32, hq*D), make([]float32, hq*S)
+		k, v := kvRows{h: kh, hs: S * D}, kvRows{h: vh, hs: S * D}
+		if !attendDirect(D) {
+			kf, vf := make([]float32, len(kh)), make([]float32, len(vh))
+			widenBF16(kf, kh)
+			widenBF16(vf, vh)
+			k, v = kvRows{f: kf, hs: S * D}, kvRows{f: vf, hs: S * D}
+		}
+		for _, threads := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("S=%d/threads=%d", S, threads), func(b *testing.B) {
+				var job mmJob
+				for i := 0; i < b.N; i++ {
+					attend(&job, out, q, k, v, hq, hkv, 1, S, D, S-1, 0, 0, 0.125, threads, scores)
+				}
+			})
+		}
 	}
 }
 
@@ -511,5 +520,30 @@ func BenchmarkSilu(b *testing.B) {
 	b.SetBytes(int64(4 * len(x)))
 	for i := 0; i < b.N; i++ {
 		unaryF32(opSilu, o, x)
+	}
+}
+
+// SiLU, exp and sigmoid over long rows, shared with the workers, give
+// every element's bits of one thread (NaN, ±Inf, exp's overflow and
+// underflow included), at lengths off the blocks' eights.
+func TestUnaryOnSharedBitIdentical(t *testing.T) {
+	r := rand.New(rand.NewSource(21))
+	for _, op := range []unOp{opSilu, opExp, opSigmoid} {
+		for _, n := range []int{unaryParallelMin, unaryParallelMin + 5, 40099, 128*1536 + 3} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * 30)
+			}
+			x[5], x[n/2], x[n-1] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
+			want := make([]float32, n)
+			unaryF32(op, want, x)
+			for _, threads := range []int{2, 3} {
+				got := make([]float32, n)
+				unaryOn(nil, &unaryArgs{op: op, o: got, x: x}, threads)
+				if i, ok := elemBitsEqual(got, want); !ok {
+					t.Fatalf("op %d n %d threads %d: element %d = %v, one thread %v", op, n, threads, i, got[i], want[i])
+				}
+			}
+		}
 	}
 }

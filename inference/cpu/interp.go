@@ -446,7 +446,9 @@ func (s *session) unaryWith(xt, out g.Tid, op unOp, fn func(float32) float32) er
 		return err
 	}
 	if op != opNone {
-		unaryF32(op, o, src)
+		s.un = unaryArgs{op: op, o: o, x: src}
+		unaryOn(&s.mm, &s.un, s.threads)
+		s.un = unaryArgs{}
 	} else {
 		for i, v := range src {
 			o[i] = fn(v)

@@ -79,6 +79,7 @@ type session struct {
 	wm      wmat  // addmm's weight view
 	mm      mmJob // addmm's matmul, shared with the workers
 	qparts  []qPart
+	un      unaryArgs // a shared unary op's arguments
 	// skip: instructions after this one that it ran too (a fused run)
 	skip     int
 	scoreBuf []float32
