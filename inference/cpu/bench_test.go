@@ -343,17 +343,33 @@ func BenchmarkGemv(b *testing.B) {
 
 // BenchmarkQGemv is the quantized decode kernel alone: one input row
 // times a 4- or 8-bit matrix (group 32) the size of llama-bench-q4's
-// embedding (16384 × 512), on one core and on all.
+// embedding (16384 × 512), on one core and on all; "folded" has
+// ExecuTorch's symmetric biases (folded at load, as every fixture's),
+// "affine" others.
 func BenchmarkQGemv(b *testing.B) {
 	const K, N = 512, 16 << 10
-	for _, bits := range []int{4, 8} {
+	for _, c := range []struct {
+		bits   int
+		folded bool
+	}{{4, true}, {4, false}, {8, true}, {8, false}} {
+		bits := c.bits
 		w := &qMatrix{Bits: bits, GroupSize: 32, Rows: N, Cols: K,
 			Packed: make([]uint32, N*K*bits/32), Scales: make([]float32, N*K/32), Biases: make([]float32, N*K/32)}
 		for i := range w.Packed {
 			w.Packed[i] = uint32(i) * 2654435761
 		}
 		for i := range w.Scales {
-			w.Scales[i], w.Biases[i] = 0.01, -0.08
+			w.Scales[i], w.Biases[i] = 0.01, -0.07
+			if c.folded {
+				w.Biases[i] = -float32(int(1)<<(bits-1)) * w.Scales[i]
+			}
+		}
+		if w.foldBiases() != c.folded {
+			b.Fatalf("q%d: biases folded %v, want %v", bits, !c.folded, c.folded)
+		}
+		kind := "affine"
+		if c.folded {
+			kind = "folded"
 		}
 		x := make([]float32, K)
 		for i := range x {
@@ -361,7 +377,7 @@ func BenchmarkQGemv(b *testing.B) {
 		}
 		out := make([]float32, N)
 		for _, threads := range []int{1, runtime.GOMAXPROCS(0)} {
-			b.Run(fmt.Sprintf("q%d/threads=%d", bits, threads), func(b *testing.B) {
+			b.Run(fmt.Sprintf("q%d/%s/threads=%d", bits, kind, threads), func(b *testing.B) {
 				var job mmJob
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
