@@ -20,7 +20,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	var code int
 	if cli.IsCommand(os.Args[1:]) {
-		code = cli.Run(ctx, cli.OSEnv(), os.Args[1:])
+		// Off the main goroutine: Fyne's driver locks it to the main
+		// thread at init, and every time the scheduler parks and
+		// resumes a locked goroutine it hands the processor between
+		// OS threads; the engines' work ran ~10% slower there
+		// (docs/performance.md).
+		done := make(chan int)
+		go func() { done <- cli.Run(ctx, cli.OSEnv(), os.Args[1:]) }()
+		code = <-done
 	} else {
 		app.Version = cli.Version
 		code = app.Run(ctx, os.Args[1:])
