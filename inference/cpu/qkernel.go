@@ -74,11 +74,15 @@ func (w *qMatrix) foldBiases() bool {
 	return true
 }
 
-// rowBiases is row r's biases: a view of Biases, or computed into buf.
+// rowBiases is row r's biases: a view of Biases, or computed into buf
+// (allocated when shorter than a row's groups).
 func (w *qMatrix) rowBiases(r int, buf []float32) []float32 {
 	G := w.groups()
 	if w.Biases != nil {
 		return w.Biases[r*G : (r+1)*G]
+	}
+	if len(buf) < G {
+		buf = make([]float32, G)
 	}
 	buf = buf[:G]
 	for g, s := range w.Scales[r*G : (r+1)*G] {
@@ -97,7 +101,7 @@ func (w *qMatrix) groups() int { return w.Cols / w.GroupSize }
 func qDequantRow(dst []float32, w *qMatrix, row int) {
 	G, wpr := w.groups(), w.wordsPerRow()
 	words := w.Packed[row*wpr : (row+1)*wpr]
-	dequantWords(dst[:w.Cols], words, w.Bits, w.GroupSize, w.Scales[row*G:(row+1)*G], w.rowBiases(row, make([]float32, G)))
+	dequantWords(dst[:w.Cols], words, w.Bits, w.GroupSize, w.Scales[row*G:(row+1)*G], w.rowBiases(row, nil))
 }
 
 // dequantWords unpacks len(dst) elements from words (groups of gs elements

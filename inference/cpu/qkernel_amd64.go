@@ -50,13 +50,7 @@ func qDequant(dst []float32, w *qMatrix, r int) {
 	_ = dst[w.Cols-1]
 	words := w.Packed[r*wpr : (r+1)*wpr]
 	var buf [256]float32 // a folded row's biases, computed
-	var bi []float32
-	if G <= len(buf) {
-		bi = w.rowBiases(r, buf[:])
-	} else {
-		bi = w.rowBiases(r, make([]float32, G))
-	}
-	sc := w.Scales[r*G : (r+1)*G]
+	sc, bi := w.Scales[r*G:(r+1)*G], w.rowBiases(r, buf[:])
 	if w.Bits == 4 {
 		qDequantQ4AVX2(&dst[0], &words[0], &sc[0], &bi[0], G, w.GroupSize)
 	} else {

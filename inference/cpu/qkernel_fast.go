@@ -103,11 +103,11 @@ func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 				}
 				d = d[32:]
 			}
-			if w.Biases == nil {
+			if mul != 1 {
 				// folded biases: the kernels add (BiasMul·Σx)·s, the
 				// same product as Σx·(BiasMul·s) (a power of two)
 				for l := range sx {
-					sx[l] *= w.BiasMul
+					sx[l] *= mul
 				}
 			}
 			copy(d[:8], sx[:])

@@ -300,7 +300,9 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 	if err != nil {
 		return err
 	}
-	if f := s.m.qfused[n]; len(f) > 0 && !(s.lastOnly && s.m.headInst > s.ip && s.m.headInst <= s.ip+len(f)) {
+	// (never with the logits head in the run: its input was cut to the
+	// last row above)
+	if f := s.m.qfused[n]; len(f) > 0 && !(s.lastOnly && s.m.headInst >= s.ip && s.m.headInst <= s.ip+len(f)) {
 		return s.quantizedMatmulFused(n, f, x, xs, rows, q, o, shape)
 	}
 	if n.Transpose {
@@ -308,11 +310,16 @@ func (s *session) quantizedMatmul(n *g.QuantizedMatmulNode) error {
 	} else {
 		qMatMulNoTrans(o, xs, rows, q, s.arena.alloc(q.Cols))
 	}
-	dt := x.dt
+	return s.set(n.Out, s.newF(s.qmmDType(x, n), shape, o))
+}
+
+// qmmDType is a quantized matmul's output dtype: MLX's
+// promote_types(x, scales).
+func (s *session) qmmDType(x *tensor, n *g.QuantizedMatmulNode) int {
 	if sc, err := s.get(n.Scales); err == nil {
-		dt = promote(dt, sc.dt) // MLX: promote_types(x, scales)
+		return promote(x.dt, sc.dt)
 	}
-	return s.set(n.Out, s.newF(dt, shape, o))
+	return x.dt
 }
 
 // quantizedMatmulFused runs n and the nodes fused after it (planQFusion)
@@ -337,11 +344,7 @@ func (s *session) quantizedMatmulFused(n *g.QuantizedMatmulNode, fused []*g.Quan
 			nd = fused[i-1]
 		}
 		sh := append(s.tmp(1, lead...), parts[i].q.Rows)
-		dt := x.dt
-		if sc, err := s.get(nd.Scales); err == nil {
-			dt = promote(dt, sc.dt) // MLX: promote_types(x, scales)
-		}
-		if err := s.set(nd.Out, s.newF(dt, sh, parts[i].out)); err != nil {
+		if err := s.set(nd.Out, s.newF(s.qmmDType(x, nd), sh, parts[i].out)); err != nil {
 			return err
 		}
 	}
