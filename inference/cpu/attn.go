@@ -176,8 +176,8 @@ type kvRows struct {
 // floats on one thread, hq·S shared (allocated when shorter).
 func attend(job *mmJob, out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, threads int, scores []float32) {
 	if threads <= 1 || hq == 1 || hq*T*S*D < attnParallelMin {
-		if len(scores) < S {
-			scores = make([]float32, S)
+		if len(scores) < min(hq, 4)*S {
+			scores = make([]float32, min(hq, 4)*S)
 		}
 		attendHeads(out, q, k, v, hq, hkv, T, S, D, qBase, kBase, window, scale, 0, hq, scores)
 		return
@@ -216,9 +216,7 @@ type attnArgs struct {
 }
 
 func (a *attnArgs) runBlocks(h0, h1 int) {
-	for h := h0; h < h1; h++ {
-		attendHeads(a.out, a.q, a.k, a.v, a.hq, a.hkv, a.T, a.S, a.D, a.qBase, a.kBase, a.window, a.scale, h, h+1, a.scores[h*a.S:(h+1)*a.S])
-	}
+	attendHeads(a.out, a.q, a.k, a.v, a.hq, a.hkv, a.T, a.S, a.D, a.qBase, a.kBase, a.window, a.scale, h0, h1, a.scores[h0*a.S:h1*a.S])
 }
 
 // attendDirect reports whether attend's AVX2 paths apply to head size D:
@@ -226,12 +224,19 @@ func (a *attnArgs) runBlocks(h0, h1 int) {
 // wsumRows (bit for bit axpy), reading bf16 rows in place.
 func attendDirect(D int) bool { return useAVX2 && D > 0 && D%8 == 0 }
 
-// attendHeads is attend for heads [h0, h1) with scores as scratch.
+// attendHeads is attend for heads [h0, h1) with scores as scratch (S
+// floats, or 4·S where four heads can go together).
 func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, h1 int, scores []float32) {
 	group := hq / hkv
 	direct := attendDirect(D)
+	four := T == 1 && direct && attend4(k, v, D) && len(scores) >= 4*S
 	for h := h0; h < h1; h++ {
 		kh := h / group
+		if four && h+4 <= h1 && (h+3)/group == kh {
+			attendHeads4(out, q, k, v, S, D, qBase, kBase, window, scale, h, kh, scores)
+			h += 3
+			continue
+		}
 		ko, vo := kh*k.hs, kh*v.hs
 		for t := 0; t < T; t++ {
 			qp := qBase + t

@@ -547,3 +547,62 @@ func TestUnaryOnSharedBitIdentical(t *testing.T) {
 		}
 	}
 }
+
+// Four decode heads of one KV head taken together (AVX-512, bf16 rows,
+// head sizes of a multiple of 64) give the bits of one head at a time and
+// of the reference, windows and shared heads included.
+func TestAttend4BitIdentical(t *testing.T) {
+	if !useAttn4 {
+		t.Skip("no AVX-512 on this CPU (or build)")
+	}
+	defer func(a bool) { useAttn4 = a }(useAttn4)
+	r := rand.New(rand.NewSource(9))
+	for c := 0; c < 120; c++ {
+		D := []int{64, 128, 192}[r.Intn(3)]
+		hkv := 1 + r.Intn(2)
+		group := []int{4, 8, 5}[r.Intn(3)] // 5: one group of four, then one head alone
+		hq := hkv * group
+		S := 1 + r.Intn(300)
+		rows := S + r.Intn(5)
+		start := r.Intn(rows - S + 1)
+		window := 0
+		if r.Intn(3) == 0 {
+			window = 1 + r.Intn(S)
+		}
+		q := make([]float32, hq*D)
+		for i := range q {
+			q[i] = float32(r.NormFloat64())
+		}
+		n := hkv * rows * D
+		hk, hv := make([]uint16, n), make([]uint16, n)
+		for i := range hk {
+			hk[i], hv[i] = f32ToBF16(float32(r.NormFloat64()*2)), f32ToBF16(float32(r.NormFloat64()))
+		}
+		kc, vc := make([]float32, hkv*S*D), make([]float32, hkv*S*D)
+		for h := 0; h < hkv; h++ {
+			widenBF16(kc[h*S*D:(h+1)*S*D], hk[(h*rows+start)*D:(h*rows+start+S)*D])
+			widenBF16(vc[h*S*D:(h+1)*S*D], hv[(h*rows+start)*D:(h*rows+start+S)*D])
+		}
+		kBase := r.Intn(3)
+		qBase := kBase + S - 1
+		scale := float32(1 / math.Sqrt(float64(D)))
+		want := make([]float32, hq*D)
+		attendRef(want, q, kc, vc, hq, hkv, 1, S, D, qBase, kBase, window, scale)
+		kr, vr := kvRows{h: hk[start*D:], hs: rows * D}, kvRows{h: hv[start*D:], hs: rows * D}
+		useAttn4 = true
+		if !attend4(kr, vr, D) {
+			t.Fatalf("D %d: four heads not taken together", D)
+		}
+		for _, four := range []bool{true, false} {
+			useAttn4 = four
+			for _, threads := range []int{1, 3} {
+				got := make([]float32, len(want))
+				attend(nil, got, q, kr, vr, hq, hkv, 1, S, D, qBase, kBase, window, scale, threads, nil)
+				if i, ok := elemBitsEqual(got, want); !ok {
+					t.Fatalf("case %d (D %d, hq %d, hkv %d, S %d, window %d, four %v, threads %d): element %d: %v, want %v",
+						c, D, hq, hkv, S, window, four, threads, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,208 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "lanesum_amd64.h"
+
+// func attnScores4BF16AVX512(q *float32, qs int, k *uint16, d, rows int, out *float32, os int)
+// For four query heads (q, q+qs, q+2qs, q+3qs floats; qs in bytes here as
+// in os) against rows bf16 key rows of d elements (d a multiple of 64,
+// rows d apart): out_h[j] = gemvBF16AVX2's dot of head h with row j, in
+// its order: per 32 elements four 8-lane fused sums (two per 512-bit
+// register), then (0+1)+(2+3) and LANESUM8. Each row is widened once for
+// the four heads.
+TEXT ·attnScores4BF16AVX512(SB), NOSPLIT, $0-56
+	MOVQ q+0(FP), SI
+	MOVQ qs+8(FP), R11
+	LEAQ (R11)(R11*2), R12
+	MOVQ k+16(FP), DI
+	MOVQ d+24(FP), R10
+	MOVQ rows+32(FP), CX
+	MOVQ out+40(FP), DX
+	MOVQ os+48(FP), R13
+	LEAQ (R13)(R13*2), R14
+
+as4row:
+	TESTQ CX, CX
+	JZ    as4done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ SI, R8
+	MOVQ R10, BX
+
+as4chunk:
+	VPMOVZXWD 0(DI), Z8
+	VPSLLD    $16, Z8, Z8
+	VPMOVZXWD 32(DI), Z9
+	VPSLLD    $16, Z9, Z9
+	VFMADD231PS 0(R8), Z8, Z0
+	VFMADD231PS 64(R8), Z9, Z1
+	VFMADD231PS 0(R8)(R11*1), Z8, Z2
+	VFMADD231PS 64(R8)(R11*1), Z9, Z3
+	VFMADD231PS 0(R8)(R11*2), Z8, Z4
+	VFMADD231PS 64(R8)(R11*2), Z9, Z5
+	VFMADD231PS 0(R8)(R12*1), Z8, Z6
+	VFMADD231PS 64(R8)(R12*1), Z9, Z7
+	ADDQ $64, DI
+	ADDQ $128, R8
+	SUBQ $32, BX
+	JNZ  as4chunk
+
+	// head h: (Y0+Y1)+(Y2+Y3) of the AVX2 kernel is (lo+hi of Z2h) +
+	// (lo+hi of Z2h+1)
+	VEXTRACTF64X4 $1, Z0, Y10
+	VADDPS Y10, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y10
+	VADDPS Y10, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	LANESUM8(Y0, X0, X10)
+	MOVSS X0, (DX)
+	VEXTRACTF64X4 $1, Z2, Y10
+	VADDPS Y10, Y2, Y2
+	VEXTRACTF64X4 $1, Z3, Y10
+	VADDPS Y10, Y3, Y3
+	VADDPS Y3, Y2, Y2
+	LANESUM8(Y2, X2, X10)
+	MOVSS X2, (DX)(R13*1)
+	VEXTRACTF64X4 $1, Z4, Y10
+	VADDPS Y10, Y4, Y4
+	VEXTRACTF64X4 $1, Z5, Y10
+	VADDPS Y10, Y5, Y5
+	VADDPS Y5, Y4, Y4
+	LANESUM8(Y4, X4, X10)
+	MOVSS X4, (DX)(R13*2)
+	VEXTRACTF64X4 $1, Z6, Y10
+	VADDPS Y10, Y6, Y6
+	VEXTRACTF64X4 $1, Z7, Y10
+	VADDPS Y10, Y7, Y7
+	VADDPS Y7, Y6, Y6
+	LANESUM8(Y6, X6, X10)
+	MOVSS X6, (DX)(R14*1)
+	ADDQ $4, DX
+	DECQ CX
+	JMP  as4row
+
+as4done:
+	VZEROUPPER
+	RET
+
+// func attnWsum4BF16AVX512(o *float32, os int, v *uint16, d, rows int, p *float32, ps int)
+// For four heads (outputs o, o+os, …; probabilities p, p+ps, …; strides in
+// bytes): o_h += p_h[j]·row j for j < rows, bf16 value rows d apart (d a
+// multiple of 64), each term a product then a sum, rows in order: bit for
+// bit wsumRowsBF16AVX2 per head, each row widened once for the four.
+TEXT ·attnWsum4BF16AVX512(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), DI
+	MOVQ os+8(FP), R11
+	LEAQ (R11)(R11*2), R12
+	MOVQ v+16(FP), SI
+	MOVQ d+24(FP), R10
+	MOVQ p+40(FP), DX
+	MOVQ ps+48(FP), R13
+	LEAQ (R13)(R13*2), R14
+	XORQ BX, BX // column of this pass
+
+aw4pass:
+	CMPQ BX, R10
+	JGE  aw4done
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	VMOVUPS 0(DI)(R11*1), Z4
+	VMOVUPS 64(DI)(R11*1), Z5
+	VMOVUPS 128(DI)(R11*1), Z6
+	VMOVUPS 192(DI)(R11*1), Z7
+	VMOVUPS 0(DI)(R11*2), Z8
+	VMOVUPS 64(DI)(R11*2), Z9
+	VMOVUPS 128(DI)(R11*2), Z10
+	VMOVUPS 192(DI)(R11*2), Z11
+	VMOVUPS 0(DI)(R12*1), Z12
+	VMOVUPS 64(DI)(R12*1), Z13
+	VMOVUPS 128(DI)(R12*1), Z14
+	VMOVUPS 192(DI)(R12*1), Z15
+	LEAQ (SI)(BX*2), R8
+	MOVQ DX, R9
+	MOVQ rows+32(FP), CX
+
+aw4row:
+	TESTQ CX, CX
+	JZ    aw4store
+	VPMOVZXWD 0(R8), Z16
+	VPSLLD    $16, Z16, Z16
+	VPMOVZXWD 32(R8), Z17
+	VPSLLD    $16, Z17, Z17
+	VPMOVZXWD 64(R8), Z18
+	VPSLLD    $16, Z18, Z18
+	VPMOVZXWD 96(R8), Z19
+	VPSLLD    $16, Z19, Z19
+	VBROADCASTSS (R9), Z20
+	VMULPS Z16, Z20, Z21
+	VADDPS Z0, Z21, Z0
+	VMULPS Z17, Z20, Z21
+	VADDPS Z1, Z21, Z1
+	VMULPS Z18, Z20, Z21
+	VADDPS Z2, Z21, Z2
+	VMULPS Z19, Z20, Z21
+	VADDPS Z3, Z21, Z3
+	VBROADCASTSS (R9)(R13*1), Z20
+	VMULPS Z16, Z20, Z21
+	VADDPS Z4, Z21, Z4
+	VMULPS Z17, Z20, Z21
+	VADDPS Z5, Z21, Z5
+	VMULPS Z18, Z20, Z21
+	VADDPS Z6, Z21, Z6
+	VMULPS Z19, Z20, Z21
+	VADDPS Z7, Z21, Z7
+	VBROADCASTSS (R9)(R13*2), Z20
+	VMULPS Z16, Z20, Z21
+	VADDPS Z8, Z21, Z8
+	VMULPS Z17, Z20, Z21
+	VADDPS Z9, Z21, Z9
+	VMULPS Z18, Z20, Z21
+	VADDPS Z10, Z21, Z10
+	VMULPS Z19, Z20, Z21
+	VADDPS Z11, Z21, Z11
+	VBROADCASTSS (R9)(R14*1), Z20
+	VMULPS Z16, Z20, Z21
+	VADDPS Z12, Z21, Z12
+	VMULPS Z17, Z20, Z21
+	VADDPS Z13, Z21, Z13
+	VMULPS Z18, Z20, Z21
+	VADDPS Z14, Z21, Z14
+	VMULPS Z19, Z20, Z21
+	VADDPS Z15, Z21, Z15
+	LEAQ (R8)(R10*2), R8
+	ADDQ $4, R9
+	DECQ CX
+	JMP  aw4row
+
+aw4store:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 64(DI)(R11*1)
+	VMOVUPS Z6, 128(DI)(R11*1)
+	VMOVUPS Z7, 192(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
+	VMOVUPS Z9, 64(DI)(R11*2)
+	VMOVUPS Z10, 128(DI)(R11*2)
+	VMOVUPS Z11, 192(DI)(R11*2)
+	VMOVUPS Z12, 0(DI)(R12*1)
+	VMOVUPS Z13, 64(DI)(R12*1)
+	VMOVUPS Z14, 128(DI)(R12*1)
+	VMOVUPS Z15, 192(DI)(R12*1)
+	ADDQ $256, DI
+	ADDQ $64, BX
+	JMP  aw4pass
+
+aw4done:
+	VZEROUPPER
+	RET
