@@ -132,7 +132,11 @@ type model struct {
 	// qfused: the QuantizedMatmulNodes that directly follow one of the
 	// same input (a layer's q, k and v projections; gate and up), run
 	// with it as one shared job (planQFusion).
-	qfused    map[*mlxgraph.QuantizedMatmulNode][]*mlxgraph.QuantizedMatmulNode
+	qfused map[*mlxgraph.QuantizedMatmulNode][]*mlxgraph.QuantizedMatmulNode
+	// ropes: the rotary embeddings computed in one pass (planRoPE); acts:
+	// what run does at each main-chain instruction for them (nil: none)
+	ropes     []ropePlan
+	acts      []fuseAct
 	heapBytes int64
 	initRuns  int // times the init chain ran (once)
 	// refs counts the sessions using the program (guarded by the
@@ -265,6 +269,7 @@ func (m *model) bind() error {
 		return err
 	}
 	m.planQFusion()
+	m.planRoPE()
 
 	// I/O: input_ids and cache_position tensors, and the float output with
 	// a vocabulary dimension (in-graph programs return two more int64

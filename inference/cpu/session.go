@@ -45,6 +45,10 @@ func (a *arena) bytes() int64 { return int64(len(a.buf)) * 4 }
 type session struct {
 	m       *model
 	threads int
+	// the main chain's fused instructions (m.acts, or nil with fusion
+	// off) and the rotary embeddings computed ahead of their add
+	acts     []fuseAct
+	ropeHeld []*tensor
 
 	// off-graph cache
 	cfg   *kvcache.Config
@@ -230,6 +234,10 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	s.plans = s.plans[:0]
 	s.lastOnly = lastOnly && s.m.headInst >= 0
 
+	s.acts = nil
+	if fuseRoPE {
+		s.acts = s.m.acts
+	}
 	if err := s.run(ctx, gr.Instructions); err != nil {
 		return nil, 0, err
 	}
@@ -314,6 +322,12 @@ func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
 				return err
 			}
 		}
+		if s.acts != nil && s.acts[i].kind != actRun {
+			if err := s.fused(s.acts[i]); err != nil {
+				return fmt.Errorf("cpu: instruction %d (%s, fused): %w", i, chain[i].Kind, err)
+			}
+			continue
+		}
 		if err := s.exec(chain[i]); err != nil {
 			return fmt.Errorf("cpu: instruction %d (%s): %w", i, chain[i].Kind, err)
 		}
@@ -321,6 +335,27 @@ func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
 		s.skip = 0
 	}
 	return nil
+}
+
+// fused does a main-chain instruction's part in a fused plan (fuseAct).
+func (s *session) fused(a fuseAct) error {
+	switch a.kind {
+	case actRoPE:
+		if len(s.ropeHeld) < len(s.m.ropes) {
+			s.ropeHeld = make([]*tensor, len(s.m.ropes))
+		}
+		t, err := s.ropeCompute(int(a.k))
+		s.ropeHeld[a.k] = t
+		return err
+	case actRoPESet:
+		t := s.ropeHeld[a.k]
+		s.ropeHeld[a.k] = nil
+		if t == nil {
+			return errors.New("rotary embedding set before it was computed")
+		}
+		return s.set(s.m.ropes[a.k].out, t)
+	}
+	return nil // actSkip
 }
 
 func (s *session) Rewind(newLen int) error {
