@@ -3,6 +3,15 @@
 #include "textflag.h"
 #include "lanesum_amd64.h"
 
+// HEADSUM stores one head's score: the halves of za (acc0|acc1) and zb
+// (acc2|acc3) added as gemvBF16AVX2 adds Y0+Y1 and Y2+Y3, then their sum
+// and LANESUM8 (ya, yb, xa: za's, zb's and za's lower views).
+#define HEADSUM(za, zb, ya, yb, xa, dst) VEXTRACTF64X4 $1, za, Y10; VADDPS Y10, ya, ya; VEXTRACTF64X4 $1, zb, Y10; VADDPS Y10, yb, yb; VADDPS yb, ya, ya; LANESUM8(ya, xa, X10); MOVSS xa, dst
+
+// WSUMHEAD adds p·row (the row widened in Z16–Z19) to one head's 64
+// outputs a0–a3: the product first, then the sum, as wsumRowsBF16AVX2.
+#define WSUMHEAD(p, a0, a1, a2, a3) VBROADCASTSS p, Z20; VMULPS Z16, Z20, Z21; VADDPS a0, Z21, a0; VMULPS Z17, Z20, Z21; VADDPS a1, Z21, a1; VMULPS Z18, Z20, Z21; VADDPS a2, Z21, a2; VMULPS Z19, Z20, Z21; VADDPS a3, Z21, a3
+
 // func attnScores4BF16AVX512(q *float32, qs int, k *uint16, d, rows int, out *float32, os int)
 // For four query heads (q, q+qs, q+2qs, q+3qs floats; qs in bytes here as
 // in os) against rows bf16 key rows of d elements (d a multiple of 64,
@@ -55,34 +64,10 @@ as4chunk:
 
 	// head h: (Y0+Y1)+(Y2+Y3) of the AVX2 kernel is (lo+hi of Z2h) +
 	// (lo+hi of Z2h+1)
-	VEXTRACTF64X4 $1, Z0, Y10
-	VADDPS Y10, Y0, Y0
-	VEXTRACTF64X4 $1, Z1, Y10
-	VADDPS Y10, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	LANESUM8(Y0, X0, X10)
-	MOVSS X0, (DX)
-	VEXTRACTF64X4 $1, Z2, Y10
-	VADDPS Y10, Y2, Y2
-	VEXTRACTF64X4 $1, Z3, Y10
-	VADDPS Y10, Y3, Y3
-	VADDPS Y3, Y2, Y2
-	LANESUM8(Y2, X2, X10)
-	MOVSS X2, (DX)(R13*1)
-	VEXTRACTF64X4 $1, Z4, Y10
-	VADDPS Y10, Y4, Y4
-	VEXTRACTF64X4 $1, Z5, Y10
-	VADDPS Y10, Y5, Y5
-	VADDPS Y5, Y4, Y4
-	LANESUM8(Y4, X4, X10)
-	MOVSS X4, (DX)(R13*2)
-	VEXTRACTF64X4 $1, Z6, Y10
-	VADDPS Y10, Y6, Y6
-	VEXTRACTF64X4 $1, Z7, Y10
-	VADDPS Y10, Y7, Y7
-	VADDPS Y7, Y6, Y6
-	LANESUM8(Y6, X6, X10)
-	MOVSS X6, (DX)(R14*1)
+	HEADSUM(Z0, Z1, Y0, Y1, X0, (DX))
+	HEADSUM(Z2, Z3, Y2, Y3, X2, (DX)(R13*1))
+	HEADSUM(Z4, Z5, Y4, Y5, X4, (DX)(R13*2))
+	HEADSUM(Z6, Z7, Y6, Y7, X6, (DX)(R14*1))
 	ADDQ $4, DX
 	DECQ CX
 	JMP  as4row
@@ -141,42 +126,10 @@ aw4row:
 	VPSLLD    $16, Z18, Z18
 	VPMOVZXWD 96(R8), Z19
 	VPSLLD    $16, Z19, Z19
-	VBROADCASTSS (R9), Z20
-	VMULPS Z16, Z20, Z21
-	VADDPS Z0, Z21, Z0
-	VMULPS Z17, Z20, Z21
-	VADDPS Z1, Z21, Z1
-	VMULPS Z18, Z20, Z21
-	VADDPS Z2, Z21, Z2
-	VMULPS Z19, Z20, Z21
-	VADDPS Z3, Z21, Z3
-	VBROADCASTSS (R9)(R13*1), Z20
-	VMULPS Z16, Z20, Z21
-	VADDPS Z4, Z21, Z4
-	VMULPS Z17, Z20, Z21
-	VADDPS Z5, Z21, Z5
-	VMULPS Z18, Z20, Z21
-	VADDPS Z6, Z21, Z6
-	VMULPS Z19, Z20, Z21
-	VADDPS Z7, Z21, Z7
-	VBROADCASTSS (R9)(R13*2), Z20
-	VMULPS Z16, Z20, Z21
-	VADDPS Z8, Z21, Z8
-	VMULPS Z17, Z20, Z21
-	VADDPS Z9, Z21, Z9
-	VMULPS Z18, Z20, Z21
-	VADDPS Z10, Z21, Z10
-	VMULPS Z19, Z20, Z21
-	VADDPS Z11, Z21, Z11
-	VBROADCASTSS (R9)(R14*1), Z20
-	VMULPS Z16, Z20, Z21
-	VADDPS Z12, Z21, Z12
-	VMULPS Z17, Z20, Z21
-	VADDPS Z13, Z21, Z13
-	VMULPS Z18, Z20, Z21
-	VADDPS Z14, Z21, Z14
-	VMULPS Z19, Z20, Z21
-	VADDPS Z15, Z21, Z15
+	WSUMHEAD((R9), Z0, Z1, Z2, Z3)
+	WSUMHEAD((R9)(R13*1), Z4, Z5, Z6, Z7)
+	WSUMHEAD((R9)(R13*2), Z8, Z9, Z10, Z11)
+	WSUMHEAD((R9)(R14*1), Z12, Z13, Z14, Z15)
 	LEAQ (R8)(R10*2), R8
 	ADDQ $4, R9
 	DECQ CX
