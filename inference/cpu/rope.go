@@ -50,7 +50,8 @@ type ropePlan struct {
 var fuseRoPE = true
 
 // tidUses lists the tensor slots op reads and writes (writes: the fields
-// named Out and Outs), by reflection over the node's fields.
+// named Out and Outs), by reflection over the node's fields, embedded
+// structs (VarNode's ReduceNode) included.
 func tidUses(op any) (reads, writes []g.Tid) {
 	v := reflect.ValueOf(op)
 	if v.Kind() == reflect.Pointer {
@@ -59,8 +60,15 @@ func tidUses(op any) (reads, writes []g.Tid) {
 	if v.Kind() != reflect.Struct {
 		return nil, nil
 	}
-	tidT := reflect.TypeOf(g.Tid(0))
 	for i := 0; i < v.NumField(); i++ {
+		if sf := v.Type().Field(i); sf.Anonymous && sf.IsExported() && sf.Type.Kind() == reflect.Struct {
+			r, w := tidUses(v.Field(i).Interface())
+			reads, writes = append(reads, r...), append(writes, w...)
+			continue
+		}
+		if !v.Type().Field(i).IsExported() {
+			continue
+		}
 		f, name := v.Field(i), v.Type().Field(i).Name
 		out := name == "Out" || name == "Outs"
 		add := func(t g.Tid) {
@@ -94,10 +102,6 @@ func tidUses(op any) (reads, writes []g.Tid) {
 				if e.Kind == g.KindTid {
 					add(e.Tid)
 				}
-			}
-		default:
-			if f.Type() == tidT {
-				add(g.Tid(f.Uint()))
 			}
 		}
 	}

@@ -156,7 +156,7 @@ func TestRoPEFusionSynthetic(t *testing.T) {
 }
 
 // tidUses finds every tensor a node reads and writes, through pointers,
-// lists and the value-or-tensor kinds.
+// lists and the value-or-tensor kinds, for every node kind executed.
 func TestTidUses(t *testing.T) {
 	b := g.Tid(7)
 	for _, c := range []struct {
@@ -174,6 +174,19 @@ func TestTidUses(t *testing.T) {
 		slices.Sort(r)
 		if !slices.Equal(r, c.reads) || !slices.Equal(w, c.writes) {
 			t.Errorf("%T: reads %v writes %v, want %v and %v", c.op, r, w, c.reads, c.writes)
+		}
+	}
+	// every executed kind of the op table: the slots its case checks are
+	// among the writes
+	for _, c := range opCases() {
+		if c.kind == "NoopNode" {
+			continue // its case checks that slot 0 is left alone
+		}
+		_, w := tidUses(c.op)
+		for slot := range c.want {
+			if !slices.Contains(w, slot) {
+				t.Errorf("%s: writes %v miss slot %d", c.kind, w, slot)
+			}
 		}
 	}
 }
