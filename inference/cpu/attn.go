@@ -225,16 +225,30 @@ func (a *attnArgs) runBlocks(h0, h1 int) {
 func attendDirect(D int) bool { return useAVX2 && D > 0 && D%8 == 0 }
 
 // attendHeads is attend for heads [h0, h1) with scores as scratch (S
-// floats, or 4·S where four heads can go together).
+// floats, or 2·S and 4·S where two and four heads can go together).
 func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, h1 int, scores []float32) {
 	group := hq / hkv
 	direct := attendDirect(D)
-	four := T == 1 && direct && attend4(k, v, D) && len(scores) >= 4*S
+	// heads taken together at decode: fours where attendGroup allows them
+	// (and the scratch holds them), else pairs
+	four, two := false, false
+	if T == 1 && direct {
+		n := attendGroup(k, v, D)
+		four = n == 4 && len(scores) >= 4*S
+		two = (n == 2 || n == 4 && useAttn2) && len(scores) >= 2*S
+	}
 	for h := h0; h < h1; h++ {
 		kh := h / group
-		if four && h+4 <= h1 && (h+3)/group == kh {
-			attendHeads4(out, q, k, v, S, D, qBase, kBase, window, scale, h, kh, scores)
-			h += 3
+		m := 0
+		switch {
+		case four && h+4 <= h1 && (h+3)/group == kh:
+			m = 4
+		case two && h+2 <= h1 && (h+1)/group == kh:
+			m = 2
+		}
+		if m > 0 {
+			attendHeadsN(m, out, q, k, v, S, D, qBase, kBase, window, scale, h, kh, scores)
+			h += m - 1
 			continue
 		}
 		ko, vo := kh*k.hs, kh*v.hs
@@ -259,9 +273,7 @@ func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, 
 				if !gemv(scores, qv, &w, lo, hi, false) {
 					dotRows(scores[lo:hi], qv, k, ko+lo*D, D)
 				}
-				for j := lo; j < hi; j++ {
-					scores[j] *= scale
-				}
+				mulScalar(scores[lo:hi], scale)
 				m = maxF32(scores[lo:hi])
 			} else {
 				kk := k.f[ko : ko+S*D]
@@ -272,18 +284,14 @@ func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, 
 				}
 			}
 			var sum float32
-			for j := lo; j < hi; j++ {
-				scores[j] -= m
-			}
+			subScalar(scores[lo:hi], m)
 			expF32(scores[lo:hi], scores[lo:hi])
 			for j := lo; j < hi; j++ {
 				sum += scores[j]
 			}
 			inv := 1 / sum
 			if direct {
-				for j := lo; j < hi; j++ {
-					scores[j] *= inv
-				}
+				mulScalar(scores[lo:hi], inv)
 				if v.h != nil {
 					wsumRows(o, nil, v.h[vo+lo*D:], D, scores[lo:hi])
 				} else {

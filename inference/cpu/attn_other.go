@@ -2,10 +2,11 @@
 
 package cpu
 
-var useAttn4 = false // settable, as on amd64, for the tests
+// settable, as on amd64, for the tests
+var useAttn4, useAttn2 = false, false
 
-func attend4(k, v kvRows, D int) bool { return false }
+func attendGroup(k, v kvRows, D int) int { return 0 }
 
-func attendHeads4(out, q []float32, k, v kvRows, S, D, qBase, kBase, window int, scale float32, h, kh int, scores []float32) {
-	panic("cpu: attendHeads4 without AVX-512") // attend4 is false
+func attendHeadsN(n int, out, q []float32, k, v kvRows, S, D, qBase, kBase, window int, scale float32, h, kh int, scores []float32) {
+	panic("cpu: attendHeadsN without SIMD") // attendGroup is 0
 }

@@ -381,3 +381,15 @@ func maxF32(x []float32) float32 {
 	}
 	return m
 }
+
+func mulScalarGo(x []float32, a float32) {
+	for i := range x {
+		x[i] *= a
+	}
+}
+
+func subScalarGo(x []float32, a float32) {
+	for i := range x {
+		x[i] -= a
+	}
+}

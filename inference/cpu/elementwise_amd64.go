@@ -85,3 +85,31 @@ func expF32(dst, src []float32) {
 		}
 	}
 }
+
+//go:noescape
+func mulScalarAVX2(x *float32, n int, a float32)
+
+//go:noescape
+func subScalarAVX2(x *float32, n int, a float32)
+
+// mulScalar sets x[i] = x[i]·a; subScalar x[i] = x[i] − a: the Go loops'
+// bits, eight at a time.
+func mulScalar(x []float32, a float32) {
+	n := len(x) &^ 7
+	if useAVX2 && n > 0 {
+		mulScalarAVX2(&x[0], n, a)
+	} else {
+		n = 0
+	}
+	mulScalarGo(x[n:], a)
+}
+
+func subScalar(x []float32, a float32) {
+	n := len(x) &^ 7
+	if useAVX2 && n > 0 {
+		subScalarAVX2(&x[0], n, a)
+	} else {
+		n = 0
+	}
+	subScalarGo(x[n:], a)
+}

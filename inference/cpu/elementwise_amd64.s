@@ -361,3 +361,52 @@ siluq8:
 siluqdone:
 	VZEROUPPER
 	RET
+
+// SCALARPASS applies op (VMULPS or VSUBPS) with the broadcast scalar in Y0
+// as second operand to n floats at DI (n a multiple of 8): x·a or x − a,
+// x first, as the Go loops compute them (so even NaN payloads match).
+#define SCALARPASS(op, l32, l8, done) \
+l32: \
+	CMPQ CX, $32; \
+	JL   l8; \
+	VMOVUPS (DI), Y1; \
+	VMOVUPS 32(DI), Y2; \
+	VMOVUPS 64(DI), Y3; \
+	VMOVUPS 96(DI), Y4; \
+	op Y0, Y1, Y1; \
+	op Y0, Y2, Y2; \
+	op Y0, Y3, Y3; \
+	op Y0, Y4, Y4; \
+	VMOVUPS Y1, (DI); \
+	VMOVUPS Y2, 32(DI); \
+	VMOVUPS Y3, 64(DI); \
+	VMOVUPS Y4, 96(DI); \
+	ADDQ $128, DI; \
+	SUBQ $32, CX; \
+	JMP  l32; \
+l8: \
+	CMPQ CX, $8; \
+	JL   done; \
+	VMOVUPS (DI), Y1; \
+	op Y0, Y1, Y1; \
+	VMOVUPS Y1, (DI); \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP  l8; \
+done: \
+	VZEROUPPER; \
+	RET
+
+// func mulScalarAVX2(x *float32, n int, a float32)
+TEXT ·mulScalarAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y0
+	SCALARPASS(VMULPS, ms32, ms8, msdone)
+
+// func subScalarAVX2(x *float32, n int, a float32)
+TEXT ·subScalarAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y0
+	SCALARPASS(VSUBPS, ss32, ss8, ssdone)

@@ -21,3 +21,7 @@ func expF32(dst, src []float32) {
 		dst[i] = float32(math.Exp(float64(v)))
 	}
 }
+
+func mulScalar(x []float32, a float32) { mulScalarGo(x, a) }
+
+func subScalar(x []float32, a float32) { subScalarGo(x, a) }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"runtime"
+	"slices"
 	"testing"
 
 	g "etchat/inference/mlxgraph"
@@ -548,19 +549,20 @@ func TestUnaryOnSharedBitIdentical(t *testing.T) {
 	}
 }
 
-// Four decode heads of one KV head taken together (AVX-512, bf16 rows,
-// head sizes of a multiple of 64) give the bits of one head at a time and
-// of the reference, windows and shared heads included.
-func TestAttend4BitIdentical(t *testing.T) {
-	if !useAttn4 {
-		t.Skip("no AVX-512 on this CPU (or build)")
+// Decode heads of one KV head taken together, four (AVX-512, head sizes
+// of a multiple of 64) or two (AVX2, of 32), give the bits of one head at
+// a time and of the reference, windows and shared heads included.
+func TestAttendGroupsBitIdentical(t *testing.T) {
+	if !useAttn2 {
+		t.Skip("no AVX2 on this CPU (or build)")
 	}
-	defer func(a bool) { useAttn4 = a }(useAttn4)
+	defer func(a4, a2 bool) { useAttn4, useAttn2 = a4, a2 }(useAttn4, useAttn2)
+	has4 := useAttn4
 	r := rand.New(rand.NewSource(9))
-	for c := 0; c < 120; c++ {
-		D := []int{64, 128, 192}[r.Intn(3)]
+	for c := 0; c < 160; c++ {
+		D := []int{64, 128, 192, 96, 32}[r.Intn(5)]
 		hkv := 1 + r.Intn(2)
-		group := []int{4, 8, 5}[r.Intn(3)] // 5: one group of four, then one head alone
+		group := []int{4, 8, 5, 2, 3}[r.Intn(5)] // 5 and 3: groups, then a head alone
 		hq := hkv * group
 		S := 1 + r.Intn(300)
 		rows := S + r.Intn(5)
@@ -589,19 +591,55 @@ func TestAttend4BitIdentical(t *testing.T) {
 		want := make([]float32, hq*D)
 		attendRef(want, q, kc, vc, hq, hkv, 1, S, D, qBase, kBase, window, scale)
 		kr, vr := kvRows{h: hk[start*D:], hs: rows * D}, kvRows{h: hv[start*D:], hs: rows * D}
-		useAttn4 = true
-		if !attend4(kr, vr, D) {
-			t.Fatalf("D %d: four heads not taken together", D)
-		}
-		for _, four := range []bool{true, false} {
-			useAttn4 = four
+		for _, mode := range []struct {
+			four, two bool
+			group     int
+		}{{true, true, 4}, {false, true, 2}, {false, false, 0}} {
+			if mode.four && !has4 {
+				continue
+			}
+			useAttn4, useAttn2 = mode.four, mode.two
+			g := mode.group
+			if g == 4 && D%64 != 0 {
+				g = 2
+			}
+			if got := attendGroup(kr, vr, D); got != g {
+				t.Fatalf("D %d, AVX-512 %v, AVX2 %v: groups of %d, want %d", D, mode.four, mode.two, got, g)
+			}
 			for _, threads := range []int{1, 3} {
 				got := make([]float32, len(want))
 				attend(nil, got, q, kr, vr, hq, hkv, 1, S, D, qBase, kBase, window, scale, threads, nil)
 				if i, ok := elemBitsEqual(got, want); !ok {
-					t.Fatalf("case %d (D %d, hq %d, hkv %d, S %d, window %d, four %v, threads %d): element %d: %v, want %v",
-						c, D, hq, hkv, S, window, four, threads, i, got[i], want[i])
+					t.Fatalf("case %d (D %d, hq %d, hkv %d, S %d, window %d, groups of %d, threads %d): element %d: %v, want %v",
+						c, D, hq, hkv, S, window, g, threads, i, got[i], want[i])
 				}
+			}
+		}
+	}
+}
+
+// mulScalar and subScalar give the Go loops' bits, NaN payloads and
+// infinities included, at every length.
+func TestScalarPassesBitIdentical(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for c := 0; c < 2000; c++ {
+		x := make([]float32, r.Intn(80))
+		for i := range x {
+			x[i] = randFloat(r)
+		}
+		a := randFloat(r)
+		if r.Intn(4) == 0 {
+			a = math.Float32frombits(0x7fc00000 | uint32(r.Intn(1<<22)))
+		}
+		for _, f := range []struct {
+			name       string
+			fast, twin func([]float32, float32)
+		}{{"mul", mulScalar, mulScalarGo}, {"sub", subScalar, subScalarGo}} {
+			got, want := slices.Clone(x), slices.Clone(x)
+			f.fast(got, a)
+			f.twin(want, a)
+			if i, ok := elemBitsEqual(got, want); !ok {
+				t.Fatalf("%s by %v, length %d: element %d = %v, want %v", f.name, a, len(x), i, got[i], want[i])
 			}
 		}
 	}
