@@ -231,12 +231,11 @@ func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, 
 	direct := attendDirect(D)
 	// heads taken together at decode: fours where attendGroup allows them
 	// (and the scratch holds them), else pairs
-	four, two := false, false
+	n := 0
 	if T == 1 && direct {
-		n := attendGroup(k, v, D)
-		four = n == 4 && len(scores) >= 4*S
-		two = (n == 2 || n == 4 && useAttn2) && len(scores) >= 2*S
+		n = attendGroup(k, v, D)
 	}
+	four, two := n == 4 && len(scores) >= 4*S, n >= 2 && len(scores) >= 2*S
 	for h := h0; h < h1; h++ {
 		kh := h / group
 		m := 0

@@ -24,8 +24,9 @@ func attnScores2BF16AVX2(q *float32, qs int, k *uint16, d, rows int, out *float3
 func attnWsum2BF16AVX2(o *float32, os int, v *uint16, d, rows int, p *float32, ps int)
 
 // attendGroup reports how many query heads of one KV head attendHeadsN
-// takes together at decode with these rows and head size: 4 (AVX-512,
-// head sizes of a multiple of 64), 2 (AVX2, of 32), or 0; bf16 rows only.
+// takes together at most at decode with these rows and head size: 4
+// (AVX-512, head sizes of a multiple of 64; pairs where four do not fit),
+// 2 (AVX2, of 32), or 0; bf16 rows only.
 func attendGroup(k, v kvRows, D int) int {
 	switch {
 	case k.h == nil || v.h == nil || D <= 0:

@@ -37,7 +37,7 @@ const (
 
 // ropePlan is one fused rotary embedding.
 type ropePlan struct {
-	first, add       int // where it is computed, where its result is set
+	first            int // where it is computed (out is set where the add stands)
 	x, cos, sin, out g.Tid
 	half, stop       int64 // x[..., :half] and x[..., half:stop]
 	axis1, axis2     int64 // the slices' axes (the last, checked at run time)
@@ -208,7 +208,7 @@ func (m *model) planRoPE() {
 func (m *model) matchRoPE(ai int, add *g.AddNode, versionOf func(int, g.Tid) int, single func(g.Tid, int) bool) (ropePlan, []int, bool) {
 	ins := m.graph.Instructions
 	var p ropePlan
-	p.add, p.out = ai, add.Out
+	p.out = add.Out
 	mulAt := func(t g.Tid) (int, *g.MultiplyNode) {
 		d := versionOf(ai, t)
 		if d < 0 || !single(t, d) {
