@@ -280,8 +280,12 @@ func halfToFloat(h uint16) float32 {
 	switch {
 	case exp == 0 && frac == 0:
 		return math.Float32frombits(sign)
-	case exp == 0:
-		return float32(math.Copysign(float64(frac)/1024*math.Pow(2, -14), float64(int32(sign)|1)))
+	case exp == 0: // subnormal: frac·2^-24
+		v := float32(frac) / (1 << 24)
+		if sign != 0 {
+			v = -v
+		}
+		return v
 	case exp == 31:
 		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
 	}

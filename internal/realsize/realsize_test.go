@@ -3,7 +3,6 @@ package realsize
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -228,10 +227,11 @@ func TestFillers(t *testing.T) {
 			t.Errorf("fp16 round trip of %g = %g", f, got)
 		}
 	}
-	b := make([]byte, 4)
-	binary.LittleEndian.PutUint16(b, toHalf(0.5))
-	if halfToFloat(binary.LittleEndian.Uint16(b)) != 0.5 {
-		t.Error("fp16 0.5")
+	if got := halfToFloat(0x8001); got != -1.0/(1<<24) { // the smallest subnormal, negative
+		t.Errorf("fp16 0x8001 = %g, want -2^-24", got)
+	}
+	if got := halfToFloat(0x3c00); got != 1 {
+		t.Errorf("fp16 0x3c00 = %g, want 1", got)
 	}
 	if _, err := generator(Segment{DType: "Long", Stats: &Stats{Count: 1}}, nil); err == nil || !strings.Contains(err.Error(), "Long") {
 		t.Errorf("Long filler: %v", err)
