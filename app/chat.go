@@ -130,7 +130,7 @@ func StatsLine(r *inference.Stats, stop string) string {
 		return ""
 	}
 	s := fmt.Sprintf("prefill %.1f tok/s · decode %.1f tok/s · TTFT %d ms · %d new prompt + %d generated tokens",
-		r.PrefillTokPerSec, r.DecodeTokPerSec, int64(r.TTFTSeconds*1000), r.NumPromptTokens, r.NumGeneratedTokens)
+		r.PrefillRate, r.DecodeRate, int64(r.TTFTSeconds*1000), r.NumPromptTokens, r.NumGeneratedTokens)
 	if stop != "" {
 		s += " · " + stop
 	}

@@ -90,7 +90,7 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 	if st.Position != len(cs.InputIDs)+len(cs.GreedyIDs) {
 		t.Errorf("position %d, want %d", st.Position, len(cs.InputIDs)+len(cs.GreedyIDs))
 	}
-	if reply.Stats == nil || reply.Stats.NumGeneratedTokens != 16 || reply.Stats.NumPromptTokens != int64(len(cs.InputIDs)) || reply.Stats.DecodeTokPerSec <= 0 {
+	if reply.Stats == nil || reply.Stats.NumGeneratedTokens != 16 || reply.Stats.NumPromptTokens != int64(len(cs.InputIDs)) || reply.Stats.DecodeRate <= 0 {
 		t.Errorf("stats %+v", reply.Stats)
 	}
 	if line := StatsLine(reply.Stats, reply.StopReason); !strings.Contains(line, "decode") || !strings.Contains(line, "16 generated") {

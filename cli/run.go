@@ -303,7 +303,7 @@ func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, s
 	_, err = db.InsertRun(ctx, store.Run{
 		Kind: "chat", Engine: sel.Name, ModelSHA256: sum, ModelPath: abs, ModelName: filepath.Base(o.pte),
 		Config: config, AppVersion: Version, Started: started, Ended: time.Now(),
-		Stats: st.Stats, PrefillTokS: st.PrefillTokPerSec, DecodeTokS: st.DecodeTokPerSec, TTFTMs: st.TTFTSeconds * 1000,
+		Stats: st.Stats, PrefillTokS: st.PrefillRate, DecodeTokS: st.DecodeRate, TTFTMs: st.TTFTSeconds * 1000,
 		Memory: store.Memory{AfterLoad: st.MemAfterLoad.ActiveBytes, AfterPrefill: st.MemAfterPrefill.ActiveBytes,
 			AfterDecode: st.MemAfterDecode.ActiveBytes, Peak: st.PeakBytes},
 	}, nil)

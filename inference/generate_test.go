@@ -69,7 +69,7 @@ func TestGenerateGreedyChunked(t *testing.T) {
 		}
 		st := res.Stats
 		if st.NumPromptTokens != 10 || st.NumGeneratedTokens != 12 || st.InferenceStartMs > st.PromptEvalEndMs ||
-			st.PromptEvalEndMs > st.FirstTokenMs || st.FirstTokenMs > st.InferenceEndMs || st.PrefillTokPerSec <= 0 || st.DecodeTokPerSec <= 0 {
+			st.PromptEvalEndMs > st.FirstTokenMs || st.FirstTokenMs > st.InferenceEndMs || st.PrefillRate <= 0 || st.DecodeRate <= 0 {
 			t.Errorf("chunk %d: stats %+v", chunk, st)
 		}
 	}
