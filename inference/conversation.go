@@ -184,10 +184,6 @@ func (c *Conversation) Session() Session { return c.tracked.Session }
 // Messages returns a copy of the messages.
 func (c *Conversation) Messages() []Message { return cloneMessages(c.msgs) }
 
-// State is the conversation as plain values for the store: the messages
-// with their cached token ids, positions, and reply stats.
-func (c *Conversation) State() []Message { return c.Messages() }
-
 // CacheIDs returns a copy of the tokens in the cache.
 func (c *Conversation) CacheIDs() []int { return append([]int(nil), c.cache...) }
 

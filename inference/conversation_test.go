@@ -259,7 +259,7 @@ func TestConversationResumeContinuesExactly(t *testing.T) {
 	c, _ := NewConversation(s, opts)
 	c.Send(bg, "a question", nil)
 	c.Send(bg, "another", nil)
-	state := c.State()
+	state := c.Messages()
 
 	r1, err := c.Send(bg, "third", nil)
 	if err != nil {

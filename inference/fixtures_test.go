@@ -206,7 +206,7 @@ func TestOpenModelConversation(t *testing.T) {
 	dir := fixtures.Unpacked(t, fixtures.Llama3)
 	var ref reference
 	fixtures.Reference(t, fixtures.Llama3, &ref)
-	m, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
+	m, err := Load(bg, filepath.Join(dir, "model.pte"), LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +226,8 @@ func TestOpenModelConversation(t *testing.T) {
 	}
 	// The stored state reopens on a fresh model and continues with turn 2's
 	// reference tokens.
-	state := c.State()
-	m2, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
+	state := c.Messages()
+	m2, err := Load(bg, filepath.Join(dir, "model.pte"), LoadOptions{Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestOpenModelConversation(t *testing.T) {
 		t.Errorf("resumed turn 2 %v reused %d (%v), want %v", r2.GeneratedIDs, r2.Reused, err, ref.Multiturn.Turn2.GeneratedIDs)
 	}
 	// A tokenizer of another model is refused before loading.
-	if _, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Tokenizer: fixtures.Tokenizer(t, fixtures.Qwen3)}); err == nil {
+	if _, err := Load(bg, filepath.Join(dir, "model.pte"), LoadOptions{Tokenizer: fixtures.Tokenizer(t, fixtures.Qwen3)}); err == nil {
 		t.Error("qwen3's tokenizer accepted for llama3")
 	}
 }
@@ -251,7 +251,7 @@ func TestOpenModelConversation(t *testing.T) {
 func TestInGraphModel(t *testing.T) {
 	var ref reference
 	fixtures.Reference(t, fixtures.Llama3, &ref)
-	m, err := OpenModel(bg, fixtures.PTE(fixtures.InGraph), LoadOptions{Engine: "cpu", Tokenizer: fixtures.Tokenizer(t, fixtures.Llama3)})
+	m, err := Load(bg, fixtures.PTE(fixtures.InGraph), LoadOptions{Engine: "cpu", Tokenizer: fixtures.Tokenizer(t, fixtures.Llama3)})
 	if err != nil {
 		t.Fatal(err)
 	}

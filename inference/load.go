@@ -109,11 +109,6 @@ func Load(ctx context.Context, path string, o LoadOptions) (*Model, error) {
 	return m, nil
 }
 
-// OpenModel is Load (the name older callers use).
-func OpenModel(ctx context.Context, path string, o LoadOptions) (*Model, error) {
-	return Load(ctx, path, o)
-}
-
 const loadSteps = 4
 
 func (o *LoadOptions) step(stage string, done int) {
