@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"etchat/inference"
+	"etchat/inference/engine"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -271,7 +271,7 @@ func TestChatRefusesWhatCannotRun(t *testing.T) {
 	m := inspect(t, modelCopy(t, fixtures.Llama3, true))
 	s := Settings{Engine: "metal", MaxNewTokens: 1, InitialCapacity: -1}
 	_, err = b.Opener.Open(context.Background(), m, s, nil, nil)
-	if !errors.Is(err, inference.ErrNoEngine) || !strings.Contains(loadError(m, s, err).Error(), "choose the cpu engine") {
+	if !errors.Is(err, engine.ErrNotAvailable) || !strings.Contains(loadError(m, s, err).Error(), "choose the cpu engine") {
 		t.Errorf("metal: %v", err)
 	}
 }

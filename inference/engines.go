@@ -33,9 +33,6 @@ var (
 	ErrCacheFull     = engine.ErrCacheFull
 	ErrUnsupported   = engine.ErrUnsupported
 	ErrClosed        = engine.ErrClosed
-	// ErrNoEngine: the asked engine is not part of this build or cannot run
-	// on this machine.
-	ErrNoEngine = engine.ErrNotAvailable
 )
 
 // Selection is the engine chosen for a model and why.
@@ -67,10 +64,10 @@ const cpuFaster = "ExecuTorch + MLX would run on MLX's CPU backend here; the Go 
 func OpenEngine(choice string) (Selection, error) { return SelectEngine(choice, engine.Config{}) }
 
 // SelectEngine picks an engine: an explicit choice is that engine or an
-// error (wrapping ErrNoEngine, and the constructor's own typed error such
-// as *engine.LibraryError); auto is the native engine when it loads and
-// runs on a GPU, else the CPU engine, with the reason. An unknown choice is
-// an *engine.UnknownError.
+// error (wrapping engine.ErrNotAvailable, and the constructor's own typed
+// error such as *engine.LibraryError); auto is the native engine when it
+// loads and runs on a GPU, else the CPU engine, with the reason. An
+// unknown choice is an *engine.UnknownError.
 func SelectEngine(choice string, cfg engine.Config) (Selection, error) {
 	name, err := engine.Canonical(choice)
 	if err != nil {

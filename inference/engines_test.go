@@ -102,7 +102,7 @@ func TestSelectEngine(t *testing.T) {
 	for _, choice := range []string{"mlx", "metal", " MLX "} {
 		var le *engine.LibraryError
 		_, err := OpenEngine(choice)
-		if !errors.Is(err, ErrNoEngine) || !errors.As(err, &le) || le.Problem != engine.LibraryMissing || !strings.Contains(err.Error(), "tried:\n  /x") {
+		if !errors.Is(err, engine.ErrNotAvailable) || !errors.As(err, &le) || le.Problem != engine.LibraryMissing || !strings.Contains(err.Error(), "tried:\n  /x") {
 			t.Errorf("%s asked for, unavailable: %v", choice, err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestSelectEngine(t *testing.T) {
 	}
 	engine.Register(engine.MLX, nil)
 	engine.Register(engine.CPU, nil)
-	if _, err := OpenEngine("auto"); !errors.Is(err, ErrNoEngine) {
+	if _, err := OpenEngine("auto"); !errors.Is(err, engine.ErrNotAvailable) {
 		t.Errorf("no engines: %v", err)
 	}
 	if got := engine.Registered(); len(got) != 0 {

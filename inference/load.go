@@ -97,7 +97,7 @@ type Model struct {
 //
 // Errors a user fixes are typed: *UnsupportedModelError, *CacheConfigError,
 // *TokenizerError, *TemplateError, *VocabMismatchError, *engine.UnknownError,
-// *engine.LibraryError (wrapped with ErrNoEngine).
+// *engine.LibraryError (wrapped with engine.ErrNotAvailable).
 func Load(ctx context.Context, path string, o LoadOptions) (*Model, error) {
 	m, err := Prepare(path, o)
 	if err != nil {

@@ -119,7 +119,7 @@ func Explain(err error) string {
 		return msg + " — this is not an ExecuTorch program etchat can run: pick another model (the Models tab says which ones run)"
 	case errors.As(err, &tok), errors.As(err, &vocab):
 		return msg + " — put the model's tokenizer.json next to the .pte, or empty the Tokenizer field"
-	case errors.As(err, &lib), errors.Is(err, inference.ErrNoEngine):
+	case errors.As(err, &lib), errors.Is(err, engine.ErrNotAvailable):
 		return msg + " — choose the cpu engine, or set the runner library in Preferences"
 	}
 	return msg + " — check the form's fields and press Start again"
