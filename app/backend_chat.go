@@ -32,7 +32,7 @@ func (o *engineOpener) library() string {
 
 // OpenEngine picks an engine the way conversations do (auto: the native
 // engine on a GPU, else the CPU engine).
-func (o *engineOpener) OpenEngine(kind string) (inference.Engine, error) {
+func (o *engineOpener) OpenEngine(kind string) (engine.Engine, error) {
 	sel, err := inference.SelectEngine(kind, engine.Config{Library: o.library(), Getenv: o.getenv})
 	return sel.Engine, err
 }
@@ -107,7 +107,7 @@ func restored(msgs []Message, turnEnd []int) []Message {
 type convSession struct {
 	mu       sync.Mutex
 	conv     *inference.Conversation
-	sess     inference.Session
+	sess     engine.Session
 	engine   inference.Selection
 	gen      inference.Options
 	prefill  func(done, total int)

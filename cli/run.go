@@ -259,7 +259,7 @@ func (o *runOpts) prepare(needTokenizer bool) (*inference.Model, error) {
 	return m, err
 }
 
-func footprint(w io.Writer, when string, sess inference.Session, load inference.Memory) {
+func footprint(w io.Writer, when string, sess engine.Session, load engine.Memory) {
 	n, c := sess.Len(), sess.Capacity()
 	pct := 0.0
 	if c > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/internal/fixtures"
@@ -342,7 +343,7 @@ type lenientSession struct{ *zeroSession }
 
 func (s lenientSession) Rewind(n int) error {
 	if n > s.Len() {
-		return ErrRewindRefused
+		return engine.ErrRewindRefused
 	}
 	s.seq.Clear()
 	for s.seq.Len() < n { // replay the shorter history into the control state

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"etchat/inference/cpu"
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/internal/fixtures"
@@ -70,7 +71,7 @@ func openFixture(t *testing.T, name string) (*zeroFree, *Chat, *kvcache.Config) 
 }
 
 // zeroFree is a real session (the name says it is not the fake).
-type zeroFree struct{ Session }
+type zeroFree struct{ engine.Session }
 
 // models leaves all but the first out under -race and -short: the race detector makes
 // the 262k-vocabulary lm-head slow.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"etchat/inference/engine"
 )
 
 // Token is one generated token and the text it adds to the stream (empty
@@ -78,7 +80,7 @@ var ErrPromptTooLong = errors.New("prompt does not fit in the cache")
 
 // CheckRoom reports whether n prompt tokens and one generated token fit
 // after the session's current length, as the runner admits a turn.
-func CheckRoom(sess Session, n int) error {
+func CheckRoom(sess engine.Session, n int) error {
 	if !sess.CanExtend(n + 1) {
 		return fmt.Errorf("%w: %d prompt tokens + 1 after %d cached, capacity %d", ErrPromptTooLong, n, sess.Len(), sess.Capacity())
 	}
@@ -88,12 +90,12 @@ func CheckRoom(sess Session, n int) error {
 // Prefill feeds ids at the session's current length in chunks of at most
 // chunk tokens (0 = all at once), and returns the last position's logits.
 // ctx is checked between chunks.
-func Prefill(ctx context.Context, sess Session, ids []int, chunk int, progress func(done, total int)) ([]float32, error) {
+func Prefill(ctx context.Context, sess engine.Session, ids []int, chunk int, progress func(done, total int)) ([]float32, error) {
 	var st Stats
 	return prefill(ctx, sess, ids, chunk, progress, &st)
 }
 
-func prefill(ctx context.Context, sess Session, ids []int, chunk int, progress func(done, total int), st *Stats) ([]float32, error) {
+func prefill(ctx context.Context, sess engine.Session, ids []int, chunk int, progress func(done, total int), st *Stats) ([]float32, error) {
 	if len(ids) == 0 {
 		return nil, errors.New("nothing to prefill")
 	}
@@ -134,7 +136,7 @@ func prefill(ctx context.Context, sess Session, ids []int, chunk int, progress f
 // cache ends holding prompt + generated (+ the committed turn end). On a
 // canceled context it returns the partial result with StopReason
 // "canceled" and the context's error.
-func Generate(ctx context.Context, sess Session, prompt []int, opts Options) (*Result, error) {
+func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Options) (*Result, error) {
 	if len(prompt) == 0 {
 		return nil, errors.New("empty prompt")
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"etchat/inference/engine"
 )
 
 // naiveGreedy runs the model the obvious way on a fresh session: the whole
@@ -248,8 +250,8 @@ func (s *constSession) Forward(ctx context.Context, ids, pos []int64) ([]float32
 	s.n += len(ids)
 	return s.logits, nil
 }
-func (s *constSession) Len() int             { return s.n }
-func (s *constSession) Capacity() int        { return s.capacity }
-func (s *constSession) CanExtend(n int) bool { return s.n+n <= s.capacity }
-func (s *constSession) Vocab() int           { return len(s.logits) }
-func (s *constSession) Memory() Memory       { return Memory{} }
+func (s *constSession) Len() int              { return s.n }
+func (s *constSession) Capacity() int         { return s.capacity }
+func (s *constSession) CanExtend(n int) bool  { return s.n+n <= s.capacity }
+func (s *constSession) Vocab() int            { return len(s.logits) }
+func (s *constSession) Memory() engine.Memory { return engine.Memory{} }

@@ -74,10 +74,10 @@ type Model struct {
 
 	// Set by Open.
 	Engine       Selection
-	Session      Session
+	Session      engine.Session
 	LoadStart    time.Time
 	LoadEnd      time.Time
-	MemAfterLoad Memory
+	MemAfterLoad engine.Memory
 
 	opts LoadOptions
 }
@@ -257,7 +257,7 @@ func (m *Model) OpenOn(ctx context.Context, sel Selection) error {
 // forward (then clears, or reopens an in-graph program, which cannot
 // clear), so that a backend that loads but cannot execute is found here,
 // where auto can still fall back.
-func (m *Model) openProbed(ctx context.Context, sel Selection) (Session, error) {
+func (m *Model) openProbed(ctx context.Context, sel Selection) (engine.Session, error) {
 	sess, err := sel.Engine.Open(ctx, m.Path, m.Cache)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s on %s: %w", m.Path, sel.Name, err)

@@ -31,8 +31,8 @@ func TestLoadFallback(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			nat := &fakeNative{Engine: cpu.New(cpu.Options{}), device: engine.DeviceMetal, failOpen: c.failOpen, failFwd: c.failFwd}
 			swapEngines(t, map[string]engine.Constructor{
-				engine.CPU: func(engine.Config) (Engine, error) { return cpu.New(cpu.Options{}), nil },
-				engine.MLX: func(engine.Config) (Engine, error) { return nat, nil },
+				engine.CPU: func(engine.Config) (engine.Engine, error) { return cpu.New(cpu.Options{}), nil },
+				engine.MLX: func(engine.Config) (engine.Engine, error) { return nat, nil },
 			})
 			var steps []string
 			m, err := Load(bg, pte, LoadOptions{Progress: func(s LoadStep) { steps = append(steps, s.Stage) }})
@@ -84,8 +84,8 @@ func TestLoadFallback(t *testing.T) {
 func TestLoadProbeInGraph(t *testing.T) {
 	nat := &fakeNative{Engine: cpu.New(cpu.Options{}), device: engine.DeviceMetal}
 	swapEngines(t, map[string]engine.Constructor{
-		engine.CPU: func(engine.Config) (Engine, error) { return cpu.New(cpu.Options{}), nil },
-		engine.MLX: func(engine.Config) (Engine, error) { return nat, nil },
+		engine.CPU: func(engine.Config) (engine.Engine, error) { return cpu.New(cpu.Options{}), nil },
+		engine.MLX: func(engine.Config) (engine.Engine, error) { return nat, nil },
 	})
 	m, err := Load(bg, fixtures.PTE(fixtures.InGraph), LoadOptions{Tokenizer: fixtures.Tokenizer(t, fixtures.Llama3)})
 	if err != nil {

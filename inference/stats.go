@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"etchat/inference/engine"
 	"etchat/inference/stats"
 )
 
@@ -33,10 +34,10 @@ type Stats struct {
 
 	// Memory after load (set by whoever opened the session), after prefill,
 	// after decode, and the engine's high-water mark.
-	MemAfterLoad    Memory `json:"mem_after_load"`
-	MemAfterPrefill Memory `json:"mem_after_prefill"`
-	MemAfterDecode  Memory `json:"mem_after_decode"`
-	PeakBytes       int64  `json:"peak_bytes"`
+	MemAfterLoad    engine.Memory `json:"mem_after_load"`
+	MemAfterPrefill engine.Memory `json:"mem_after_prefill"`
+	MemAfterDecode  engine.Memory `json:"mem_after_decode"`
+	PeakBytes       int64         `json:"peak_bytes"`
 }
 
 // SetLoad records the model load interval.

@@ -131,7 +131,7 @@ type Deps struct {
 	// history (the view says why).
 	DB *store.DB
 	// OpenEngine picks an engine by kind; nil = inference.OpenEngine.
-	OpenEngine func(kind string) (inference.Engine, error)
+	OpenEngine func(kind string) (engine.Engine, error)
 	// Machine describes this computer; nil = bench.DetectMachine.
 	Machine *bench.Machine
 	// AppVersion is stored with the runs.
@@ -223,7 +223,7 @@ func (vm *ViewModel) SetChartColors(fg, bg color.Color) {
 // New makes a view-model.
 func New(d Deps) *ViewModel {
 	if d.OpenEngine == nil {
-		d.OpenEngine = func(kind string) (inference.Engine, error) {
+		d.OpenEngine = func(kind string) (engine.Engine, error) {
 			sel, err := inference.OpenEngine(kind)
 			return sel.Engine, err
 		}
@@ -416,7 +416,7 @@ func (vm *ViewModel) Start(ctx context.Context) error {
 }
 
 // placeholder lets Prepare check a form before an engine is opened.
-type placeholder struct{ inference.Engine }
+type placeholder struct{ engine.Engine }
 
 // Cancel stops a running benchmark; the finished tests are kept.
 func (vm *ViewModel) Cancel() {
