@@ -10,6 +10,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 )
 
 // engineOpener opens conversations through the one model loader
@@ -75,8 +76,8 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	return cs, nil
 }
 
-func samplingOf(s Settings) inference.Sampling {
-	return inference.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, Seed: uint64(s.Seed)}
+func samplingOf(s Settings) sampler.Sampling {
+	return sampler.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, Seed: uint64(s.Seed)}
 }
 
 // restored are stored messages as the conversation resumes them: each

@@ -9,6 +9,7 @@ import (
 
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/sampler"
 )
 
 // Message roles.
@@ -85,7 +86,7 @@ type Conversation struct {
 	tok     Tokenizer
 	tmpl    Template
 	gen     Options
-	sampler *Sampler
+	sampler *sampler.Sampler
 	msgs    []Message
 	cache   []int
 	// flight is the turn being answered (nil between turns), for Pending.
@@ -170,7 +171,7 @@ func Resume(ctx context.Context, sess engine.Session, opts ConversationOptions, 
 // SetGeneration replaces the generation options (budget, sampling, stop
 // set); a new sampler starts from opts.Sampling.
 func (c *Conversation) SetGeneration(opts Options) error {
-	s, err := NewSampler(opts.Sampling)
+	s, err := sampler.New(opts.Sampling)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/internal/fixtures"
 )
 
@@ -520,7 +521,7 @@ func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 					t.Fatal(err)
 				}
 				c, err := NewConversation(sess, ConversationOptions{Tokenizer: chat.Tokenizer, Template: chat.Template, Cache: cfg,
-					Generation: Options{MaxNewTokens: 10, Sampling: Sampling{Temperature: 0.8, TopP: 0.9, Seed: 3},
+					Generation: Options{MaxNewTokens: 10, Sampling: sampler.Sampling{Temperature: 0.8, TopP: 0.9, Seed: 3},
 						StopIDs: chat.StopIDs, TurnEndIDs: chat.TurnEndIDs, PrefillChunk: cfg.MaxWrite}})
 				if err != nil {
 					t.Fatal(err)

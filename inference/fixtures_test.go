@@ -10,6 +10,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/internal/fixtures"
 )
 
@@ -215,7 +216,7 @@ func TestOpenModelConversation(t *testing.T) {
 	if m.Engine.Name != "cpu" || m.Cache == nil || m.Cache.Capacity != 128 || m.PrefillChunk() != 32 || m.Chat == nil || len(m.Chat.TurnEndIDs) != 1 {
 		t.Fatalf("model %+v", m)
 	}
-	gen := m.Generation(8, Sampling{})
+	gen := m.Generation(8, sampler.Sampling{})
 	gen.IgnoreEOS = true
 	c, err := m.NewConversation("", gen)
 	if err != nil {
@@ -261,7 +262,7 @@ func TestInGraphModel(t *testing.T) {
 		t.Fatalf("in-graph: cache %v, chunk %d", m.Cache, m.PrefillChunk())
 	}
 	c := ref.Cases[0]
-	gen := m.Generation(len(c.GreedyIDs), Sampling{})
+	gen := m.Generation(len(c.GreedyIDs), sampler.Sampling{})
 	gen.IgnoreEOS = true
 	res, err := Generate(bg, m.Session, c.InputIDs, gen)
 	if err != nil || !slices.Equal(res.GeneratedIDs, c.GreedyIDs) {

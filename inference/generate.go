@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"etchat/inference/engine"
+	"etchat/inference/sampler"
 )
 
 // Token is one generated token and the text it adds to the stream (empty
@@ -28,9 +29,9 @@ type Options struct {
 	// cache's room (Result.Capped says so).
 	MaxNewTokens int
 	// Sampling is used when Sampler is nil.
-	Sampling Sampling
+	Sampling sampler.Sampling
 	// Sampler, when set, is reused (its random stream continues).
-	Sampler *Sampler
+	Sampler *sampler.Sampler
 	// StopIDs end generation when sampled (the stop token is not part of
 	// the output). See StopSet.
 	StopIDs []int
@@ -143,10 +144,10 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 	if opts.MaxNewTokens < 0 {
 		return nil, fmt.Errorf("max new tokens %d is negative", opts.MaxNewTokens)
 	}
-	sampler := opts.Sampler
-	if sampler == nil {
+	smp := opts.Sampler
+	if smp == nil {
 		var err error
-		if sampler, err = NewSampler(opts.Sampling); err != nil {
+		if smp, err = sampler.New(opts.Sampling); err != nil {
 			return nil, err
 		}
 	}
@@ -181,7 +182,7 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 	var samplingNs time.Duration
 	sample := func(l []float32) (int, error) {
 		t := time.Now()
-		id, err := sampler.Sample(l)
+		id, err := smp.Sample(l)
 		samplingNs += time.Since(t)
 		return id, err
 	}

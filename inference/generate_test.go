@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"etchat/inference/engine"
+	"etchat/inference/sampler"
+	"etchat/internal/fixtures"
 )
 
 // naiveGreedy runs the model the obvious way on a fresh session: the whole
@@ -215,7 +217,7 @@ func TestGenerateBadInput(t *testing.T) {
 	if _, err := Generate(context.Background(), s, []int{1}, Options{MaxNewTokens: -1}); err == nil {
 		t.Error("negative budget accepted")
 	}
-	if _, err := Generate(context.Background(), s, []int{1}, Options{MaxNewTokens: 1, Sampling: Sampling{TopP: 2}}); err == nil {
+	if _, err := Generate(context.Background(), s, []int{1}, Options{MaxNewTokens: 1, Sampling: sampler.Sampling{TopP: 2}}); err == nil {
 		t.Error("top-p 2 accepted")
 	}
 	if _, err := Generate(context.Background(), s, []int{1, 99}, Options{MaxNewTokens: 1}); err == nil {
@@ -226,7 +228,7 @@ func TestGenerateBadInput(t *testing.T) {
 func BenchmarkDecodeLoopZeroEngine(b *testing.B) {
 	// The loop's own cost per token: a 262,145-wide logits row from an
 	// engine that does nothing.
-	row := benchRow(b)
+	row := fixtures.Logits(b, fixtures.Gemma3, "chat0_prefill_last_logits.bin")
 	s := &constSession{logits: row, capacity: 1 << 20}
 	b.ResetTimer()
 	for b.Loop() {

@@ -11,6 +11,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 )
 
 // LoadOptions say how Load loads a model. The zero value is: engine auto,
@@ -330,7 +331,7 @@ func (m *Model) Capacity() int {
 
 // Generation is generation options for this model: its stop set, turn
 // end, prefill chunk and decoder, with the given budget and sampling.
-func (m *Model) Generation(maxNew int, s Sampling) Options {
+func (m *Model) Generation(maxNew int, s sampler.Sampling) Options {
 	o := Options{MaxNewTokens: maxNew, Sampling: s, PrefillChunk: m.PrefillChunk(), StopIDs: m.StopIDs}
 	if m.Chat != nil {
 		o.TurnEndIDs, o.Decoder = m.Chat.TurnEndIDs, m.Chat.Tokenizer

@@ -11,6 +11,7 @@ import (
 	"etchat/inference/cpu"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/sampler"
 	"etchat/internal/fixtures"
 )
 
@@ -57,7 +58,7 @@ func TestLoadFallback(t *testing.T) {
 			var ref reference
 			fixtures.Reference(t, fixtures.Llama3, &ref)
 			rc := ref.Cases[0]
-			gen := m.Generation(len(rc.GreedyIDs), Sampling{})
+			gen := m.Generation(len(rc.GreedyIDs), sampler.Sampling{})
 			gen.IgnoreEOS = true
 			r, err := Generate(bg, m.Session, rc.InputIDs, gen)
 			if err != nil || !slices.Equal(r.GeneratedIDs, rc.GreedyIDs) {

@@ -19,7 +19,7 @@
 //     forward's return. The depth prefill before it, the cache clear and the
 //     argmax of the last logits are not timed.
 //   - tg: the wall time of N decode steps, each one forward of one token
-//     followed by the sampler's greedy argmax (inference.Argmax) over the
+//     followed by the sampler's greedy argmax (sampler.Argmax) over the
 //     logits row (sampling included), whose result is the next step's input.
 //     EOS is not a stop: all N steps run.
 //
@@ -44,6 +44,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/inference/stats"
 	"etchat/inference/tokenizer"
 )
@@ -674,7 +675,7 @@ func (r *runner) rep(t Test) (Rep, error) {
 	}
 	if t.NGen == 0 {
 		// pp: the first token is chosen after the timed span.
-		if _, err := inference.Argmax(logits); err != nil {
+		if _, err := sampler.Argmax(logits); err != nil {
 			return rep, err
 		}
 		t2 := r.now()
@@ -685,7 +686,7 @@ func (r *runner) rep(t Test) (Rep, error) {
 	} else {
 		tok := int64(ids[t.NDepth+t.NPrompt])
 		if logits != nil {
-			id, err := inference.Argmax(logits)
+			id, err := sampler.Argmax(logits)
 			if err != nil {
 				return rep, err
 			}
@@ -705,7 +706,7 @@ func (r *runner) rep(t Test) (Rep, error) {
 				return rep, fmt.Errorf("decode step %d at position %d: %w", i, pos, err)
 			}
 			f1 := r.now()
-			id, err := inference.Argmax(lg)
+			id, err := sampler.Argmax(lg)
 			if err != nil {
 				return rep, fmt.Errorf("decode step %d at position %d: %w", i, pos, err)
 			}
