@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -190,6 +191,17 @@ type Result struct {
 	Ended      time.Time `json:"ended"`
 	LoadNs     int64     `json:"load_ns"`
 	Reps       []Rep     `json:"reps"`
+	// Threads is the engine's thread count (ThreadsOf); 0 unknown.
+	Threads int `json:"n_threads,omitempty"`
+}
+
+// ThreadsOf is how many threads an engine computes with: its own count
+// when it reports one (the CPU engine), else GOMAXPROCS, the Go side's.
+func ThreadsOf(e engine.Engine) int {
+	if t, ok := e.(interface{ Threads() int }); ok {
+		return t.Threads()
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // SamplesNs are the repetitions' timed spans.
@@ -553,7 +565,7 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 			res := &Result{
 				Batch: batch, Test: t, Model: model, Engine: sel.Name, Device: sel.Device, Backends: backends,
 				Machine: *m, AppVersion: o.AppVersion, Warmup: !o.NoWarmup, Seed: seedOr(o.Seed),
-				TestTime: now(), LoadNs: loadEnd.Sub(loadStart).Nanoseconds(),
+				TestTime: now(), LoadNs: loadEnd.Sub(loadStart).Nanoseconds(), Threads: ThreadsOf(sel.Engine),
 			}
 			pr := Progress{Test: n, Tests: p.tests, Name: t.Key(), Reps: o.Reps}
 			if !o.NoWarmup {
