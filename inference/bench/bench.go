@@ -193,6 +193,9 @@ type Result struct {
 	Reps       []Rep     `json:"reps"`
 	// Threads is the engine's thread count (ThreadsOf); 0 unknown.
 	Threads int `json:"n_threads,omitempty"`
+	// BuildCommit names the build as llama-bench's build_commit does; ""
+	// = AppVersion.
+	BuildCommit string `json:"build_commit,omitempty"`
 }
 
 // ThreadsOf is how many threads an engine computes with: its own count
@@ -293,8 +296,11 @@ type Options struct {
 	Getenv       func(string) string // the environment of the library search; nil = the process's
 	Backends     string              // what the engine runs on, e.g. "CPU" or "MLX"; "" = from the engine's name
 	AppVersion   string
-	Machine      *Machine // nil = DetectMachine
-	Batch        string   // "" = a new one from the clock
+	// BuildCommit is llama-bench's build_commit for the results; "" =
+	// AppVersion.
+	BuildCommit string
+	Machine     *Machine // nil = DetectMachine
+	Batch       string   // "" = a new one from the clock
 
 	// Progress, when set, is called before every repetition (and warmup)
 	// and once when a test ends, from the running goroutine.
@@ -566,6 +572,7 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 				Batch: batch, Test: t, Model: model, Engine: sel.Name, Device: sel.Device, Backends: backends,
 				Machine: *m, AppVersion: o.AppVersion, Warmup: !o.NoWarmup, Seed: seedOr(o.Seed),
 				TestTime: now(), LoadNs: loadEnd.Sub(loadStart).Nanoseconds(), Threads: ThreadsOf(sel.Engine),
+				BuildCommit: o.BuildCommit,
 			}
 			pr := Progress{Test: n, Tests: p.tests, Name: t.Key(), Reps: o.Reps}
 			if !o.NoWarmup {

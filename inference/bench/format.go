@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -23,7 +24,7 @@ var Formats = []string{"md", "csv", "json", "jsonl", "sql"}
 // cache, TTFT, memory, machine, the samples as llama-bench's json has
 // them).
 type Record struct {
-	BuildCommit string  `json:"build_commit" llama:"test"` // etchat's version (Options.AppVersion)
+	BuildCommit string  `json:"build_commit" llama:"test"` // Options.BuildCommit, else AppVersion
 	BuildNumber int     `json:"build_number" llama:"test"` // 0: etchat has no build numbers
 	CPUInfo     string  `json:"cpu_info" llama:"test"`
 	GPUInfo     string  `json:"gpu_info" llama:"test"`
@@ -89,7 +90,7 @@ type Record struct {
 func RecordOf(r *Result) Record {
 	kv := ggmlType(r.Test.Cache)
 	rec := Record{
-		BuildCommit: r.AppVersion, CPUInfo: r.Machine.CPU, GPUInfo: r.Machine.GPU, Backends: r.Backends,
+		BuildCommit: cmp.Or(r.BuildCommit, r.AppVersion), CPUInfo: r.Machine.CPU, GPUInfo: r.Machine.GPU, Backends: r.Backends,
 		ModelFile: r.Model.Name, ModelType: r.Model.Kind, ModelSize: r.Model.Size, ModelParams: r.Model.Params,
 		NBatch: r.Model.Chunk, NUBatch: r.Model.Chunk, NThreads: r.Threads,
 		CPUMask: "0x0", TypeK: kv, TypeV: kv, NGPULayers: gpuLayers(r.Device), SplitMode: "none", TensorSplit: "0.00",

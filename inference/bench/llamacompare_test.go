@@ -53,7 +53,7 @@ func TestCompareLlamaBench(t *testing.T) {
 	runs := make([][]*Result, len(builds))
 	for i, build := range builds {
 		o := Options{PTE: fixtures.PTE(fixtures.Llama3), Prompts: []int{8}, Gens: []int{4}, Reps: 2,
-			Engine: cpuEngine(), Machine: testMachine, AppVersion: build}
+			Engine: cpuEngine(), Machine: testMachine, AppVersion: "test", BuildCommit: build}
 		if runs[i], err = Run(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
