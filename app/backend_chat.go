@@ -10,6 +10,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 )
 
 // engineOpener opens conversations through the one model loader
@@ -32,7 +33,7 @@ func (o *engineOpener) library() string {
 
 // OpenEngine picks an engine the way conversations do (auto: the native
 // engine on a GPU, else the CPU engine).
-func (o *engineOpener) OpenEngine(kind string) (inference.Engine, error) {
+func (o *engineOpener) OpenEngine(kind string) (engine.Engine, error) {
 	sel, err := inference.SelectEngine(kind, engine.Config{Library: o.library(), Getenv: o.getenv})
 	return sel.Engine, err
 }
@@ -75,8 +76,8 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	return cs, nil
 }
 
-func samplingOf(s Settings) inference.Sampling {
-	return inference.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, Seed: uint64(s.Seed)}
+func samplingOf(s Settings) sampler.Sampling {
+	return sampler.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, Seed: uint64(s.Seed)}
 }
 
 // restored are stored messages as the conversation resumes them: each
@@ -107,7 +108,7 @@ func restored(msgs []Message, turnEnd []int) []Message {
 type convSession struct {
 	mu       sync.Mutex
 	conv     *inference.Conversation
-	sess     inference.Session
+	sess     engine.Session
 	engine   inference.Selection
 	gen      inference.Options
 	prefill  func(done, total int)

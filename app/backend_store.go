@@ -185,8 +185,8 @@ func messageStats(m Message) (json.RawMessage, error) {
 	if m.Stats == nil {
 		return nil, nil
 	}
-	return json.Marshal(storedStats{int(m.Stats.NumPromptTokens), int(m.Stats.NumGeneratedTokens), m.Stats.PrefillTokPerSec,
-		m.Stats.DecodeTokPerSec, m.Stats.TTFTSeconds * 1000, m.StopReason})
+	return json.Marshal(storedStats{int(m.Stats.NumPromptTokens), int(m.Stats.NumGeneratedTokens), m.Stats.PrefillRate,
+		m.Stats.DecodeRate, m.Stats.TTFTSeconds * 1000, m.StopReason})
 }
 
 // SaveTranscript keeps the longest stored prefix that matches msgs and
@@ -291,7 +291,7 @@ func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, en
 	run := store.Run{Kind: "chat", Engine: engine, ModelSHA256: sha, ModelPath: m.Path, ModelName: ModelName(m.Path),
 		ConversationID: id, Config: cfg, AppVersion: Version,
 		Started: time.UnixMilli(r.InferenceStartMs), Ended: time.UnixMilli(r.InferenceEndMs),
-		Stats: r.Stats, PrefillTokS: r.PrefillTokPerSec, DecodeTokS: r.DecodeTokPerSec, TTFTMs: r.TTFTSeconds * 1000}
+		Stats: r.Stats, PrefillTokS: r.PrefillRate, DecodeTokS: r.DecodeRate, TTFTMs: r.TTFTSeconds * 1000}
 	if r.InferenceStartMs == 0 {
 		run.Started, run.Ended = time.Now(), time.Now()
 	}
@@ -322,7 +322,7 @@ func (s *storeAdapter) LoadConversation(ctx context.Context, id int64) (Conversa
 		if len(m.Stats) > 0 {
 			var st storedStats
 			if json.Unmarshal(m.Stats, &st) == nil {
-				msg.Stats = &inference.Stats{PrefillTokPerSec: st.PrefillTokPerS, DecodeTokPerSec: st.DecodeTokPerS, TTFTSeconds: st.TTFTMs / 1000}
+				msg.Stats = &inference.Stats{PrefillRate: st.PrefillTokPerS, DecodeRate: st.DecodeTokPerS, TTFTSeconds: st.TTFTMs / 1000}
 				msg.Stats.NumPromptTokens, msg.Stats.NumGeneratedTokens = int64(st.PromptTokens), int64(st.GeneratedTokens)
 				if !m.Partial {
 					msg.StopReason = st.StopReason

@@ -130,7 +130,7 @@ func StatsLine(r *inference.Stats, stop string) string {
 		return ""
 	}
 	s := fmt.Sprintf("prefill %.1f tok/s · decode %.1f tok/s · TTFT %d ms · %d new prompt + %d generated tokens",
-		r.PrefillTokPerSec, r.DecodeTokPerSec, int64(r.TTFTSeconds*1000), r.NumPromptTokens, r.NumGeneratedTokens)
+		r.PrefillRate, r.DecodeRate, int64(r.TTFTSeconds*1000), r.NumPromptTokens, r.NumGeneratedTokens)
 	if stop != "" {
 		s += " · " + stop
 	}
@@ -513,7 +513,7 @@ func loadError(m *ModelInfo, s Settings, err error) error {
 		unsup *inference.UnsupportedModelError
 	)
 	switch {
-	case errors.As(err, &lib), errors.As(err, &na), errors.Is(err, inference.ErrNoEngine):
+	case errors.As(err, &lib), errors.As(err, &na), errors.Is(err, engine.ErrNotAvailable):
 		next = "choose the cpu engine in the settings sheet, or set the runner library path in Preferences"
 	case errors.As(err, &unk):
 		next = "choose one of " + strings.Join(engine.Choices(), ", ") + " in the settings sheet"

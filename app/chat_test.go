@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"etchat/inference"
+	"etchat/inference/engine"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -90,7 +90,7 @@ func TestChatMatchesReferenceAndUndoRegenerateEditReset(t *testing.T) {
 	if st.Position != len(cs.InputIDs)+len(cs.GreedyIDs) {
 		t.Errorf("position %d, want %d", st.Position, len(cs.InputIDs)+len(cs.GreedyIDs))
 	}
-	if reply.Stats == nil || reply.Stats.NumGeneratedTokens != 16 || reply.Stats.NumPromptTokens != int64(len(cs.InputIDs)) || reply.Stats.DecodeTokPerSec <= 0 {
+	if reply.Stats == nil || reply.Stats.NumGeneratedTokens != 16 || reply.Stats.NumPromptTokens != int64(len(cs.InputIDs)) || reply.Stats.DecodeRate <= 0 {
 		t.Errorf("stats %+v", reply.Stats)
 	}
 	if line := StatsLine(reply.Stats, reply.StopReason); !strings.Contains(line, "decode") || !strings.Contains(line, "16 generated") {
@@ -271,7 +271,7 @@ func TestChatRefusesWhatCannotRun(t *testing.T) {
 	m := inspect(t, modelCopy(t, fixtures.Llama3, true))
 	s := Settings{Engine: "metal", MaxNewTokens: 1, InitialCapacity: -1}
 	_, err = b.Opener.Open(context.Background(), m, s, nil, nil)
-	if !errors.Is(err, inference.ErrNoEngine) || !strings.Contains(loadError(m, s, err).Error(), "choose the cpu engine") {
+	if !errors.Is(err, engine.ErrNotAvailable) || !strings.Contains(loadError(m, s, err).Error(), "choose the cpu engine") {
 		t.Errorf("metal: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"etchat/inference"
+	"etchat/inference/engine"
 	"etchat/inference/modelinfo"
 	"etchat/store"
 )
@@ -208,7 +209,7 @@ type Backend struct {
 	DB *store.DB
 	// OpenEngine opens an engine by choice for benchmarks; nil: the
 	// window's opener (engine registry, runner library preference).
-	OpenEngine func(kind string) (inference.Engine, error)
+	OpenEngine func(kind string) (engine.Engine, error)
 	// DBPath is shown in the preferences and the about box.
 	DBPath string
 	// StoreErr, when set, is why the database could not be opened; the app

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,7 +60,8 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	if *pte == "" {
 		return Usagef("flag -pte is required: the .pte model to measure")
 	}
-	o := bench.Options{PTE: *pte, Tokenizer: *tok, Reps: *reps, NoWarmup: *noWarm, Seed: *seed, AppVersion: Version, Getenv: env.Getenv}
+	o := bench.Options{PTE: *pte, Tokenizer: *tok, Reps: *reps, NoWarmup: *noWarm, Seed: *seed, AppVersion: Version,
+		BuildCommit: buildCommit(env.Getenv), Getenv: env.Getenv}
 	var err error
 	if o.Prompts, err = intList("p", *prompts); err != nil {
 		return err
@@ -178,4 +180,28 @@ func cacheSpecs(dtypes, caps, windows string) ([]bench.CacheSpec, error) {
 		return nil, Usagef("invalid value %q for flag -%s: %v", val, flag, le.Err)
 	}
 	return specs, err
+}
+
+// BuildCommitEnv overrides the build_commit bench records.
+const BuildCommitEnv = "ETCHAT_BUILD_COMMIT"
+
+// buildCommit is llama-bench's build_commit for this binary: $ETCHAT_BUILD_COMMIT when
+// set, else Version, except that a "dev" build names the VCS revision it
+// was built from (its first 7 hex digits, as llama-bench's), when Go
+// recorded one.
+func buildCommit(getenv func(string) string) string {
+	if c := getenv(BuildCommitEnv); c != "" {
+		return c
+	}
+	if Version != "dev" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 7 {
+				return s.Value[:7]
+			}
+		}
+	}
+	return Version
 }

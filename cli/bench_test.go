@@ -8,9 +8,11 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"etchat/cli"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -179,5 +181,26 @@ func TestBenchBadFlags(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("compare %v: exit %d, stderr %q", c.args, r.code, r.stderr)
 		}
+	}
+}
+
+// TestBenchSQLBuildCommit: -o sql writes llama-bench's test table, its
+// build_commit from $ETCHAT_BUILD_COMMIT, else this build's version or VCS
+// revision.
+func TestBenchSQLBuildCommit(t *testing.T) {
+	args := []string{"bench", "--pte", fixtures.PTE(fixtures.InGraph), "--engine", "cpu", "-p", "8", "-n", "0",
+		"-r", "1", "--no-warmup", "--no-save", "-o", "sql", "-q"}
+	r := runCLI(t, map[string]string{cli.BuildCommitEnv: "abc1234"}, "", args...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "CREATE TABLE IF NOT EXISTS test (") || !strings.Contains(r.stdout, "INSERT INTO test (build_commit, ") ||
+		!strings.Contains(r.stdout, "VALUES ('abc1234', ") {
+		t.Errorf("sql without the override's build_commit:\n%s", r.stdout)
+	}
+	r = runCLI(t, nil, "", args...)
+	m := regexp.MustCompile(`INSERT INTO test \(build_commit, [^)]*\) VALUES \('([^']*)'`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil || (m[1] != cli.Version && !regexp.MustCompile(`^[0-9a-f]{7}$`).MatchString(m[1])) {
+		t.Errorf("exit %d, build_commit %q, want %q or a revision:\n%s%s", r.code, m, cli.Version, r.stdout, r.stderr)
 	}
 }

@@ -45,7 +45,7 @@ func hint(err error) string {
 		return "give the tokenizer.json exported with this model (--tokenizer)"
 	case errors.As(err, &unsup):
 		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
-	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, inference.ErrCacheFull):
+	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, engine.ErrCacheFull):
 		return "raise --kv-max-capacity up to what the model allows, or shorten the prompt"
 	case errors.Is(err, store.ErrBusy):
 		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"

@@ -32,7 +32,7 @@ func TestHint(t *testing.T) {
 		{wrap(&inference.VocabMismatchError{}), "exported with this model"},
 		{wrap(&inference.UnsupportedModelError{}), "export_llm_hf.py"},
 		{fmt.Errorf("%w: 129 tokens", inference.ErrPromptTooLong), "--kv-max-capacity"},
-		{wrap(inference.ErrCacheFull), "--kv-max-capacity"},
+		{wrap(engine.ErrCacheFull), "--kv-max-capacity"},
 		{fmt.Errorf("save: %w", store.ErrBusy), "wait for it"},
 		{storeError(fmt.Errorf("open: %w", store.ErrBusy)), "wait for it"},
 		{fmt.Errorf("open: %w", store.ErrCorrupt), "move the damaged database aside"},

@@ -17,6 +17,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/store"
 )
 
@@ -47,7 +48,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&o.maxNew, "max-new-tokens", 50, "tokens to generate, excluding the prompt")
 	fs.Float64Var(&o.temperature, "temperature", 0, "sampling temperature; 0 is greedy argmax, which makes two runs comparable")
 	fs.IntVar(&o.topK, "top-k", 0, "sample from the K most likely tokens (0 = all)")
-	fs.Float64Var(&o.topP, "top-p", inference.DefaultTopP, "nucleus sampling mass when --temperature > 0 (0 or 1 = off)")
+	fs.Float64Var(&o.topP, "top-p", sampler.DefaultTopP, "nucleus sampling mass when --temperature > 0 (0 or 1 = off)")
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed for sampling (0 = from the clock)")
 	fs.StringVar(&o.chat, "chat", "auto", "chat template: auto (the model's own, else by model_type), llama3, gemma, gemma4, chatml, or 0 for raw text")
 	fs.BoolVar(&o.interactive, "interactive", false, "multi-turn chat on stdin (/reset, /undo, /undo N, /quit); off-graph models only")
@@ -124,13 +125,13 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(out, "[mem]   after load  : %s\n", mib(memLoad.ActiveBytes))
 
-	gen := m.Generation(o.maxNew, inference.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed})
+	gen := m.Generation(o.maxNew, sampler.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed})
 	gen.IgnoreEOS = o.ignoreEOS
 	if o.interactive {
 		return interact(ctx, env, m, gen)
 	}
 	gen.TurnEndIDs = nil // a one-shot run commits nothing after its reply
-	sampler, err := inference.NewSampler(gen.Sampling)
+	sampler, err := sampler.New(gen.Sampling)
 	if err != nil {
 		return Usagef("%v", err)
 	}
@@ -259,7 +260,7 @@ func (o *runOpts) prepare(needTokenizer bool) (*inference.Model, error) {
 	return m, err
 }
 
-func footprint(w io.Writer, when string, sess inference.Session, load inference.Memory) {
+func footprint(w io.Writer, when string, sess engine.Session, load engine.Memory) {
 	n, c := sess.Len(), sess.Capacity()
 	pct := 0.0
 	if c > 0 {
@@ -303,7 +304,7 @@ func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, s
 	_, err = db.InsertRun(ctx, store.Run{
 		Kind: "chat", Engine: sel.Name, ModelSHA256: sum, ModelPath: abs, ModelName: filepath.Base(o.pte),
 		Config: config, AppVersion: Version, Started: started, Ended: time.Now(),
-		Stats: st.Stats, PrefillTokS: st.PrefillTokPerSec, DecodeTokS: st.DecodeTokPerSec, TTFTMs: st.TTFTSeconds * 1000,
+		Stats: st.Stats, PrefillTokS: st.PrefillRate, DecodeTokS: st.DecodeRate, TTFTMs: st.TTFTSeconds * 1000,
 		Memory: store.Memory{AfterLoad: st.MemAfterLoad.ActiveBytes, AfterPrefill: st.MemAfterPrefill.ActiveBytes,
 			AfterDecode: st.MemAfterDecode.ActiveBytes, Peak: st.PeakBytes},
 	}, nil)

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/sampler"
 )
 
 // Message roles.
@@ -79,12 +81,12 @@ type ConversationOptions struct {
 // prefilled again. The CLI's --interactive, the GUI chat and the tests all
 // use it. Not safe for concurrent use.
 type Conversation struct {
-	sess    Session
+	sess    engine.Session
 	tracked *trackedSession
 	tok     Tokenizer
 	tmpl    Template
 	gen     Options
-	sampler *Sampler
+	sampler *sampler.Sampler
 	msgs    []Message
 	cache   []int
 	// flight is the turn being answered (nil between turns), for Pending.
@@ -100,7 +102,7 @@ type flight struct {
 
 // NewConversation starts an empty conversation on sess; the session's
 // cache is cleared.
-func NewConversation(sess Session, opts ConversationOptions) (*Conversation, error) {
+func NewConversation(sess engine.Session, opts ConversationOptions) (*Conversation, error) {
 	if sess == nil {
 		return nil, errors.New("no session")
 	}
@@ -128,7 +130,7 @@ func NewConversation(sess Session, opts ConversationOptions) (*Conversation, err
 // messages' cached tokens are prefilled so the conversation continues
 // exactly where it stopped; messages without IDs (or IDs that no longer fit
 // the cache) are kept as text and rendered at the next turn.
-func Resume(ctx context.Context, sess Session, opts ConversationOptions, msgs []Message) (*Conversation, error) {
+func Resume(ctx context.Context, sess engine.Session, opts ConversationOptions, msgs []Message) (*Conversation, error) {
 	opts.System = ""
 	c, err := NewConversation(sess, opts)
 	if err != nil {
@@ -169,7 +171,7 @@ func Resume(ctx context.Context, sess Session, opts ConversationOptions, msgs []
 // SetGeneration replaces the generation options (budget, sampling, stop
 // set); a new sampler starts from opts.Sampling.
 func (c *Conversation) SetGeneration(opts Options) error {
-	s, err := NewSampler(opts.Sampling)
+	s, err := sampler.New(opts.Sampling)
 	if err != nil {
 		return err
 	}
@@ -179,14 +181,10 @@ func (c *Conversation) SetGeneration(opts Options) error {
 }
 
 // Session is the engine session the conversation drives.
-func (c *Conversation) Session() Session { return c.tracked.Session }
+func (c *Conversation) Session() engine.Session { return c.tracked.Session }
 
 // Messages returns a copy of the messages.
 func (c *Conversation) Messages() []Message { return cloneMessages(c.msgs) }
-
-// State is the conversation as plain values for the store: the messages
-// with their cached token ids, positions, and reply stats.
-func (c *Conversation) State() []Message { return c.Messages() }
 
 // CacheIDs returns a copy of the tokens in the cache.
 func (c *Conversation) CacheIDs() []int { return append([]int(nil), c.cache...) }
@@ -695,7 +693,7 @@ func (c *Conversation) rewind(n int) (cleared bool, err error) {
 	if err := c.sess.Rewind(n); err == nil {
 		c.truncate(n)
 		return false, nil
-	} else if !errors.Is(err, ErrRewindRefused) && !errors.Is(err, ErrUnsupported) {
+	} else if !errors.Is(err, engine.ErrRewindRefused) && !errors.Is(err, engine.ErrUnsupported) {
 		return false, fmt.Errorf("rewinding the cache to %d: %w", n, err)
 	}
 	if err := c.sess.Clear(); err != nil {
@@ -803,13 +801,13 @@ func cloneMessages(msgs []Message) []Message {
 // so a conversation can ask whether a rewind would be served, for sessions
 // that cannot say themselves.
 type trackedSession struct {
-	Session
+	engine.Session
 	seq *kvcache.Sequence
 }
 
 type rewindChecker interface{ CanRewind(newLen int) bool }
 
-func newTracked(s Session, cfg *kvcache.Config) *trackedSession {
+func newTracked(s engine.Session, cfg *kvcache.Config) *trackedSession {
 	t := &trackedSession{Session: s}
 	if cfg != nil {
 		if seq, err := kvcache.NewSequence(cfg); err == nil {
@@ -860,7 +858,7 @@ func (t *trackedSession) mirror(err error) {
 // to stale rows.
 func (t *trackedSession) Rewind(n int) error {
 	if t.seq != nil && n != t.seq.Len() && !t.seq.CanRewind(n) && n <= t.Session.Len() {
-		return fmt.Errorf("%w: a sliding-window layer has overwritten cells that length %d needs", ErrRewindRefused, n)
+		return fmt.Errorf("%w: a sliding-window layer has overwritten cells that length %d needs", engine.ErrRewindRefused, n)
 	}
 	err := t.Session.Rewind(n)
 	if err == nil && t.seq != nil && t.seq.Rewind(n) != nil {

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/internal/fixtures"
 )
 
@@ -259,7 +261,7 @@ func TestConversationResumeContinuesExactly(t *testing.T) {
 	c, _ := NewConversation(s, opts)
 	c.Send(bg, "a question", nil)
 	c.Send(bg, "another", nil)
-	state := c.State()
+	state := c.Messages()
 
 	r1, err := c.Send(bg, "third", nil)
 	if err != nil {
@@ -342,7 +344,7 @@ type lenientSession struct{ *zeroSession }
 
 func (s lenientSession) Rewind(n int) error {
 	if n > s.Len() {
-		return ErrRewindRefused
+		return engine.ErrRewindRefused
 	}
 	s.seq.Clear()
 	for s.seq.Len() < n { // replay the shorter history into the control state
@@ -519,7 +521,7 @@ func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 					t.Fatal(err)
 				}
 				c, err := NewConversation(sess, ConversationOptions{Tokenizer: chat.Tokenizer, Template: chat.Template, Cache: cfg,
-					Generation: Options{MaxNewTokens: 10, Sampling: Sampling{Temperature: 0.8, TopP: 0.9, Seed: 3},
+					Generation: Options{MaxNewTokens: 10, Sampling: sampler.Sampling{Temperature: 0.8, TopP: 0.9, Seed: 3},
 						StopIDs: chat.StopIDs, TurnEndIDs: chat.TurnEndIDs, PrefillChunk: cfg.MaxWrite}})
 				if err != nil {
 					t.Fatal(err)

@@ -1,12 +1,13 @@
-// Package inference is etchat's engine-neutral generation layer: it
-// re-exports the engine contract (package inference/engine), picks an
-// engine from the registry there, loads a model with everything a run
-// needs (Load), runs the generation loop (chunked prefill, sampling, stop
-// set, streaming, ExecuTorch-style stats) and keeps conversations (turns,
-// cache positions, undo / reset / regenerate / edit with a re-prefill
-// fallback when the cache refuses a rewind). It imports no engine (the
-// program's wiring registers them: package internal/engines), and knows
-// neither the GUI, the store nor the command line.
+// Package inference is etchat's engine-neutral generation layer: it picks
+// an engine from the registry of package inference/engine (callers import
+// the Engine/Session contract from there too), loads a model with
+// everything a run needs (Load), runs the generation loop (chunked
+// prefill, sampling, stop set, streaming, ExecuTorch-style stats) and
+// keeps conversations (turns, cache positions, undo / reset / regenerate
+// / edit with a re-prefill fallback when the cache refuses a rewind). It
+// imports no engine (the program's wiring registers them: package
+// internal/engines), and knows neither the GUI, the store nor the command
+// line.
 package inference
 
 import (
@@ -17,30 +18,9 @@ import (
 	"etchat/inference/engine"
 )
 
-// The engine contract, re-exported so callers need one import.
-type (
-	// Engine opens models.
-	Engine = engine.Engine
-	// Session is one model's loaded program and KV cache.
-	Session = engine.Session
-	// Memory is what a session holds, in bytes.
-	Memory = engine.Memory
-)
-
-// Errors of the engine contract.
-var (
-	ErrRewindRefused = engine.ErrRewindRefused
-	ErrCacheFull     = engine.ErrCacheFull
-	ErrUnsupported   = engine.ErrUnsupported
-	ErrClosed        = engine.ErrClosed
-	// ErrNoEngine: the asked engine is not part of this build or cannot run
-	// on this machine.
-	ErrNoEngine = engine.ErrNotAvailable
-)
-
 // Selection is the engine chosen for a model and why.
 type Selection struct {
-	Engine Engine
+	Engine engine.Engine
 	Name   string // canonical: "cpu" or "mlx"
 	Device string // what it computes on: "cpu", "metal" or "cuda"
 	Reason string // why this one, e.g. "auto: native runner library not found"
@@ -67,10 +47,10 @@ const cpuFaster = "ExecuTorch + MLX would run on MLX's CPU backend here; the Go 
 func OpenEngine(choice string) (Selection, error) { return SelectEngine(choice, engine.Config{}) }
 
 // SelectEngine picks an engine: an explicit choice is that engine or an
-// error (wrapping ErrNoEngine, and the constructor's own typed error such
-// as *engine.LibraryError); auto is the native engine when it loads and
-// runs on a GPU, else the CPU engine, with the reason. An unknown choice is
-// an *engine.UnknownError.
+// error (wrapping engine.ErrNotAvailable, and the constructor's own typed
+// error such as *engine.LibraryError); auto is the native engine when it
+// loads and runs on a GPU, else the CPU engine, with the reason. An
+// unknown choice is an *engine.UnknownError.
 func SelectEngine(choice string, cfg engine.Config) (Selection, error) {
 	name, err := engine.Canonical(choice)
 	if err != nil {
@@ -112,7 +92,7 @@ func cpuFallback(why string, cfg engine.Config) (Selection, error) {
 	return Selection{Engine: e, Name: engine.CPU, Device: engine.DeviceOf(e, engine.HostOS), Reason: "auto: " + why, Auto: true, Fallback: true}, nil
 }
 
-func construct(name string, cfg engine.Config) (Engine, error) {
+func construct(name string, cfg engine.Config) (engine.Engine, error) {
 	ctor := engine.Lookup(name)
 	if ctor == nil {
 		return nil, &engine.NotAvailableError{Name: name}

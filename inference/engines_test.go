@@ -37,7 +37,7 @@ func swapEngines(t *testing.T, ctors map[string]engine.Constructor) {
 // program or to run its first forward, as a Mac without a usable Metal
 // device or metallib would.
 type fakeNative struct {
-	Engine
+	engine.Engine
 	device               string
 	failOpen, failFwd    bool
 	opens, firstForwards int
@@ -45,7 +45,7 @@ type fakeNative struct {
 
 func (f *fakeNative) Name() string   { return engine.MLX }
 func (f *fakeNative) Device() string { return f.device }
-func (f *fakeNative) Open(ctx context.Context, path string, cfg *kvcache.Config) (Session, error) {
+func (f *fakeNative) Open(ctx context.Context, path string, cfg *kvcache.Config) (engine.Session, error) {
 	f.opens++
 	if f.failOpen {
 		return nil, errors.New("metal: load failed: no Metal device\nsecond line of the library's log")
@@ -58,7 +58,7 @@ func (f *fakeNative) Open(ctx context.Context, path string, cfg *kvcache.Config)
 }
 
 type failingFirst struct {
-	Session
+	engine.Session
 	f   *fakeNative
 	ran bool
 }
@@ -87,11 +87,11 @@ func TestSelectEngine(t *testing.T) {
 	cpu := &zeroEngine{vocab: 4}
 	missing := &engine.LibraryError{Problem: engine.LibraryMissing, Err: errors.New("metal: etchat runner library not found; tried:\n  /x: not found")}
 	swapEngines(t, map[string]engine.Constructor{
-		engine.CPU: func(engine.Config) (Engine, error) { return cpu, nil },
-		engine.MLX: func(engine.Config) (Engine, error) { return nil, missing },
+		engine.CPU: func(engine.Config) (engine.Engine, error) { return cpu, nil },
+		engine.MLX: func(engine.Config) (engine.Engine, error) { return nil, missing },
 	})
 	sel, err = OpenEngine("auto")
-	if err != nil || sel.Engine != Engine(cpu) || sel.Reason != "auto: native runner library not found" || !sel.Fallback {
+	if err != nil || sel.Engine != engine.Engine(cpu) || sel.Reason != "auto: native runner library not found" || !sel.Fallback {
 		t.Errorf("auto without the native library: %+v, %v", sel, err)
 	}
 	if !strings.HasPrefix(sel.String(), "engine: cpu on cpu (auto: native runner library not found)") {
@@ -102,21 +102,21 @@ func TestSelectEngine(t *testing.T) {
 	for _, choice := range []string{"mlx", "metal", " MLX "} {
 		var le *engine.LibraryError
 		_, err := OpenEngine(choice)
-		if !errors.Is(err, ErrNoEngine) || !errors.As(err, &le) || le.Problem != engine.LibraryMissing || !strings.Contains(err.Error(), "tried:\n  /x") {
+		if !errors.Is(err, engine.ErrNotAvailable) || !errors.As(err, &le) || le.Problem != engine.LibraryMissing || !strings.Contains(err.Error(), "tried:\n  /x") {
 			t.Errorf("%s asked for, unavailable: %v", choice, err)
 		}
 	}
 	// A native engine on MLX's CPU backend: auto prefers the CPU engine and says why.
 	nat := &fakeNative{Engine: &zeroEngine{vocab: 5}, device: engine.DeviceCPU}
-	engine.Register(engine.MLX, func(engine.Config) (Engine, error) { return nat, nil })
+	engine.Register(engine.MLX, func(engine.Config) (engine.Engine, error) { return nat, nil })
 	if sel, err := OpenEngine(""); err != nil || sel.Name != "cpu" || !strings.Contains(sel.Reason, "~6–9× faster") {
 		t.Errorf("auto with a CPU-only native engine: %+v, %v", sel, err)
 	}
-	if sel, err := OpenEngine("metal"); err != nil || sel.Name != "mlx" || sel.Device != "cpu" || sel.Engine != Engine(nat) {
+	if sel, err := OpenEngine("metal"); err != nil || sel.Name != "mlx" || sel.Device != "cpu" || sel.Engine != engine.Engine(nat) {
 		t.Errorf("explicit mlx on the CPU backend: %+v, %v", sel, err)
 	}
 	nat.device = engine.DeviceMetal
-	if sel, err := OpenEngine(""); err != nil || sel.Name != "mlx" || sel.Device != "metal" || sel.Engine != Engine(nat) || sel.Fallback {
+	if sel, err := OpenEngine(""); err != nil || sel.Name != "mlx" || sel.Device != "metal" || sel.Engine != engine.Engine(nat) || sel.Fallback {
 		t.Errorf("auto with the native engine on Metal: %+v, %v", sel, err)
 	}
 	nat.device = engine.DeviceCUDA
@@ -125,7 +125,7 @@ func TestSelectEngine(t *testing.T) {
 	}
 	engine.Register(engine.MLX, nil)
 	engine.Register(engine.CPU, nil)
-	if _, err := OpenEngine("auto"); !errors.Is(err, ErrNoEngine) {
+	if _, err := OpenEngine("auto"); !errors.Is(err, engine.ErrNotAvailable) {
 		t.Errorf("no engines: %v", err)
 	}
 	if got := engine.Registered(); len(got) != 0 {

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"etchat/inference/cpu"
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/internal/fixtures"
 )
 
@@ -70,7 +72,7 @@ func openFixture(t *testing.T, name string) (*zeroFree, *Chat, *kvcache.Config) 
 }
 
 // zeroFree is a real session (the name says it is not the fake).
-type zeroFree struct{ Session }
+type zeroFree struct{ engine.Session }
 
 // models leaves all but the first out under -race and -short: the race detector makes
 // the 262k-vocabulary lm-head slow.
@@ -206,7 +208,7 @@ func TestOpenModelConversation(t *testing.T) {
 	dir := fixtures.Unpacked(t, fixtures.Llama3)
 	var ref reference
 	fixtures.Reference(t, fixtures.Llama3, &ref)
-	m, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
+	m, err := Load(bg, filepath.Join(dir, "model.pte"), LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +216,7 @@ func TestOpenModelConversation(t *testing.T) {
 	if m.Engine.Name != "cpu" || m.Cache == nil || m.Cache.Capacity != 128 || m.PrefillChunk() != 32 || m.Chat == nil || len(m.Chat.TurnEndIDs) != 1 {
 		t.Fatalf("model %+v", m)
 	}
-	gen := m.Generation(8, Sampling{})
+	gen := m.Generation(8, sampler.Sampling{})
 	gen.IgnoreEOS = true
 	c, err := m.NewConversation("", gen)
 	if err != nil {
@@ -226,8 +228,8 @@ func TestOpenModelConversation(t *testing.T) {
 	}
 	// The stored state reopens on a fresh model and continues with turn 2's
 	// reference tokens.
-	state := c.State()
-	m2, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
+	state := c.Messages()
+	m2, err := Load(bg, filepath.Join(dir, "model.pte"), LoadOptions{Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +243,7 @@ func TestOpenModelConversation(t *testing.T) {
 		t.Errorf("resumed turn 2 %v reused %d (%v), want %v", r2.GeneratedIDs, r2.Reused, err, ref.Multiturn.Turn2.GeneratedIDs)
 	}
 	// A tokenizer of another model is refused before loading.
-	if _, err := OpenModel(bg, filepath.Join(dir, "model.pte"), LoadOptions{Tokenizer: fixtures.Tokenizer(t, fixtures.Qwen3)}); err == nil {
+	if _, err := Load(bg, filepath.Join(dir, "model.pte"), LoadOptions{Tokenizer: fixtures.Tokenizer(t, fixtures.Qwen3)}); err == nil {
 		t.Error("qwen3's tokenizer accepted for llama3")
 	}
 }
@@ -251,7 +253,7 @@ func TestOpenModelConversation(t *testing.T) {
 func TestInGraphModel(t *testing.T) {
 	var ref reference
 	fixtures.Reference(t, fixtures.Llama3, &ref)
-	m, err := OpenModel(bg, fixtures.PTE(fixtures.InGraph), LoadOptions{Engine: "cpu", Tokenizer: fixtures.Tokenizer(t, fixtures.Llama3)})
+	m, err := Load(bg, fixtures.PTE(fixtures.InGraph), LoadOptions{Engine: "cpu", Tokenizer: fixtures.Tokenizer(t, fixtures.Llama3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +262,7 @@ func TestInGraphModel(t *testing.T) {
 		t.Fatalf("in-graph: cache %v, chunk %d", m.Cache, m.PrefillChunk())
 	}
 	c := ref.Cases[0]
-	gen := m.Generation(len(c.GreedyIDs), Sampling{})
+	gen := m.Generation(len(c.GreedyIDs), sampler.Sampling{})
 	gen.IgnoreEOS = true
 	res, err := Generate(bg, m.Session, c.InputIDs, gen)
 	if err != nil || !slices.Equal(res.GeneratedIDs, c.GreedyIDs) {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"etchat/inference/engine"
+	"etchat/inference/sampler"
 )
 
 // Token is one generated token and the text it adds to the stream (empty
@@ -26,9 +29,9 @@ type Options struct {
 	// cache's room (Result.Capped says so).
 	MaxNewTokens int
 	// Sampling is used when Sampler is nil.
-	Sampling Sampling
+	Sampling sampler.Sampling
 	// Sampler, when set, is reused (its random stream continues).
-	Sampler *Sampler
+	Sampler *sampler.Sampler
 	// StopIDs end generation when sampled (the stop token is not part of
 	// the output). See StopSet.
 	StopIDs []int
@@ -78,7 +81,7 @@ var ErrPromptTooLong = errors.New("prompt does not fit in the cache")
 
 // CheckRoom reports whether n prompt tokens and one generated token fit
 // after the session's current length, as the runner admits a turn.
-func CheckRoom(sess Session, n int) error {
+func CheckRoom(sess engine.Session, n int) error {
 	if !sess.CanExtend(n + 1) {
 		return fmt.Errorf("%w: %d prompt tokens + 1 after %d cached, capacity %d", ErrPromptTooLong, n, sess.Len(), sess.Capacity())
 	}
@@ -88,12 +91,12 @@ func CheckRoom(sess Session, n int) error {
 // Prefill feeds ids at the session's current length in chunks of at most
 // chunk tokens (0 = all at once), and returns the last position's logits.
 // ctx is checked between chunks.
-func Prefill(ctx context.Context, sess Session, ids []int, chunk int, progress func(done, total int)) ([]float32, error) {
+func Prefill(ctx context.Context, sess engine.Session, ids []int, chunk int, progress func(done, total int)) ([]float32, error) {
 	var st Stats
 	return prefill(ctx, sess, ids, chunk, progress, &st)
 }
 
-func prefill(ctx context.Context, sess Session, ids []int, chunk int, progress func(done, total int), st *Stats) ([]float32, error) {
+func prefill(ctx context.Context, sess engine.Session, ids []int, chunk int, progress func(done, total int), st *Stats) ([]float32, error) {
 	if len(ids) == 0 {
 		return nil, errors.New("nothing to prefill")
 	}
@@ -134,17 +137,17 @@ func prefill(ctx context.Context, sess Session, ids []int, chunk int, progress f
 // cache ends holding prompt + generated (+ the committed turn end). On a
 // canceled context it returns the partial result with StopReason
 // "canceled" and the context's error.
-func Generate(ctx context.Context, sess Session, prompt []int, opts Options) (*Result, error) {
+func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Options) (*Result, error) {
 	if len(prompt) == 0 {
 		return nil, errors.New("empty prompt")
 	}
 	if opts.MaxNewTokens < 0 {
 		return nil, fmt.Errorf("max new tokens %d is negative", opts.MaxNewTokens)
 	}
-	sampler := opts.Sampler
-	if sampler == nil {
+	smp := opts.Sampler
+	if smp == nil {
 		var err error
-		if sampler, err = NewSampler(opts.Sampling); err != nil {
+		if smp, err = sampler.New(opts.Sampling); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +182,7 @@ func Generate(ctx context.Context, sess Session, prompt []int, opts Options) (*R
 	var samplingNs time.Duration
 	sample := func(l []float32) (int, error) {
 		t := time.Now()
-		id, err := sampler.Sample(l)
+		id, err := smp.Sample(l)
 		samplingNs += time.Since(t)
 		return id, err
 	}

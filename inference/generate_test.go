@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"etchat/inference/engine"
+	"etchat/inference/sampler"
+	"etchat/internal/fixtures"
 )
 
 // naiveGreedy runs the model the obvious way on a fresh session: the whole
@@ -69,7 +73,7 @@ func TestGenerateGreedyChunked(t *testing.T) {
 		}
 		st := res.Stats
 		if st.NumPromptTokens != 10 || st.NumGeneratedTokens != 12 || st.InferenceStartMs > st.PromptEvalEndMs ||
-			st.PromptEvalEndMs > st.FirstTokenMs || st.FirstTokenMs > st.InferenceEndMs || st.PrefillTokPerSec <= 0 || st.DecodeTokPerSec <= 0 {
+			st.PromptEvalEndMs > st.FirstTokenMs || st.FirstTokenMs > st.InferenceEndMs || st.PrefillRate <= 0 || st.DecodeRate <= 0 {
 			t.Errorf("chunk %d: stats %+v", chunk, st)
 		}
 	}
@@ -213,7 +217,7 @@ func TestGenerateBadInput(t *testing.T) {
 	if _, err := Generate(context.Background(), s, []int{1}, Options{MaxNewTokens: -1}); err == nil {
 		t.Error("negative budget accepted")
 	}
-	if _, err := Generate(context.Background(), s, []int{1}, Options{MaxNewTokens: 1, Sampling: Sampling{TopP: 2}}); err == nil {
+	if _, err := Generate(context.Background(), s, []int{1}, Options{MaxNewTokens: 1, Sampling: sampler.Sampling{TopP: 2}}); err == nil {
 		t.Error("top-p 2 accepted")
 	}
 	if _, err := Generate(context.Background(), s, []int{1, 99}, Options{MaxNewTokens: 1}); err == nil {
@@ -224,7 +228,7 @@ func TestGenerateBadInput(t *testing.T) {
 func BenchmarkDecodeLoopZeroEngine(b *testing.B) {
 	// The loop's own cost per token: a 262,145-wide logits row from an
 	// engine that does nothing.
-	row := benchRow(b)
+	row := fixtures.Logits(b, fixtures.Gemma3, "chat0_prefill_last_logits.bin")
 	s := &constSession{logits: row, capacity: 1 << 20}
 	b.ResetTimer()
 	for b.Loop() {
@@ -248,8 +252,8 @@ func (s *constSession) Forward(ctx context.Context, ids, pos []int64) ([]float32
 	s.n += len(ids)
 	return s.logits, nil
 }
-func (s *constSession) Len() int             { return s.n }
-func (s *constSession) Capacity() int        { return s.capacity }
-func (s *constSession) CanExtend(n int) bool { return s.n+n <= s.capacity }
-func (s *constSession) Vocab() int           { return len(s.logits) }
-func (s *constSession) Memory() Memory       { return Memory{} }
+func (s *constSession) Len() int              { return s.n }
+func (s *constSession) Capacity() int         { return s.capacity }
+func (s *constSession) CanExtend(n int) bool  { return s.n+n <= s.capacity }
+func (s *constSession) Vocab() int            { return len(s.logits) }
+func (s *constSession) Memory() engine.Memory { return engine.Memory{} }

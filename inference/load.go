@@ -11,6 +11,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 )
 
 // LoadOptions say how Load loads a model. The zero value is: engine auto,
@@ -74,10 +75,10 @@ type Model struct {
 
 	// Set by Open.
 	Engine       Selection
-	Session      Session
+	Session      engine.Session
 	LoadStart    time.Time
 	LoadEnd      time.Time
-	MemAfterLoad Memory
+	MemAfterLoad engine.Memory
 
 	opts LoadOptions
 }
@@ -97,7 +98,7 @@ type Model struct {
 //
 // Errors a user fixes are typed: *UnsupportedModelError, *CacheConfigError,
 // *TokenizerError, *TemplateError, *VocabMismatchError, *engine.UnknownError,
-// *engine.LibraryError (wrapped with ErrNoEngine).
+// *engine.LibraryError (wrapped with engine.ErrNotAvailable).
 func Load(ctx context.Context, path string, o LoadOptions) (*Model, error) {
 	m, err := Prepare(path, o)
 	if err != nil {
@@ -107,11 +108,6 @@ func Load(ctx context.Context, path string, o LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// OpenModel is Load (the name older callers use).
-func OpenModel(ctx context.Context, path string, o LoadOptions) (*Model, error) {
-	return Load(ctx, path, o)
 }
 
 const loadSteps = 4
@@ -262,7 +258,7 @@ func (m *Model) OpenOn(ctx context.Context, sel Selection) error {
 // forward (then clears, or reopens an in-graph program, which cannot
 // clear), so that a backend that loads but cannot execute is found here,
 // where auto can still fall back.
-func (m *Model) openProbed(ctx context.Context, sel Selection) (Session, error) {
+func (m *Model) openProbed(ctx context.Context, sel Selection) (engine.Session, error) {
 	sess, err := sel.Engine.Open(ctx, m.Path, m.Cache)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s on %s: %w", m.Path, sel.Name, err)
@@ -335,7 +331,7 @@ func (m *Model) Capacity() int {
 
 // Generation is generation options for this model: its stop set, turn
 // end, prefill chunk and decoder, with the given budget and sampling.
-func (m *Model) Generation(maxNew int, s Sampling) Options {
+func (m *Model) Generation(maxNew int, s sampler.Sampling) Options {
 	o := Options{MaxNewTokens: maxNew, Sampling: s, PrefillChunk: m.PrefillChunk(), StopIDs: m.StopIDs}
 	if m.Chat != nil {
 		o.TurnEndIDs, o.Decoder = m.Chat.TurnEndIDs, m.Chat.Tokenizer

@@ -11,6 +11,7 @@ import (
 	"etchat/inference/cpu"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/sampler"
 	"etchat/internal/fixtures"
 )
 
@@ -31,8 +32,8 @@ func TestLoadFallback(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			nat := &fakeNative{Engine: cpu.New(cpu.Options{}), device: engine.DeviceMetal, failOpen: c.failOpen, failFwd: c.failFwd}
 			swapEngines(t, map[string]engine.Constructor{
-				engine.CPU: func(engine.Config) (Engine, error) { return cpu.New(cpu.Options{}), nil },
-				engine.MLX: func(engine.Config) (Engine, error) { return nat, nil },
+				engine.CPU: func(engine.Config) (engine.Engine, error) { return cpu.New(cpu.Options{}), nil },
+				engine.MLX: func(engine.Config) (engine.Engine, error) { return nat, nil },
 			})
 			var steps []string
 			m, err := Load(bg, pte, LoadOptions{Progress: func(s LoadStep) { steps = append(steps, s.Stage) }})
@@ -57,7 +58,7 @@ func TestLoadFallback(t *testing.T) {
 			var ref reference
 			fixtures.Reference(t, fixtures.Llama3, &ref)
 			rc := ref.Cases[0]
-			gen := m.Generation(len(rc.GreedyIDs), Sampling{})
+			gen := m.Generation(len(rc.GreedyIDs), sampler.Sampling{})
 			gen.IgnoreEOS = true
 			r, err := Generate(bg, m.Session, rc.InputIDs, gen)
 			if err != nil || !slices.Equal(r.GeneratedIDs, rc.GreedyIDs) {
@@ -84,8 +85,8 @@ func TestLoadFallback(t *testing.T) {
 func TestLoadProbeInGraph(t *testing.T) {
 	nat := &fakeNative{Engine: cpu.New(cpu.Options{}), device: engine.DeviceMetal}
 	swapEngines(t, map[string]engine.Constructor{
-		engine.CPU: func(engine.Config) (Engine, error) { return cpu.New(cpu.Options{}), nil },
-		engine.MLX: func(engine.Config) (Engine, error) { return nat, nil },
+		engine.CPU: func(engine.Config) (engine.Engine, error) { return cpu.New(cpu.Options{}), nil },
+		engine.MLX: func(engine.Config) (engine.Engine, error) { return nat, nil },
 	})
 	m, err := Load(bg, fixtures.PTE(fixtures.InGraph), LoadOptions{Tokenizer: fixtures.Tokenizer(t, fixtures.Llama3)})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"etchat/inference/cpu"
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/mlx"
 	"etchat/inference/modelinfo"
@@ -23,16 +24,16 @@ import (
 
 type engineUnderTest struct {
 	name string
-	open func(t *testing.T) Engine
+	open func(t *testing.T) engine.Engine
 }
 
-var nativeEngines = map[string]Engine{}
+var nativeEngines = map[string]engine.Engine{}
 
-func engineCPU(*testing.T) Engine { return cpu.New(cpu.Options{}) }
+func engineCPU(*testing.T) engine.Engine { return cpu.New(cpu.Options{}) }
 
 // engineNative is one engine per library for the whole test binary: the
 // library is loaded once per process, as in the app.
-func engineNative(t *testing.T) Engine {
+func engineNative(t *testing.T) engine.Engine {
 	t.Helper()
 	lib := nativelib.Require(t)
 	if e, ok := nativeEngines[lib]; ok {
@@ -49,7 +50,7 @@ func engineNative(t *testing.T) Engine {
 var bothEngines = []engineUnderTest{{"cpu", engineCPU}, {"mlx", engineNative}}
 
 // forEachEngine runs f as a subtest per engine.
-func forEachEngine(t *testing.T, f func(t *testing.T, e Engine)) {
+func forEachEngine(t *testing.T, f func(t *testing.T, e engine.Engine)) {
 	for _, eu := range bothEngines {
 		t.Run(eu.name, func(t *testing.T) { f(t, eu.open(t)) })
 	}
@@ -75,7 +76,7 @@ func fixtureConfig(t *testing.T, name, kvDType string) (*modelinfo.Info, *kvcach
 	return info, cfg
 }
 
-func openOn(t *testing.T, e Engine, name, kvDType string) (Session, *kvcache.Config) {
+func openOn(t *testing.T, e engine.Engine, name, kvDType string) (engine.Session, *kvcache.Config) {
 	t.Helper()
 	_, cfg := fixtureConfig(t, name, kvDType)
 	s, err := e.Open(bg, fixtures.PTE(name), cfg)
@@ -98,7 +99,7 @@ type refLogitsCase struct {
 
 // prefillChunks runs ids in chunks of chunk from the cache's current length and
 // returns the last position's logits (a copy).
-func prefillChunks(t *testing.T, s Session, ids []int, chunk int) []float32 {
+func prefillChunks(t *testing.T, s engine.Session, ids []int, chunk int) []float32 {
 	t.Helper()
 	var last []float32
 	for i := 0; i < len(ids); i += chunk {
@@ -129,7 +130,7 @@ func argmaxOf(l []float32) int {
 }
 
 // greedy decodes n tokens after a prefill whose last logits are first.
-func greedy(t *testing.T, s Session, first []float32, n int) []int {
+func greedy(t *testing.T, s engine.Session, first []float32, n int) []int {
 	t.Helper()
 	out := []int{argmaxOf(first)}
 	for len(out) < n {
@@ -162,7 +163,7 @@ func TestNativeReferenceCases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var ref struct{ Cases []refLogitsCase }
 			fixtures.Reference(t, name, &ref)
-			forEachEngine(t, func(t *testing.T, e Engine) {
+			forEachEngine(t, func(t *testing.T, e engine.Engine) {
 				s, cfg := openOn(t, e, name, "fp32")
 				for i, c := range ref.Cases {
 					if err := s.Clear(); err != nil {
@@ -195,7 +196,7 @@ func TestNativeChatCasesFromText(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			forEachEngine(t, func(t *testing.T, e Engine) {
+			forEachEngine(t, func(t *testing.T, e engine.Engine) {
 				s, cfg := openOn(t, e, name, "fp32")
 				for i, c := range ref.Cases {
 					if c.Kind != "chat" {
@@ -233,7 +234,7 @@ func TestNativeKVStorageAgrees(t *testing.T) {
 		for _, dt := range []string{"bf16", "fp16"} {
 			t.Run(name+"/"+dt, func(t *testing.T) {
 				got := map[string][]int{}
-				forEachEngine(t, func(t *testing.T, e Engine) {
+				forEachEngine(t, func(t *testing.T, e engine.Engine) {
 					s, cfg := openOn(t, e, name, dt)
 					logits := prefillChunks(t, s, c.InputIDs, cfg.MaxWrite)
 					if d := maxAbsDiff(logits, fixtures.Logits(t, name, c.LogitsFile)); d > 0.1 {
@@ -267,7 +268,7 @@ func agree(t *testing.T, got map[string][]int) {
 // capacity so the ring wraps and the test stays short.
 func TestNativeDecodeToCapacityAgrees(t *testing.T) {
 	got := map[string][]int{}
-	forEachEngine(t, func(t *testing.T, e Engine) {
+	forEachEngine(t, func(t *testing.T, e engine.Engine) {
 		info, err := modelinfo.Load(fixtures.PTE(fixtures.Gemma3), modelinfo.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -300,7 +301,7 @@ func TestNativeDecodeToCapacityAgrees(t *testing.T) {
 func TestNativeInGraph(t *testing.T) {
 	var ref reference
 	fixtures.Reference(t, fixtures.Llama3, &ref)
-	forEachEngine(t, func(t *testing.T, e Engine) {
+	forEachEngine(t, func(t *testing.T, e engine.Engine) {
 		s, err := e.Open(bg, fixtures.PTE(fixtures.InGraph), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -336,7 +337,7 @@ func TestNativeMultiturn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			forEachEngine(t, func(t *testing.T, e Engine) {
+			forEachEngine(t, func(t *testing.T, e engine.Engine) {
 				s, cfg := openOn(t, e, name, "fp32")
 				c, err := NewConversation(s, ConversationOptions{Tokenizer: chat.Tokenizer, Template: chat.Template, Cache: cfg,
 					Generation: Options{MaxNewTokens: 8, IgnoreEOS: true, StopIDs: chat.StopIDs, TurnEndIDs: chat.TurnEndIDs, PrefillChunk: cfg.MaxWrite}})
@@ -392,7 +393,7 @@ func TestNativeBenchModels(t *testing.T) {
 	fixtures.Reference(t, fixtures.BenchBF16, &bf)
 	var q4 struct{ Cases []refLogitsCase }
 	fixtures.Reference(t, fixtures.BenchQ4, &q4)
-	forEachEngine(t, func(t *testing.T, e Engine) {
+	forEachEngine(t, func(t *testing.T, e engine.Engine) {
 		s, cfg := openOn(t, e, fixtures.BenchBF16, "bf16")
 		for _, p := range bf.Prompts {
 			if err := s.Clear(); err != nil {
@@ -425,7 +426,7 @@ func TestNativeBenchModels(t *testing.T) {
 
 // mlxCPUbf16QMM reports whether e is the native engine on MLX's CPU
 // backend, whose bf16 quantized matmul accumulates in bf16.
-func mlxCPUbf16QMM(e Engine) bool {
+func mlxCPUbf16QMM(e engine.Engine) bool {
 	d, ok := e.(interface{ Device() string })
 	return ok && d.Device() == "cpu"
 }

@@ -7,15 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"etchat/inference/engine"
 	"etchat/inference/stats"
 )
 
 // Stats are one generation's timings and counts: ExecuTorch's runner
 // stats (package stats, the same JSON keys) plus precise durations, rates
 // and memory. The rates here are computed from the nanosecond clocks (so a
-// run shorter than a millisecond still has them); they shadow the
-// millisecond-clock rates of the embedded stats.Stats, and they are the
-// ones shown and stored for a reply.
+// run shorter than a millisecond still has them): PrefillRate and
+// DecodeRate, named apart from the embedded stats.Stats' millisecond-clock
+// methods (PrefillTokPerSec, DecodeTokPerSec) so neither hides the other;
+// they are the ones shown and stored for a reply.
 type Stats struct {
 	stats.Stats
 
@@ -27,15 +29,15 @@ type Stats struct {
 	SamplingSeconds  float64 `json:"sampling_s"` // all sampling calls
 	ForwardSeconds   float64 `json:"forward_s"`  // all engine forwards
 	// Rates, tokens per second (0 when there was nothing to time).
-	PrefillTokPerSec float64 `json:"prefill_tok_s"`
-	DecodeTokPerSec  float64 `json:"decode_tok_s"`
+	PrefillRate float64 `json:"prefill_tok_s"`
+	DecodeRate  float64 `json:"decode_tok_s"`
 
 	// Memory after load (set by whoever opened the session), after prefill,
 	// after decode, and the engine's high-water mark.
-	MemAfterLoad    Memory `json:"mem_after_load"`
-	MemAfterPrefill Memory `json:"mem_after_prefill"`
-	MemAfterDecode  Memory `json:"mem_after_decode"`
-	PeakBytes       int64  `json:"peak_bytes"`
+	MemAfterLoad    engine.Memory `json:"mem_after_load"`
+	MemAfterPrefill engine.Memory `json:"mem_after_prefill"`
+	MemAfterDecode  engine.Memory `json:"mem_after_decode"`
+	PeakBytes       int64         `json:"peak_bytes"`
 }
 
 // SetLoad records the model load interval.
@@ -45,8 +47,8 @@ func (s *Stats) SetLoad(start, end time.Time) {
 }
 
 func (s *Stats) derive() {
-	s.PrefillTokPerSec = stats.Rate(s.NumPromptTokens, s.PrefillSeconds)
-	s.DecodeTokPerSec = stats.Rate(s.NumGeneratedTokens, s.DecodeSeconds)
+	s.PrefillRate = stats.Rate(s.NumPromptTokens, s.PrefillSeconds)
+	s.DecodeRate = stats.Rate(s.NumGeneratedTokens, s.DecodeSeconds)
 }
 
 // ObserverJSON is the runner's "PyTorchObserver" object
@@ -54,11 +56,11 @@ func (s *Stats) derive() {
 func (s *Stats) ObserverJSON() string {
 	var b strings.Builder
 	b.WriteString("{")
-	if s.PrefillTokPerSec > 0 {
-		fmt.Fprintf(&b, "\"prefill_token_per_sec\":%g,", s.PrefillTokPerSec)
+	if s.PrefillRate > 0 {
+		fmt.Fprintf(&b, "\"prefill_token_per_sec\":%g,", s.PrefillRate)
 	}
-	if s.DecodeTokPerSec > 0 {
-		fmt.Fprintf(&b, "\"decode_token_per_sec\":%g,", s.DecodeTokPerSec)
+	if s.DecodeRate > 0 {
+		fmt.Fprintf(&b, "\"decode_token_per_sec\":%g,", s.DecodeRate)
 	}
 	fmt.Fprintf(&b, "\"prompt_tokens\":%d,\"generated_tokens\":%d,", s.NumPromptTokens, s.NumGeneratedTokens)
 	fmt.Fprintf(&b, "\"model_load_start_ms\":%d,\"model_load_end_ms\":%d,", s.ModelLoadStartMs, s.ModelLoadEndMs)

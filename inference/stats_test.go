@@ -17,8 +17,8 @@ func TestStatsReportFormat(t *testing.T) {
 		PrefillSeconds: 0.2, DecodeSeconds: 0.5, TTFTSeconds: 0.201, SamplingSeconds: 0.003}
 	st.SetLoad(t0.Add(-1500*time.Millisecond), t0)
 	st.derive()
-	if st.PrefillTokPerSec != 100 || st.DecodeTokPerSec != 20 {
-		t.Fatalf("rates %v %v", st.PrefillTokPerSec, st.DecodeTokPerSec)
+	if st.PrefillRate != 100 || st.DecodeRate != 20 {
+		t.Fatalf("rates %v %v", st.PrefillRate, st.DecodeRate)
 	}
 	var b bytes.Buffer
 	st.PrintReport(&b)
@@ -51,7 +51,7 @@ func TestStatsReportFormat(t *testing.T) {
 // the precise durations and rates, memory), so stored and exported runs
 // read back unchanged; aggregate_model_execution_time_ms is kept.
 func TestStatsJSONKeys(t *testing.T) {
-	st := Stats{Stats: stats.Stats{AggregateModelExecutionTimeMs: 12, NumPromptTokens: 3}, PrefillTokPerSec: 1.5}
+	st := Stats{Stats: stats.Stats{AggregateModelExecutionTimeMs: 12, NumPromptTokens: 3}, PrefillRate: 1.5}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)

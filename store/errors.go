@@ -33,9 +33,6 @@ var (
 	ErrInvalid = errors.New("invalid")
 )
 
-// ErrLocked is another name for ErrBusy.
-var ErrLocked = ErrBusy
-
 // fileError is a fault of the database file as a whole; its message names
 // the file and says how to get going again.
 type fileError struct {

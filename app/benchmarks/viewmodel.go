@@ -119,7 +119,7 @@ func Explain(err error) string {
 		return msg + " — this is not an ExecuTorch program etchat can run: pick another model (the Models tab says which ones run)"
 	case errors.As(err, &tok), errors.As(err, &vocab):
 		return msg + " — put the model's tokenizer.json next to the .pte, or empty the Tokenizer field"
-	case errors.As(err, &lib), errors.Is(err, inference.ErrNoEngine):
+	case errors.As(err, &lib), errors.Is(err, engine.ErrNotAvailable):
 		return msg + " — choose the cpu engine, or set the runner library in Preferences"
 	}
 	return msg + " — check the form's fields and press Start again"
@@ -131,7 +131,7 @@ type Deps struct {
 	// history (the view says why).
 	DB *store.DB
 	// OpenEngine picks an engine by kind; nil = inference.OpenEngine.
-	OpenEngine func(kind string) (inference.Engine, error)
+	OpenEngine func(kind string) (engine.Engine, error)
 	// Machine describes this computer; nil = bench.DetectMachine.
 	Machine *bench.Machine
 	// AppVersion is stored with the runs.
@@ -223,7 +223,7 @@ func (vm *ViewModel) SetChartColors(fg, bg color.Color) {
 // New makes a view-model.
 func New(d Deps) *ViewModel {
 	if d.OpenEngine == nil {
-		d.OpenEngine = func(kind string) (inference.Engine, error) {
+		d.OpenEngine = func(kind string) (engine.Engine, error) {
 			sel, err := inference.OpenEngine(kind)
 			return sel.Engine, err
 		}
@@ -416,7 +416,7 @@ func (vm *ViewModel) Start(ctx context.Context) error {
 }
 
 // placeholder lets Prepare check a form before an engine is opened.
-type placeholder struct{ inference.Engine }
+type placeholder struct{ engine.Engine }
 
 // Cancel stops a running benchmark; the finished tests are kept.
 func (vm *ViewModel) Cancel() {

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
 	"etchat/inference/cpu"
+	"etchat/inference/engine"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -34,7 +34,7 @@ func testVM(t *testing.T, db *store.DB) *ViewModel {
 	t.Helper()
 	return New(Deps{
 		DB:         db,
-		OpenEngine: func(string) (inference.Engine, error) { return cpu.New(cpu.Options{}), nil },
+		OpenEngine: func(string) (engine.Engine, error) { return cpu.New(cpu.Options{}), nil },
 		Machine:    &bench.Machine{CPU: "Test CPU", Cores: 2, OS: "linux"},
 		AppVersion: "test",
 	})

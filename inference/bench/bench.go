@@ -19,7 +19,7 @@
 //     forward's return. The depth prefill before it, the cache clear and the
 //     argmax of the last logits are not timed.
 //   - tg: the wall time of N decode steps, each one forward of one token
-//     followed by the sampler's greedy argmax (inference.Argmax) over the
+//     followed by the sampler's greedy argmax (sampler.Argmax) over the
 //     logits row (sampling included), whose result is the next step's input.
 //     EOS is not a stop: all N steps run.
 //
@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/inference/stats"
 	"etchat/inference/tokenizer"
 )
@@ -189,6 +191,20 @@ type Result struct {
 	Ended      time.Time `json:"ended"`
 	LoadNs     int64     `json:"load_ns"`
 	Reps       []Rep     `json:"reps"`
+	// Threads is the engine's thread count (ThreadsOf); 0 unknown.
+	Threads int `json:"n_threads,omitempty"`
+	// BuildCommit names the build as llama-bench's build_commit does; ""
+	// = AppVersion.
+	BuildCommit string `json:"build_commit,omitempty"`
+}
+
+// ThreadsOf is how many threads an engine computes with: its own count
+// when it reports one (the CPU engine), else GOMAXPROCS, the Go side's.
+func ThreadsOf(e engine.Engine) int {
+	if t, ok := e.(interface{ Threads() int }); ok {
+		return t.Threads()
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // SamplesNs are the repetitions' timed spans.
@@ -280,8 +296,11 @@ type Options struct {
 	Getenv       func(string) string // the environment of the library search; nil = the process's
 	Backends     string              // what the engine runs on, e.g. "CPU" or "MLX"; "" = from the engine's name
 	AppVersion   string
-	Machine      *Machine // nil = DetectMachine
-	Batch        string   // "" = a new one from the clock
+	// BuildCommit is llama-bench's build_commit for the results; "" =
+	// AppVersion.
+	BuildCommit string
+	Machine     *Machine // nil = DetectMachine
+	Batch       string   // "" = a new one from the clock
 
 	// Progress, when set, is called before every repetition (and warmup)
 	// and once when a test ends, from the running goroutine.
@@ -552,7 +571,8 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 			res := &Result{
 				Batch: batch, Test: t, Model: model, Engine: sel.Name, Device: sel.Device, Backends: backends,
 				Machine: *m, AppVersion: o.AppVersion, Warmup: !o.NoWarmup, Seed: seedOr(o.Seed),
-				TestTime: now(), LoadNs: loadEnd.Sub(loadStart).Nanoseconds(),
+				TestTime: now(), LoadNs: loadEnd.Sub(loadStart).Nanoseconds(), Threads: ThreadsOf(sel.Engine),
+				BuildCommit: o.BuildCommit,
 			}
 			pr := Progress{Test: n, Tests: p.tests, Name: t.Key(), Reps: o.Reps}
 			if !o.NoWarmup {
@@ -674,7 +694,7 @@ func (r *runner) rep(t Test) (Rep, error) {
 	}
 	if t.NGen == 0 {
 		// pp: the first token is chosen after the timed span.
-		if _, err := inference.Argmax(logits); err != nil {
+		if _, err := sampler.Argmax(logits); err != nil {
 			return rep, err
 		}
 		t2 := r.now()
@@ -685,7 +705,7 @@ func (r *runner) rep(t Test) (Rep, error) {
 	} else {
 		tok := int64(ids[t.NDepth+t.NPrompt])
 		if logits != nil {
-			id, err := inference.Argmax(logits)
+			id, err := sampler.Argmax(logits)
 			if err != nil {
 				return rep, err
 			}
@@ -705,7 +725,7 @@ func (r *runner) rep(t Test) (Rep, error) {
 				return rep, fmt.Errorf("decode step %d at position %d: %w", i, pos, err)
 			}
 			f1 := r.now()
-			id, err := inference.Argmax(lg)
+			id, err := sampler.Argmax(lg)
 			if err != nil {
 				return rep, fmt.Errorf("decode step %d at position %d: %w", i, pos, err)
 			}

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/sampler"
 	"etchat/inference/tokenizer"
 	"etchat/internal/fixtures"
 )
@@ -285,7 +285,7 @@ func TestDecodeArgmax(t *testing.T) {
 		t.Errorf("decode inputs %v, want [2 2] (argmax of %v)", got, rows[:2])
 	}
 	o.Engine = &fixedLogits{cpuEngine(), [][]float32{{nan, nan}}, nil}
-	if _, err := Run(context.Background(), o); !errors.Is(err, inference.ErrBadLogits) {
+	if _, err := Run(context.Background(), o); !errors.Is(err, sampler.ErrBadLogits) {
 		t.Errorf("all-NaN row: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -14,42 +15,64 @@ import (
 // Formats are the output formats Write accepts.
 var Formats = []string{"md", "csv", "json", "jsonl", "sql"}
 
-// Record is one result as a flat row, with llama-bench's column names
-// where it has them (cpu_info, gpu_info, backends, model_filename,
-// model_size, model_n_params, n_prompt, n_gen, n_depth, test_time, avg_ns,
-// stddev_ns, avg_ts, stddev_ts, samples_ns, samples_ts) and etchat's own
-// (engine, model_sha256, the cache, app_version, TTFT, memory, machine).
+// Record is one result as a flat row. Its first fields are llama-bench's
+// `test` table (llama.cpp c392e50's columns, in its order, plus n_depth as
+// later llama-bench writes it), so llama.cpp's compare-llama-bench.py reads
+// the sql format and the csv/json/jsonl fields carry llama-bench's names;
+// the llama.cpp settings etchat has no counterpart of hold llama-bench's
+// "off" values. etchat's own fields follow (engine, model_sha256, the
+// cache, TTFT, memory, machine, the samples as llama-bench's json has
+// them).
 type Record struct {
+	BuildCommit string  `json:"build_commit" llama:"test"` // Options.BuildCommit, else AppVersion
+	BuildNumber int     `json:"build_number" llama:"test"` // 0: etchat has no build numbers
+	CPUInfo     string  `json:"cpu_info" llama:"test"`
+	GPUInfo     string  `json:"gpu_info" llama:"test"`
+	Backends    string  `json:"backends" llama:"test"`
+	ModelFile   string  `json:"model_filename" llama:"test"`
+	ModelType   string  `json:"model_type" llama:"test"`
+	ModelSize   int64   `json:"model_size" llama:"test"`
+	ModelParams int64   `json:"model_n_params" llama:"test"`
+	NBatch      int     `json:"n_batch" llama:"test"`  // the prefill chunk
+	NUBatch     int     `json:"n_ubatch" llama:"test"` // the same: one forward takes a chunk
+	NThreads    int     `json:"n_threads" llama:"test"`
+	CPUMask     string  `json:"cpu_mask" llama:"test"`
+	CPUStrict   bool    `json:"cpu_strict" llama:"test"`
+	Poll        int     `json:"poll" llama:"test"`
+	TypeK       string  `json:"type_k" llama:"test"` // the KV dtype, as ggml names it: f32, f16, bf16
+	TypeV       string  `json:"type_v" llama:"test"`
+	NGPULayers  int     `json:"n_gpu_layers" llama:"test"` // 99 on a GPU, else 0
+	SplitMode   string  `json:"split_mode" llama:"test"`
+	MainGPU     int     `json:"main_gpu" llama:"test"`
+	NoKVOffload bool    `json:"no_kv_offload" llama:"test"`
+	FlashAttn   bool    `json:"flash_attn" llama:"test"`
+	TensorSplit string  `json:"tensor_split" llama:"test"`
+	UseMmap     bool    `json:"use_mmap" llama:"test"` // both engines map the weights
+	Embeddings  bool    `json:"embeddings" llama:"test"`
+	NPrompt     int     `json:"n_prompt" llama:"test"`
+	NGen        int     `json:"n_gen" llama:"test"`
+	NDepth      int     `json:"n_depth" llama:"test"`
+	TestTime    string  `json:"test_time" llama:"test"` // RFC 3339, UTC, as llama-bench's
+	AvgNs       int64   `json:"avg_ns" llama:"test"`
+	StddevNs    int64   `json:"stddev_ns" llama:"test"`
+	AvgTS       float64 `json:"avg_ts" llama:"test"`
+	StddevTS    float64 `json:"stddev_ts" llama:"test"`
+
 	AppVersion   string    `json:"app_version"`
-	CPUInfo      string    `json:"cpu_info"`
-	GPUInfo      string    `json:"gpu_info"`
-	Backends     string    `json:"backends"`
 	Engine       string    `json:"engine"`
 	OS           string    `json:"os"`
 	Cores        int       `json:"cores"`
 	RAMBytes     int64     `json:"ram_bytes"`
-	ModelFile    string    `json:"model_filename"`
 	ModelSHA256  string    `json:"model_sha256"`
-	ModelType    string    `json:"model_type"`
-	ModelSize    int64     `json:"model_size"`
-	ModelParams  int64     `json:"model_n_params"`
 	PrefillChunk int       `json:"prefill_chunk"`
 	Cache        string    `json:"cache"`
 	KVDType      string    `json:"kv_dtype"`
 	KVCapacity   int       `json:"kv_capacity"`
 	KVWindows    string    `json:"kv_windows"`
-	NPrompt      int       `json:"n_prompt"`
-	NGen         int       `json:"n_gen"`
-	NDepth       int       `json:"n_depth"`
 	Test         string    `json:"test"`
 	Reps         int       `json:"n_reps"`
 	Warmup       bool      `json:"warmup"`
 	Seed         uint64    `json:"seed"`
-	TestTime     string    `json:"test_time"` // RFC 3339, UTC
-	AvgNs        int64     `json:"avg_ns"`
-	StddevNs     int64     `json:"stddev_ns"`
-	AvgTS        float64   `json:"avg_ts"`
-	StddevTS     float64   `json:"stddev_ts"`
 	TTFTMs       float64   `json:"avg_ttft_ms"`
 	LoadMs       float64   `json:"model_load_ms"`
 	PeakBytes    int64     `json:"peak_bytes"`
@@ -65,15 +88,20 @@ type Record struct {
 
 // RecordOf flattens a result.
 func RecordOf(r *Result) Record {
+	kv := ggmlType(r.Test.Cache)
 	rec := Record{
-		AppVersion: r.AppVersion, CPUInfo: r.Machine.CPU, GPUInfo: r.Machine.GPU, Backends: r.Backends, Engine: r.Engine,
-		OS: r.Machine.OS, Cores: r.Machine.Cores, RAMBytes: r.Machine.RAMBytes,
-		ModelFile: r.Model.Name, ModelSHA256: r.Model.SHA256, ModelType: r.Model.Kind, ModelSize: r.Model.Size,
-		ModelParams: r.Model.Params, PrefillChunk: r.Model.Chunk,
-		Cache: r.Test.Cache.String(), KVDType: r.Test.Cache.DType, KVCapacity: r.Test.Cache.Capacity, KVWindows: r.Test.Cache.Windows,
-		NPrompt: r.Test.NPrompt, NGen: r.Test.NGen, NDepth: r.Test.NDepth, Test: r.Test.Name(),
-		Reps: len(r.Reps), Warmup: r.Warmup, Seed: r.Seed, TestTime: r.TestTime.UTC().Format(time.RFC3339),
+		BuildCommit: cmp.Or(r.BuildCommit, r.AppVersion), CPUInfo: r.Machine.CPU, GPUInfo: r.Machine.GPU, Backends: r.Backends,
+		ModelFile: r.Model.Name, ModelType: r.Model.Kind, ModelSize: r.Model.Size, ModelParams: r.Model.Params,
+		NBatch: r.Model.Chunk, NUBatch: r.Model.Chunk, NThreads: r.Threads,
+		CPUMask: "0x0", TypeK: kv, TypeV: kv, NGPULayers: gpuLayers(r.Device), SplitMode: "none", TensorSplit: "0.00",
+		UseMmap: true,
+		NPrompt: r.Test.NPrompt, NGen: r.Test.NGen, NDepth: r.Test.NDepth, TestTime: r.TestTime.UTC().Format(time.RFC3339),
 		AvgNs: int64(r.AvgNs()), StddevNs: int64(r.StddevNs()), AvgTS: r.AvgTS(), StddevTS: r.StddevTS(),
+
+		AppVersion: r.AppVersion, Engine: r.Engine, OS: r.Machine.OS, Cores: r.Machine.Cores, RAMBytes: r.Machine.RAMBytes,
+		ModelSHA256: r.Model.SHA256, PrefillChunk: r.Model.Chunk,
+		Cache: r.Test.Cache.String(), KVDType: r.Test.Cache.DType, KVCapacity: r.Test.Cache.Capacity, KVWindows: r.Test.Cache.Windows,
+		Test: r.Test.Name(), Reps: len(r.Reps), Warmup: r.Warmup, Seed: r.Seed,
 		TTFTMs: r.AvgTTFTMs(), LoadMs: float64(r.LoadNs) / 1e6, PeakBytes: r.PeakMem(),
 		SamplesNs: make([]int64, len(r.Reps)), SamplesTS: r.SamplesTS(), RunID: r.RunID, Batch: r.Batch,
 		Stats: r.Reps,
@@ -83,6 +111,29 @@ func RecordOf(r *Result) Record {
 		rec.KVBytes = max(rec.KVBytes, p.KVBytes)
 	}
 	return rec
+}
+
+// ggmlType is a cache's KV dtype as llama-bench's type_k/type_v name
+// ggml's types ("in-graph" for a cache inside the graph).
+func ggmlType(c Cache) string {
+	switch {
+	case c.InGraph:
+		return "in-graph"
+	case c.DType == "fp32":
+		return "f32"
+	case c.DType == "fp16":
+		return "f16"
+	}
+	return c.DType
+}
+
+// gpuLayers is llama-bench's n_gpu_layers for the device an engine ran
+// on: all the layers (llama-bench's 99) on a GPU, none on the CPU.
+func gpuLayers(device string) int {
+	if device == "" || device == "cpu" {
+		return 0
+	}
+	return 99
 }
 
 // Columns are the Record's flat column names (csv, sql), in order.
@@ -117,19 +168,21 @@ func (rec Record) values() []any {
 	fields := flatFields()
 	out := make([]any, len(fields))
 	for i, sf := range fields {
-		f := v.FieldByIndex(sf.Index)
-		switch f.Kind() {
-		case reflect.Slice:
-			parts := make([]string, f.Len())
-			for j := range parts {
-				parts[j] = fmt.Sprint(f.Index(j).Interface())
-			}
-			out[i] = strings.Join(parts, ",")
-		default:
-			out[i] = f.Interface()
-		}
+		out[i] = flatValue(v.FieldByIndex(sf.Index))
 	}
 	return out
+}
+
+// flatValue is a field as one cell's Go value: a slice joined by commas.
+func flatValue(f reflect.Value) any {
+	if f.Kind() != reflect.Slice {
+		return f.Interface()
+	}
+	parts := make([]string, f.Len())
+	for j := range parts {
+		parts[j] = fmt.Sprint(f.Index(j).Interface())
+	}
+	return strings.Join(parts, ",")
 }
 
 func cellText(v any) string {
@@ -189,49 +242,78 @@ func Write(w io.Writer, format string, results []*Result) error {
 	return fmt.Errorf("unknown output format %q (%s)", format, strings.Join(Formats, "|"))
 }
 
-// SQLTable is the table the sql format creates.
-const SQLTable = "etchat_bench"
+// SQLTable is the table of the sql format that holds every flat column;
+// LlamaBenchTable, llama-bench's own, holds its columns.
+const (
+	SQLTable        = "etchat_bench"
+	LlamaBenchTable = "test"
+)
 
+// writeSQL writes llama-bench's `test` table and etchat's etchat_bench,
+// one row per result in each (build_commit, test_time, n_prompt, n_gen
+// and n_depth join them).
 func writeSQL(w io.Writer, recs []Record) error {
-	fields := flatFields()
-	cols := Columns()
+	all := flatFields()
+	var llama []reflect.StructField
+	for _, f := range all {
+		if f.Tag.Get("llama") == "test" {
+			llama = append(llama, f)
+		}
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", SQLTable)
-	for i, c := range cols {
+	createTable(&b, LlamaBenchTable, llama)
+	createTable(&b, SQLTable, all)
+	for _, rec := range recs {
+		v := reflect.ValueOf(rec)
+		insertRow(&b, LlamaBenchTable, llama, v)
+		insertRow(&b, SQLTable, all, v)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// createTable declares fields as columns typed as llama-bench's sql
+// printer types them: INTEGER for ints and bools, REAL, else TEXT.
+func createTable(b *strings.Builder, table string, fields []reflect.StructField) {
+	fmt.Fprintf(b, "CREATE TABLE IF NOT EXISTS %s (\n", table)
+	for i, f := range fields {
 		typ := "TEXT"
-		switch fields[i].Type.Kind() {
+		switch f.Type.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Bool:
 			typ = "INTEGER"
 		case reflect.Float64:
 			typ = "REAL"
 		}
 		sep := ","
-		if i == len(cols)-1 {
+		if i == len(fields)-1 {
 			sep = ""
 		}
-		fmt.Fprintf(&b, "  %s %s%s\n", c, typ, sep)
+		fmt.Fprintf(b, "  %s %s%s\n", jsonName(f), typ, sep)
 	}
 	b.WriteString(");\n")
-	for _, rec := range recs {
-		vals := rec.values()
-		cells := make([]string, len(vals))
-		for i, v := range vals {
-			switch x := v.(type) {
-			case string:
-				cells[i] = "'" + strings.ReplaceAll(x, "'", "''") + "'"
-			case bool:
-				cells[i] = "0"
-				if x {
-					cells[i] = "1"
-				}
-			default:
-				cells[i] = cellText(v)
-			}
-		}
-		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s);\n", SQLTable, strings.Join(cols, ", "), strings.Join(cells, ", "))
+}
+
+func insertRow(b *strings.Builder, table string, fields []reflect.StructField, rec reflect.Value) {
+	cols := make([]string, len(fields))
+	cells := make([]string, len(fields))
+	for i, f := range fields {
+		cols[i] = jsonName(f)
+		cells[i] = sqlValue(flatValue(rec.FieldByIndex(f.Index)))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	fmt.Fprintf(b, "INSERT INTO %s (%s) VALUES (%s);\n", table, strings.Join(cols, ", "), strings.Join(cells, ", "))
+}
+
+func sqlValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	}
+	return cellText(v)
 }
 
 // MarkdownHeader is the markdown table's header.

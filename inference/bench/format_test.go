@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"etchat/internal/fixtures"
 
@@ -221,6 +222,55 @@ func checkSQL(t *testing.T, db *sql.DB, rs []*Result) {
 	}
 	if i != len(rs) {
 		t.Fatalf("%d rows, want %d", i, len(rs))
+	}
+	checkLlamaTable(t, db, rs)
+}
+
+// checkLlamaTable: llama-bench's test table holds each result with its
+// values mapped (the CPU engine on the CPU, bf16 KV).
+func checkLlamaTable(t *testing.T, db *sql.DB, rs []*Result) {
+	t.Helper()
+	rows, err := db.Query("SELECT build_commit, n_threads, type_k, type_v, n_gpu_layers, n_batch, n_ubatch, use_mmap, n_prompt, n_gen, n_depth, avg_ts, test_time FROM " +
+		LlamaBenchTable + " ORDER BY rowid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var build, tk, tv, when string
+		var threads, ngl, nb, nub, mmap, np, ng, nd int
+		var avg float64
+		if err := rows.Scan(&build, &threads, &tk, &tv, &ngl, &nb, &nub, &mmap, &np, &ng, &nd, &avg, &when); err != nil {
+			t.Fatal(err)
+		}
+		r := rs[i]
+		if build != r.AppVersion || threads != r.Threads || threads < 1 || tk != "bf16" || tv != "bf16" || ngl != 0 ||
+			nb != r.Model.Chunk || nub != nb || mmap != 1 || np != r.Test.NPrompt || ng != r.Test.NGen || nd != r.Test.NDepth ||
+			avg != r.AvgTS() || when != r.TestTime.UTC().Format(time.RFC3339) {
+			t.Errorf("test row %d: %q %d %q %q %d %d %d %d %d %d %d %v %q", i, build, threads, tk, tv, ngl, nb, nub, mmap, np, ng, nd, avg, when)
+		}
+		i++
+	}
+	if i != len(rs) {
+		t.Fatalf("%d test rows, want %d", i, len(rs))
+	}
+}
+
+func TestLlamaBenchNames(t *testing.T) {
+	cases := []struct {
+		c    Cache
+		want string
+	}{{Cache{DType: "fp32"}, "f32"}, {Cache{DType: "fp16"}, "f16"}, {Cache{DType: "bf16"}, "bf16"}, {Cache{InGraph: true}, "in-graph"}}
+	for _, c := range cases {
+		if got := ggmlType(c.c); got != c.want {
+			t.Errorf("ggmlType(%+v) = %q, want %q", c.c, got, c.want)
+		}
+	}
+	for dev, want := range map[string]int{"cpu": 0, "": 0, "cuda": 99, "metal": 99} {
+		if got := gpuLayers(dev); got != want {
+			t.Errorf("gpuLayers(%q) = %d, want %d", dev, got, want)
+		}
 	}
 }
 

@@ -44,6 +44,15 @@ func New(opts Options) engine.Engine { return &Engine{opts: opts} }
 // Name is "cpu".
 func (e *Engine) Name() string { return "cpu" }
 
+// Threads is how many goroutines its sessions use for matrix work (bench
+// records it as llama-bench's n_threads).
+func (e *Engine) Threads() int {
+	if e.opts.Threads > 0 {
+		return e.opts.Threads
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
 // supported lists the node types the interpreter executes.
 var supported = map[string]bool{
 	"NoopNode": true, "IdCopyNode": true, "AddmmNode": true, "ItemIntNode": true, "ExpandDimsNode": true,
@@ -154,11 +163,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 	if err != nil {
 		return nil, err
 	}
-	threads := e.opts.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	s, err := newSession(m, cfg, threads)
+	s, err := newSession(m, cfg, e.Threads())
 	if err != nil {
 		m.done()
 		return nil, err

@@ -28,6 +28,8 @@ type runConfig struct {
 	Seed     uint64      `json:"seed"`
 	LoadNs   int64       `json:"load_ns"`
 	Reps     []bench.Rep `json:"reps"`
+	Threads  int         `json:"n_threads,omitempty"`
+	Build    string      `json:"build_commit,omitempty"`
 }
 
 // ToRun is a result as the store's run (one per test) and samples (one
@@ -37,7 +39,7 @@ func ToRun(r *bench.Result) (store.Run, []store.Sample, error) {
 		return store.Run{}, nil, errors.New("result has no repetitions")
 	}
 	cfg, err := json.Marshal(runConfig{Batch: r.Batch, Test: r.Test, Model: r.Model, Backends: r.Backends, Device: r.Device,
-		Warmup: r.Warmup, Seed: r.Seed, LoadNs: r.LoadNs, Reps: r.Reps})
+		Warmup: r.Warmup, Seed: r.Seed, LoadNs: r.LoadNs, Reps: r.Reps, Threads: r.Threads, Build: r.BuildCommit})
 	if err != nil {
 		return store.Run{}, nil, err
 	}
@@ -92,7 +94,7 @@ func FromRun(run store.Run, samples []store.Sample) (*bench.Result, error) {
 	r := &bench.Result{
 		RunID: run.ID, Batch: cfg.Batch, Test: cfg.Test, Model: cfg.Model, Engine: run.Engine, Device: cfg.Device, Backends: cfg.Backends,
 		AppVersion: run.AppVersion, Warmup: cfg.Warmup, Seed: cfg.Seed, TestTime: run.Started, Ended: run.Ended,
-		LoadNs: cfg.LoadNs, Reps: cfg.Reps,
+		LoadNs: cfg.LoadNs, Reps: cfg.Reps, Threads: cfg.Threads, BuildCommit: cfg.Build,
 	}
 	if len(run.Machine) > 0 {
 		_ = json.Unmarshal(run.Machine, &r.Machine) // an odd machine column is not worth losing the run

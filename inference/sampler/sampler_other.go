@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package inference
+package sampler
 
 var useAVX2 = false // settable, as on amd64, for the tests
 

@@ -1,4 +1,4 @@
-package inference
+package sampler
 
 import (
 	"errors"
@@ -101,8 +101,8 @@ func TestExpNeg(t *testing.T) {
 func TestSamplingValidate(t *testing.T) {
 	bad := []Sampling{{Temperature: -1}, {Temperature: math.NaN()}, {TopK: -2}, {TopP: 1.5}, {TopP: -0.1}}
 	for _, s := range bad {
-		if _, err := NewSampler(s); err == nil {
-			t.Errorf("NewSampler(%+v) accepted", s)
+		if _, err := New(s); err == nil {
+			t.Errorf("New(%+v) accepted", s)
 		}
 	}
 }
@@ -110,7 +110,7 @@ func TestSamplingValidate(t *testing.T) {
 // distribution samples n times and returns the frequencies.
 func distribution(t *testing.T, cfg Sampling, row []float32, n int) map[int]float64 {
 	t.Helper()
-	s, err := NewSampler(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestSamplerRealLogits(t *testing.T) {
 }
 
 func distributionSeq(t *testing.T, cfg Sampling, row []float32, n int) []int {
-	s, err := NewSampler(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func BenchmarkArgmax262k(b *testing.B) {
 
 func BenchmarkTopP262k(b *testing.B) {
 	row := benchRow(b)
-	s, _ := NewSampler(Sampling{Temperature: 0.8, TopP: 0.9, Seed: 1})
+	s, _ := New(Sampling{Temperature: 0.8, TopP: 0.9, Seed: 1})
 	for b.Loop() {
 		s.Sample(row)
 	}
@@ -286,7 +286,7 @@ func BenchmarkTopP262k(b *testing.B) {
 
 func BenchmarkTopK262k(b *testing.B) {
 	row := benchRow(b)
-	s, _ := NewSampler(Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1})
+	s, _ := New(Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1})
 	for b.Loop() {
 		s.Sample(row)
 	}

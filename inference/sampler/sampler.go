@@ -1,4 +1,8 @@
-package inference
+// Package sampler picks the next token from a logits row: greedy argmax
+// (NaN skipped, the lower id on ties) or temperature, top-k and top-p
+// sampling from a seeded stream, with AVX2 kernels on amd64. It imports
+// nothing of etchat's; package inference's generation loop drives it.
+package sampler
 
 import (
 	"errors"
@@ -72,8 +76,8 @@ type Sampler struct {
 	kept, stack []int32   // positions in the bucket walked
 }
 
-// NewSampler validates cfg and makes a sampler.
-func NewSampler(cfg Sampling) (*Sampler, error) {
+// New validates cfg and makes a sampler.
+func New(cfg Sampling) (*Sampler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
