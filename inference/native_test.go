@@ -197,6 +197,9 @@ func TestNativeReferenceCases(t *testing.T) {
 func TestNativeChatCasesFromText(t *testing.T) {
 	for _, name := range referenceFixtures {
 		t.Run(name, func(t *testing.T) {
+			if name == fixtures.Gemma4 {
+				heavyGemma4(t) // TestNativeReferenceCases has its ids under -race
+			}
 			var ref reference
 			fixtures.Reference(t, name, &ref)
 			dir := fixtures.Unpacked(t, name)
@@ -248,6 +251,9 @@ func TestNativeKVStorageAgrees(t *testing.T) {
 				tol = 0.6
 			}
 			t.Run(name+"/"+dt, func(t *testing.T) {
+				if name == fixtures.Gemma4 {
+					heavyGemma4(t)
+				}
 				got := map[string][]int{}
 				forEachEngine(t, func(t *testing.T, e Engine) {
 					s, cfg := openOn(t, e, name, dt)
