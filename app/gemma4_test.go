@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"etchat/inference"
@@ -78,5 +79,24 @@ func TestChatGemma4(t *testing.T) {
 	st = run(t, c, errs, c.Regenerate())
 	if got := st.Messages[len(st.Messages)-1].IDs; !slices.Equal(got, reply.IDs) {
 		t.Errorf("regenerated %v, want %v", got, reply.IDs)
+	}
+}
+
+// The settings sheet's cache line for gemma4-tiny counts layers and caches
+// apart and sizes the six caches; fp32 doubles it.
+func TestSettingsGemma4Summary(t *testing.T) {
+	m := inspect(t, fixtures.PTE(fixtures.Gemma4))
+	f := NewSettingsForm(DefaultSettings("auto"), m)
+	r := f.Evaluate()
+	if !r.OK() {
+		t.Fatalf("defaults invalid: %v", r.Errors)
+	}
+	want := "10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16) — KV memory 36.7 KiB at start, 36.7 KiB at capacity"
+	if s := r.Summary(); s != want || r.Cache.NLayers() != 10 || len(r.Cache.Layers) != 6 {
+		t.Errorf("sheet summary %q\nwant %q", s, want)
+	}
+	f.StorageDType = "fp32"
+	if s := f.Evaluate().Summary(); !strings.HasSuffix(s, "KV memory 73.4 KiB at start, 73.4 KiB at capacity") {
+		t.Errorf("fp32: %q", s)
 	}
 }
