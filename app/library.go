@@ -107,7 +107,8 @@ func (e LibraryEntry) Row() string {
 	}
 	if m.Layout != nil {
 		if cfg, err := m.CacheConfig(kvcache.DefaultPolicy()); err == nil {
-			parts = append(parts, cfg.LayersSummary())
+			// Layers and caches apart where they differ (KV sharing).
+			parts = append(parts, cfg.ShortSummary())
 		}
 	}
 	if m.MaxCtxLen > 0 {
@@ -616,13 +617,23 @@ func (l *Library) Details() (Details, bool) {
 		return d, true
 	}
 	layers, initial, full := cfg.Memory()
+	byCache := cfg.CacheLayers()
 	for i, lm := range layers {
 		ly := cfg.Layers[i]
 		kind, win := "flat", "—"
 		if ly.Kind == kvcache.Ring {
 			kind, win = "ring", strconv.Itoa(ly.Window)
 		}
-		d.Layers = append(d.Layers, []string{strconv.Itoa(i), kind, win, strconv.Itoa(ly.KVHeads), strconv.Itoa(ly.HeadDim),
+		// One row per cache; a shared one lists its layers: "4 (4,6,7,8)".
+		id := strconv.Itoa(i)
+		if byCache != nil && (len(byCache[i]) != 1 || byCache[i][0] != i) {
+			ls := make([]string, len(byCache[i]))
+			for j, x := range byCache[i] {
+				ls[j] = strconv.Itoa(x)
+			}
+			id += " (" + strings.Join(ls, ",") + ")"
+		}
+		d.Layers = append(d.Layers, []string{id, kind, win, strconv.Itoa(ly.KVHeads), strconv.Itoa(ly.HeadDim),
 			strconv.Itoa(lm.Rows), FormatBytes(lm.Initial), FormatBytes(lm.Full)})
 	}
 	d.Memory = fmt.Sprintf("KV cache at capacity %d, %s: %s at start, %s when full", cfg.Capacity, cfg.DType.Flag(), FormatBytes(initial), FormatBytes(full))

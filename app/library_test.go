@@ -258,3 +258,35 @@ func TestLibraryStoreFailureIsReported(t *testing.T) {
 		t.Errorf("entries %d", len(lib.Entries()))
 	}
 }
+
+// gemma4-tiny: the list row and the details count the model's 10 layers
+// and its 6 caches apart, with their shapes, and size the memory per cache.
+func TestLibraryGemma4Caches(t *testing.T) {
+	ctx := context.Background()
+	b, _ := testBackend(t)
+	lib := NewLibrary(b.Inspector, nil)
+	path := modelCopy(t, fixtures.Gemma4, true)
+	lib.Add(ctx, path)
+	e, ok := lib.Entry(path)
+	if !ok || !strings.Contains(e.Row(), " · 10 layers, 6 caches: 5 ring(8) ×1h ×16d + 1 flat ×2h ×32d, 4 layers share · ctx 128 · chunk 8") {
+		t.Errorf("row %q", e.Row())
+	}
+	d, ok := lib.Details()
+	if !ok || len(d.Layers) != 6 || d.CacheErr != "" {
+		t.Fatalf("details: %d rows, %q", len(d.Layers), d.CacheErr)
+	}
+	for i, want := range [][]string{
+		{"0", "ring", "8", "1", "16", "15", "960 B", "960 B"},
+		{"4 (4,6,7,8)", "ring", "8", "1", "16", "15", "960 B", "960 B"},
+		{"5 (5,9)", "flat", "—", "2", "32", "128", "32.0 KiB", "32.0 KiB"},
+	} {
+		row := d.Layers[[]int{0, 4, 5}[i]]
+		if !slices.Equal(row, want) {
+			t.Errorf("cache row %v, want %v", row, want)
+		}
+	}
+	if !strings.Contains(d.Summary, "\n        10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16)\n        shared: cache 4 by layers 4,6,7,8; cache 5 by layers 5,9") ||
+		!strings.Contains(d.Memory, "36.7 KiB at start, 36.7 KiB when full") {
+		t.Errorf("summary %q, memory %q", d.Summary, d.Memory)
+	}
+}

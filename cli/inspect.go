@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -123,6 +124,7 @@ type InspectDoc struct {
 	LogitsDType      string             `json:"logits_dtype,omitempty"`
 	EOSIDs           []int              `json:"eos_ids"`
 	EOSSource        string             `json:"eos_source,omitempty"`
+	NLayers          int                `json:"n_layers"` // the model's layers (UpdateAndAttend nodes); 0 unless off-graph
 	Cache            *CacheDoc          `json:"cache"`
 	CacheError       string             `json:"cache_error,omitempty"`
 	Companions       *CompanionsDoc     `json:"companions,omitempty"`
@@ -175,8 +177,14 @@ type DelegateDoc struct {
 }
 
 // CacheDoc is the off-graph cache: the file's layout with the flags applied.
+// Its entries are caches (get_n_caches), which with KV sharing are fewer
+// than the model's layers.
 type CacheDoc struct {
-	NLayers         int        `json:"n_layers"`
+	NLayers         int        `json:"n_layers"` // the cache count, as before n_caches existed (= n_caches)
+	NCaches         int        `json:"n_caches"`
+	LayerCaches     []int      `json:"layer_caches"` // per model layer, the cache it attends
+	Shared          string     `json:"shared"`       // which caches several layers attend; "" when none
+	ShortSummary    string     `json:"short_summary"`
 	KVHeads         []int      `json:"kv_heads"`
 	HeadDims        []int      `json:"head_dims"`
 	Windows         []int      `json:"windows"` // the file's own
@@ -191,10 +199,11 @@ type CacheDoc struct {
 	Layers          []LayerDoc `json:"layers"`
 }
 
-// LayerDoc is one cache layer as configured.
+// LayerDoc is one cache as configured.
 type LayerDoc struct {
-	Index           int    `json:"index"`
-	Kind            string `json:"kind"` // flat or ring
+	Index           int    `json:"index"`        // the cache id
+	ModelLayers     []int  `json:"model_layers"` // the model layers that attend it
+	Kind            string `json:"kind"`         // flat or ring
 	Window          int    `json:"window"`
 	KVHeads         int    `json:"kv_heads"`
 	HeadDim         int    `json:"head_dim"`
@@ -277,6 +286,7 @@ func Inspect(path string, p kvcache.Policy, hash bool) *InspectDoc {
 		} else {
 			doc.Cache = cacheDoc(info.Layout, cfg)
 		}
+		doc.NLayers = info.NLayers()
 	}
 	doc.BytesRead = info.BytesRead
 	return doc
@@ -285,16 +295,25 @@ func Inspect(path string, p kvcache.Policy, hash bool) *InspectDoc {
 func cacheDoc(l *kvcache.Layout, cfg *kvcache.Config) *CacheDoc {
 	layers, initial, full := cfg.Memory()
 	cd := &CacheDoc{
-		NLayers: len(cfg.Layers), KVHeads: l.KVHeads, HeadDims: l.HeadDims, Windows: l.Windows,
+		NLayers: len(cfg.Layers), NCaches: len(cfg.Layers), KVHeads: l.KVHeads, HeadDims: l.HeadDims, Windows: l.Windows,
 		Capacity: cfg.Capacity, InitialCapacity: cfg.InitialCapacity, KVDType: cfg.DType.String(), MaxWrite: cfg.MaxWrite,
 		Summary: cfg.Summary(), LayersSummary: cfg.LayersSummary(), BytesInitial: initial, BytesAtCapacity: full,
+		Shared: cfg.SharingSummary(), ShortSummary: cfg.ShortSummary(), LayerCaches: cfg.LayerCache,
+	}
+	// Without a layer map (no MLX graph read) each cache is one layer's.
+	byCache := cfg.CacheLayers()
+	if cd.LayerCaches == nil {
+		for i := range cfg.Layers {
+			cd.LayerCaches = append(cd.LayerCaches, i)
+			byCache = append(byCache, []int{i})
+		}
 	}
 	for i, l := range cfg.Layers {
 		kind := "flat"
 		if l.Kind == kvcache.Ring {
 			kind = "ring"
 		}
-		cd.Layers = append(cd.Layers, LayerDoc{Index: i, Kind: kind, Window: l.Window, KVHeads: l.KVHeads, HeadDim: l.HeadDim,
+		cd.Layers = append(cd.Layers, LayerDoc{Index: i, ModelLayers: nonNilI(byCache[i]), Kind: kind, Window: l.Window, KVHeads: l.KVHeads, HeadDim: l.HeadDim,
 			Rows: layers[i].Rows, InitialRows: layers[i].InitialRows, BytesInitial: layers[i].Initial, BytesAtCapacity: layers[i].Full})
 	}
 	return cd
@@ -303,6 +322,13 @@ func cacheDoc(l *kvcache.Layout, cfg *kvcache.Config) *CacheDoc {
 func nonNil(x []pte.TensorInfo) []pte.TensorInfo {
 	if x == nil {
 		return []pte.TensorInfo{}
+	}
+	return x
+}
+
+func nonNilI(x []int) []int {
+	if x == nil {
+		return []int{}
 	}
 	return x
 }
@@ -442,7 +468,16 @@ func writeReport(w io.Writer, d *InspectDoc) {
 			if l.Kind == "ring" {
 				kind = fmt.Sprintf("ring(window %d)", l.Window)
 			}
-			more("  layer %d: %s, %d kv heads × %d, %d rows: %s initial, %s full", l.Index, kind, l.KVHeads, l.HeadDim, l.Rows,
+			// Per cache; which layers attend it is said where it is not
+			// just the layer of the same number.
+			who := ""
+			if len(l.ModelLayers) != 1 || l.ModelLayers[0] != l.Index {
+				who = " (layers " + joinInts(l.ModelLayers) + ")"
+				if len(l.ModelLayers) == 0 {
+					who = " (no layer attends it)"
+				}
+			}
+			more("  cache %d%s: %s, %d kv heads × %d, %d rows: %s initial, %s full", l.Index, who, kind, l.KVHeads, l.HeadDim, l.Rows,
 				bytesStr(l.BytesInitial), bytesStr(l.BytesAtCapacity))
 		}
 	case d.CacheError != "":
@@ -497,4 +532,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }

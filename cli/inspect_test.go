@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func inspectRun(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-var allFixtures = []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.InGraph, fixtures.BenchBF16}
+var allFixtures = []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.InGraph, fixtures.BenchBF16, fixtures.Gemma4}
 
 func fixturePaths(t *testing.T) []string {
 	var paths []string
@@ -61,8 +62,8 @@ func TestInspectJSON(t *testing.T) {
 		}
 	}
 	cache := raw[1]["cache"].(map[string]any)
-	for _, key := range []string{"n_layers", "kv_heads", "head_dims", "windows", "capacity", "initial_capacity", "kv_dtype", "max_write",
-		"summary", "layers_summary", "bytes_initial", "bytes_at_capacity", "layers"} {
+	for _, key := range []string{"n_layers", "n_caches", "layer_caches", "shared", "short_summary", "kv_heads", "head_dims", "windows", "capacity",
+		"initial_capacity", "kv_dtype", "max_write", "summary", "layers_summary", "bytes_initial", "bytes_at_capacity", "layers"} {
 		if _, ok := cache[key]; !ok {
 			t.Errorf("cache lacks %q", key)
 		}
@@ -141,6 +142,11 @@ func TestInspectJSON(t *testing.T) {
 		})
 	}
 
+	// Without sharing the model's layers are its caches.
+	if raw[1]["n_layers"] != 4.0 || docs[1].Cache.NCaches != 4 || !slices.Equal(docs[1].Cache.LayerCaches, []int{0, 1, 2, 3}) ||
+		docs[1].Cache.Shared != "" || !slices.Equal(docs[1].Cache.Layers[3].ModelLayers, []int{3}) {
+		t.Errorf("gemma3: n_layers %v, cache %+v", raw[1]["n_layers"], docs[1].Cache)
+	}
 	// gemma3's cache, exactly.
 	g := docs[1].Cache
 	if g.Summary != "[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8\n        4 layers: 1 flat + 3 ring(window 8)" ||
@@ -286,4 +292,59 @@ func BenchmarkInspect(b *testing.B) {
 			}
 		}
 	})
+}
+
+// gemma4-tiny: 10 layers on 6 caches of two shapes. The report counts
+// caches as caches, says the model's layer count and which layers share
+// which cache, and sizes the memory per cache.
+func TestInspectGemma4(t *testing.T) {
+	path := filepath.Join(fixtures.Unpacked(t, fixtures.Gemma4), "model.pte")
+	code, stdout, stderr := inspectRun(t, "--no-sha256", "--json", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var docs []InspectDoc
+	if err := json.Unmarshal([]byte(stdout), &docs); err != nil || len(docs) != 1 {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	d := docs[0]
+	c := d.Cache
+	if d.NLayers != 10 || c == nil || c.NCaches != 6 || c.NLayers != 6 || len(c.Layers) != 6 ||
+		!slices.Equal(c.LayerCaches, []int{0, 1, 2, 3, 4, 5, 4, 4, 4, 5}) || !slices.Equal(d.MLX.AttentionLayers, c.LayerCaches) {
+		t.Fatalf("n_layers %d, cache %+v", d.NLayers, c)
+	}
+	if c.LayersSummary != "10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16)" ||
+		c.Shared != "shared: cache 4 by layers 4,6,7,8; cache 5 by layers 5,9" ||
+		c.ShortSummary != "10 layers, 6 caches: 5 ring(8) ×1h ×16d + 1 flat ×2h ×32d, 4 layers share" {
+		t.Errorf("summaries %q / %q / %q", c.LayersSummary, c.Shared, c.ShortSummary)
+	}
+	// 5 rings of 15 rows × 1 head × 16 and one flat pool of 128 rows × 2 × 32,
+	// K and V, bf16.
+	if c.BytesInitial != 5*960+32768 || c.BytesAtCapacity != 5*960+32768 ||
+		c.Layers[4].Rows != 15 || c.Layers[4].HeadDim != 16 || c.Layers[4].KVHeads != 1 || !slices.Equal(c.Layers[4].ModelLayers, []int{4, 6, 7, 8}) ||
+		c.Layers[5].Kind != "flat" || c.Layers[5].HeadDim != 32 || c.Layers[5].KVHeads != 2 || !slices.Equal(c.Layers[5].ModelLayers, []int{5, 9}) {
+		t.Errorf("caches %+v", c.Layers)
+	}
+
+	code, stdout, stderr = inspectRun(t, "--no-sha256", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	pad := strings.Repeat(" ", 14)
+	for _, want := range []string{
+		"[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8\n" + pad +
+			"        10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16)\n" + pad +
+			"        shared: cache 4 by layers 4,6,7,8; cache 5 by layers 5,9",
+		"  cache 0: ring(window 8), 1 kv heads × 16, 15 rows",
+		"  cache 4 (layers 4,6,7,8): ring(window 8), 1 kv heads × 16, 15 rows",
+		"  cache 5 (layers 5,9): flat, 2 kv heads × 32, 128 rows",
+		"UpdateAndAttendNode 10",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "6 layers") || strings.Contains(stdout, "layer 0:") {
+		t.Errorf("report counts caches as layers:\n%s", stdout)
+	}
 }

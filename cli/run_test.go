@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -209,5 +210,33 @@ func TestRunSavesStatsToDB(t *testing.T) {
 	}
 	if len(runs) != 1 || runs[0].Engine != "cpu" || runs[0].Stats.NumGeneratedTokens != 4 || runs[0].Stats.NumPromptTokens != 2 || runs[0].ModelSHA256 == "" {
 		t.Errorf("stored runs %+v", runs)
+	}
+}
+
+// gemma4-tiny through `etchat run --chat gemma4`: the reference's text, and
+// the runner's [cache] summary counts 10 layers on 6 caches and names the
+// shared ones.
+func TestRunGemma4CacheSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("gemma4-tiny's 262k-row lm head is slow under -short's budget")
+	}
+	dir := fixtures.Unpacked(t, fixtures.Gemma4)
+	var ref runRef
+	fixtures.Reference(t, fixtures.Gemma4, &ref)
+	c := ref.Cases[2]
+	code, out, errs := runRunCLI(t, "", "--pte", filepath.Join(dir, "model.pte"), "--prompt", c.Prompt, "--chat", "gemma4",
+		"--max-new-tokens", "4", "--ignore-eos", "--engine", "cpu", "--kv-storage-dtype", "fp32")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"[cache] off-graph seq | capacity=128 initial=512 kv_dtype=Float(fp32) max_write=8\n" +
+			"        10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16)\n" +
+			"        shared: cache 4 by layers 4,6,7,8; cache 5 by layers 5,9",
+		fmt.Sprintf("Prompt Tokens: %d    Generated Tokens: 4", len(c.InputIDs)),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
 	}
 }

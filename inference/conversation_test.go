@@ -500,7 +500,7 @@ func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 	words := []string{"Hello there.", "Tell me more.", "What is my name?", "Why?", "Write a long story about the sea and ships."}
 	// Both engines (native_test.go): the native one where its library is built.
 	for _, eng := range bothEngines {
-		for _, name := range models(fixtures.Gemma3, fixtures.Llama3, fixtures.Qwen3) {
+		for _, name := range models(fixtures.Gemma3, fixtures.Llama3, fixtures.Qwen3, fixtures.Gemma4) {
 			t.Run(eng.name+"/"+name, func(t *testing.T) {
 				dir := fixtures.Unpacked(t, name)
 				info, err := modelinfo.Load(filepath.Join(dir, "model.pte"), modelinfo.Options{})
@@ -516,7 +516,7 @@ func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer sess.Close()
-				chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", info.EOSIDs)
+				chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, chatFor(name), info.EOSIDs)
 				if err != nil {
 					t.Fatal(err)
 				}

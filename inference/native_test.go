@@ -156,7 +156,17 @@ func maxAbsDiff(a, b []float32) float64 {
 
 // The tiny fixtures with fp32 activations: every case's greedy ids and the
 // last prefill logits within 1e-4 of PyTorch's (fp32 KV), on both engines.
-var referenceFixtures = []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.Llama3Q4, fixtures.Qwen3Q8}
+var referenceFixtures = []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.Gemma4}
+
+// chatFor is the --chat a fixture's reference was rendered with: auto (the
+// model's own template) but for gemma4-tiny, whose stand-in tokenizer
+// carries gemma3's template while its references use the gemma4 turns.
+func chatFor(name string) string {
+	if name == fixtures.Gemma4 {
+		return "gemma4"
+	}
+	return "auto"
+}
 
 func TestNativeReferenceCases(t *testing.T) {
 	for _, name := range referenceFixtures {
@@ -188,11 +198,14 @@ func TestNativeReferenceCases(t *testing.T) {
 func TestNativeChatCasesFromText(t *testing.T) {
 	for _, name := range referenceFixtures {
 		t.Run(name, func(t *testing.T) {
+			if name == fixtures.Gemma4 {
+				heavyGemma4(t) // TestNativeReferenceCases has its ids under -race
+			}
 			var ref reference
 			fixtures.Reference(t, name, &ref)
 			dir := fixtures.Unpacked(t, name)
 			info, _ := fixtureConfig(t, name, "fp32")
-			chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", info.EOSIDs)
+			chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, chatFor(name), info.EOSIDs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,19 +239,28 @@ func TestNativeChatCasesFromText(t *testing.T) {
 // bf16 and fp16 KV storage: the same tolerance as the CPU engine's own
 // test (0.1 on the last prefill logits; greedy ids equal where the
 // reference margin allows), and the two engines give the same tokens.
+// gemma4-tiny's bounds are wider, for the reason TestGemma4KVStorage
+// (inference/cpu) gives: 0.6 at bf16 and 0.1 at fp16.
 func TestNativeKVStorageAgrees(t *testing.T) {
-	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3} {
+	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Gemma4} {
 		var ref struct{ Cases []refLogitsCase }
 		fixtures.Reference(t, name, &ref)
 		c := ref.Cases[len(ref.Cases)-1]
 		for _, dt := range []string{"bf16", "fp16"} {
+			tol := 0.1
+			if name == fixtures.Gemma4 && dt == "bf16" {
+				tol = 0.6
+			}
 			t.Run(name+"/"+dt, func(t *testing.T) {
+				if name == fixtures.Gemma4 {
+					heavyGemma4(t)
+				}
 				got := map[string][]int{}
 				forEachEngine(t, func(t *testing.T, e engine.Engine) {
 					s, cfg := openOn(t, e, name, dt)
 					logits := prefillChunks(t, s, c.InputIDs, cfg.MaxWrite)
-					if d := maxAbsDiff(logits, fixtures.Logits(t, name, c.LogitsFile)); d > 0.1 {
-						t.Errorf("%s KV: last prefill logits differ by %g (> 0.1)", dt, d)
+					if d := maxAbsDiff(logits, fixtures.Logits(t, name, c.LogitsFile)); d > tol {
+						t.Errorf("%s KV: last prefill logits differ by %g (> %g)", dt, d, tol)
 					}
 					got[e.Name()] = greedy(t, s, logits, len(c.GreedyIDs))
 				})

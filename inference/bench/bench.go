@@ -70,7 +70,7 @@ type Cache struct {
 	InGraph  bool   `json:"in_graph,omitempty"`
 	DType    string `json:"kv_dtype"`    // bf16 | fp16 | fp32; "" for in-graph
 	Capacity int    `json:"kv_capacity"` // tokens
-	Windows  string `json:"kv_windows"`  // per-layer windows, "0" = flat; "" for in-graph
+	Windows  string `json:"kv_windows"`  // per-cache windows (get_n_caches entries, not per model layer), "0" = flat; "" for in-graph
 }
 
 // String is the cache's identity, as tables and compare show it:

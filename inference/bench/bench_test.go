@@ -414,3 +414,24 @@ func TestModelName(t *testing.T) {
 		}
 	}
 }
+
+// A stored run of gemma4-tiny records its cache per cache: six windows (of
+// ten layers), and the six caches' KV bytes, counted once though the
+// sharing layers write caches 4 and 5 again.
+func TestRunGemma4CachesNotLayers(t *testing.T) {
+	if raceEnabled {
+		t.Skip("slow under the race detector; runs without -race")
+	}
+	o := opts(t, fixtures.Gemma4, []int{6}, []int{2}, 1)
+	rs := run(t, o)
+	for _, r := range rs {
+		checkResult(t, r, 1)
+		if got := r.Test.Cache.String(); got != "bf16 c128 w8,8,8,8,8,0" {
+			t.Errorf("%s: cache %q", r.Test.Name(), got)
+		}
+		// 5 rings of 15 rows × 1 head × 16 and a flat pool of 128 rows × 2 × 32, K and V, bf16.
+		if kv := r.Reps[0].KVBytes; kv != (5*15*16+128*2*32)*2*2 {
+			t.Errorf("%s: KV bytes %d, want %d", r.Test.Name(), kv, (5*15*16+128*2*32)*2*2)
+		}
+	}
+}

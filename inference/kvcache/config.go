@@ -122,8 +122,15 @@ type Config struct {
 	Capacity        int // most tokens the cache admits
 	InitialCapacity int // starting pool size in tokens; pools double up to Capacity
 	DType           DType
-	MaxWrite        int // largest step; 0 = unset (then a ring's window bounds it)
-	Layers          []Layer
+	MaxWrite        int     // largest step; 0 = unset (then a ring's window bounds it)
+	Layers          []Layer // one per cache (get_n_caches), not per model layer
+
+	// LayerCache is, for each model layer, the cache it attends (its
+	// UpdateAndAttendNode's id, in graph order); nil when unknown. With KV
+	// sharing (Gemma 4) several layers name one cache, so there are more
+	// layers than caches. Only reports read it: the engines key on the
+	// cache id the graph passes.
+	LayerCache []int
 }
 
 // Policy is what the user chooses; zero values mean "the default".
@@ -242,11 +249,16 @@ func (c *Config) overrideWindows(spec string) error {
 	return nil
 }
 
-// Summary is the runner's two-line announcement, without the leading
-// newline:
+// Summary is the runner's announcement, without the leading newline: the
+// policy line, the caches' shapes and, where layers share caches, a third
+// line saying which:
 //
 //	[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8
 //	        4 layers: 1 flat + 3 ring(window 8)
+//
+//	[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8
+//	        10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16)
+//	        shared: cache 4 by layers 4,6,7,8; cache 5 by layers 5,9
 func (c *Config) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[cache] off-graph seq | capacity=%d initial=%d kv_dtype=%s", c.Capacity, c.InitialCapacity, c.DType)
@@ -255,32 +267,241 @@ func (c *Config) Summary() string {
 	}
 	b.WriteString("\n        ")
 	b.WriteString(c.LayersSummary())
+	if sh := c.SharingSummary(); sh != "" {
+		b.WriteString("\n        ")
+		b.WriteString(sh)
+	}
 	return b.String()
 }
 
-// LayersSummary is the shape line: "4 layers: 1 flat + 3 ring(window 8)".
-// Ring layers are grouped by window, narrowest first.
-func (c *Config) LayersSummary() string {
-	flat := 0
-	ring := map[int]int{}
-	for _, l := range c.Layers {
-		if l.Kind == Ring {
-			ring[l.Window]++
-		} else {
-			flat++
+// NLayers is the model's layer count: len(LayerCache), or one layer per
+// cache when the map is unknown.
+func (c *Config) NLayers() int {
+	if c.LayerCache != nil {
+		return len(c.LayerCache)
+	}
+	return len(c.Layers)
+}
+
+// Shared reports whether some cache is attended by more than one layer, or
+// the layer count is not the cache count.
+func (c *Config) Shared() bool {
+	if c.LayerCache == nil {
+		return false
+	}
+	if len(c.LayerCache) != len(c.Layers) {
+		return true
+	}
+	seen := make(map[int]bool, len(c.LayerCache))
+	for _, id := range c.LayerCache {
+		if seen[id] {
+			return true
+		}
+		seen[id] = true
+	}
+	return false
+}
+
+// CacheLayers is, for each cache, the model layers that attend it, in
+// order (nil entries for a cache no layer names); nil when LayerCache is.
+func (c *Config) CacheLayers() [][]int {
+	if c.LayerCache == nil {
+		return nil
+	}
+	out := make([][]int, len(c.Layers))
+	for layer, id := range c.LayerCache {
+		if id >= 0 && id < len(out) {
+			out[id] = append(out[id], layer)
 		}
 	}
-	windows := make([]int, 0, len(ring))
-	for w := range ring {
-		windows = append(windows, w)
+	return out
+}
+
+// uniformShape reports whether every cache has the same heads and head size.
+func (c *Config) uniformShape() bool {
+	for _, l := range c.Layers {
+		if l.KVHeads != c.Layers[0].KVHeads || l.HeadDim != c.Layers[0].HeadDim {
+			return false
+		}
 	}
-	sort.Ints(windows)
+	return true
+}
+
+type cacheGroup struct {
+	kind                  Kind
+	window, heads, dim, n int
+}
+
+// groups counts the caches by kind and window (flat first, then rings
+// narrowest first) and, when the shapes differ, by shape too (widest first).
+func (c *Config) groups(byShape bool) []cacheGroup {
+	var gs []cacheGroup
+	for _, l := range c.Layers {
+		g := cacheGroup{kind: l.Kind, window: l.Window}
+		if byShape {
+			g.heads, g.dim = l.KVHeads, l.HeadDim
+		}
+		found := false
+		for i := range gs {
+			if gs[i].kind == g.kind && gs[i].window == g.window && gs[i].heads == g.heads && gs[i].dim == g.dim {
+				gs[i].n++
+				found = true
+				break
+			}
+		}
+		if !found {
+			g.n = 1
+			gs = append(gs, g)
+		}
+	}
+	sort.SliceStable(gs, func(i, j int) bool {
+		a, b := gs[i], gs[j]
+		if (a.kind == Ring) != (b.kind == Ring) {
+			return a.kind != Ring
+		}
+		if a.window != b.window {
+			return a.window < b.window
+		}
+		return a.heads*a.dim > b.heads*b.dim
+	})
+	return gs
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// LayersSummary is the shape line. With one cache per layer and one shape
+// it is the runner's "4 layers: 1 flat + 3 ring(window 8)" (ring caches
+// grouped by window, narrowest first; "0 flat" kept). Otherwise it counts
+// layers and caches apart and gives each group its shape:
+// "10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16)".
+func (c *Config) LayersSummary() string {
+	byShape := !c.uniformShape()
+	gs := c.groups(byShape)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d layers: %d flat", len(c.Layers), flat)
-	for _, w := range windows {
-		fmt.Fprintf(&b, " + %d ring(window %d)", ring[w], w)
+	if c.NLayers() == len(c.Layers) && !c.Shared() {
+		fmt.Fprintf(&b, "%d layers: ", len(c.Layers))
+	} else {
+		fmt.Fprintf(&b, "%d layers, %d %s: ", c.NLayers(), len(c.Layers), plural(len(c.Layers), "cache", "caches"))
+	}
+	shape := func(g cacheGroup) string {
+		if !byShape {
+			return ""
+		}
+		return fmt.Sprintf(" (%d %s × %d)", g.heads, plural(g.heads, "kv head", "kv heads"), g.dim)
+	}
+	flat := 0
+	for _, g := range gs {
+		if g.kind != Ring {
+			flat += g.n
+		}
+	}
+	sep := ""
+	if flat == 0 {
+		b.WriteString("0 flat")
+		sep = " + "
+	}
+	for _, g := range gs {
+		b.WriteString(sep)
+		sep = " + "
+		if g.kind == Ring {
+			fmt.Fprintf(&b, "%d ring(window %d)%s", g.n, g.window, shape(g))
+		} else {
+			fmt.Fprintf(&b, "%d flat%s", g.n, shape(g))
+		}
 	}
 	return b.String()
+}
+
+// SharingSummary names the caches more than one layer attends: "shared:
+// cache 4 by layers 4,6,7,8; cache 5 by layers 5,9"; "" when none is, and
+// it names caches no layer attends ("cache 3 unused").
+func (c *Config) SharingSummary() string {
+	if !c.Shared() {
+		return ""
+	}
+	var parts []string
+	for id, ls := range c.CacheLayers() {
+		switch len(ls) {
+		case 0:
+			parts = append(parts, fmt.Sprintf("cache %d unused", id))
+		case 1:
+		default:
+			parts = append(parts, fmt.Sprintf("cache %d by layers %s", id, joinInts(ls, ",")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "shared: " + strings.Join(parts, "; ")
+}
+
+// ShortSummary is the one-line form for lists: the LayersSummary of a
+// model without sharing or mixed shapes, else e.g. "10 layers, 6 caches: 5
+// ring(8) ×1h ×16d + 1 flat ×2h ×32d, 4 layers share" (kv heads and head
+// size where they differ between caches).
+func (c *Config) ShortSummary() string {
+	byShape := !c.uniformShape()
+	if !byShape && !c.Shared() {
+		return c.LayersSummary()
+	}
+	gs := c.groups(byShape)
+	// Rings first here: in a list the common kind leads.
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].kind == Ring && gs[j].kind != Ring })
+	// Only the part of the shape that differs between caches is shown.
+	heads, dims := false, false
+	for _, l := range c.Layers {
+		heads = heads || l.KVHeads != c.Layers[0].KVHeads
+		dims = dims || l.HeadDim != c.Layers[0].HeadDim
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d layers, %d %s: ", c.NLayers(), len(c.Layers), plural(len(c.Layers), "cache", "caches"))
+	for i, g := range gs {
+		if i > 0 {
+			b.WriteString(" + ")
+		}
+		if g.kind == Ring {
+			fmt.Fprintf(&b, "%d ring(%d)", g.n, g.window)
+		} else {
+			fmt.Fprintf(&b, "%d flat", g.n)
+		}
+		if heads {
+			fmt.Fprintf(&b, " ×%dh", g.heads)
+		}
+		if dims {
+			fmt.Fprintf(&b, " ×%dd", g.dim)
+		}
+	}
+	if n := c.sharingLayers(); n > 0 {
+		fmt.Fprintf(&b, ", %d %s", n, plural(n, "layer shares", "layers share"))
+	}
+	return b.String()
+}
+
+// sharingLayers counts the layers that attend a cache an earlier layer
+// already attends.
+func (c *Config) sharingLayers() int {
+	n := 0
+	seen := map[int]bool{}
+	for _, id := range c.LayerCache {
+		if seen[id] {
+			n++
+		}
+		seen[id] = true
+	}
+	return n
+}
+
+func joinInts(xs []int, sep string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, sep)
 }
 
 // RingRows is the number of rows a ring layer keeps: window + max_write - 1

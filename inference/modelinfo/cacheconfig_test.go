@@ -96,6 +96,16 @@ func TestCacheConfig(t *testing.T) {
 			initial: 0, full: 2 * 128 * 128,
 		},
 		{
+			// KV sharing: 10 layers on 6 caches of two shapes. Counting per
+			// layer would add layers 6-9's 4 × 960 B (or 2 × 32 KiB) again.
+			name: "gemma4 default: caches, not layers", model: fixtures.Gemma4, policy: policy(nil),
+			summary: "[cache] off-graph seq | capacity=128 initial=512 kv_dtype=BFloat16 max_write=8\n" +
+				"        10 layers, 6 caches: 1 flat (2 kv heads × 32) + 5 ring(window 8) (1 kv head × 16)\n" +
+				"        shared: cache 4 by layers 4,6,7,8; cache 5 by layers 5,9",
+			// ring: 15 rows × 1 head × 16 × K,V × 2 B = 960 B; flat: 128 rows × 2 × 32 × 2 × 2 B.
+			initial: 5*960 + 32768, full: 5*960 + 32768,
+		},
+		{
 			name: "bf16 bench default", model: fixtures.BenchBF16, policy: policy(nil),
 			summary: "[cache] off-graph seq | capacity=2048 initial=512 kv_dtype=BFloat16 max_write=128\n        8 layers: 8 flat",
 			// The README: 4 KiB per token, 8 MiB at 2048 tokens.
@@ -112,7 +122,7 @@ func TestCacheConfig(t *testing.T) {
 			if got := cfg.Summary(); got != c.summary {
 				t.Errorf("summary\n%s\nwant\n%s", got, c.summary)
 			}
-			if !strings.HasSuffix(c.summary, cfg.LayersSummary()) {
+			if !strings.Contains(c.summary, "\n        "+cfg.LayersSummary()) {
 				t.Errorf("layers summary %q", cfg.LayersSummary())
 			}
 			layers, initial, full := cfg.Memory()

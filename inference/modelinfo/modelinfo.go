@@ -601,5 +601,29 @@ func (info *Info) CacheConfig(p kvcache.Policy) (*kvcache.Config, error) {
 	if info.Kind != OffGraph || info.Layout == nil {
 		return nil, fmt.Errorf("%s: no off-graph cache to configure: the model is %s (%s)", info.Path, info.Kind, info.KindReason)
 	}
-	return kvcache.Build(*info.Layout, p)
+	cfg, err := kvcache.Build(*info.Layout, p)
+	if err != nil {
+		return nil, err
+	}
+	// One UpdateAndAttendNode per model layer, naming the cache it attends:
+	// the reports count layers and caches apart from it (Gemma 4's KV
+	// sharing has 10 layers on 6 caches). Their ids were checked in range
+	// when the kind was decided.
+	if info.MLX != nil && len(info.MLX.AttentionLayers) > 0 {
+		cfg.LayerCache = append([]int(nil), info.MLX.AttentionLayers...)
+	}
+	return cfg, nil
+}
+
+// NLayers is the model's layer count as its graph shows it (one
+// UpdateAndAttendNode per layer), else the cache count; 0 for a model
+// without an off-graph layout.
+func (info *Info) NLayers() int {
+	switch {
+	case info.MLX != nil && len(info.MLX.AttentionLayers) > 0:
+		return len(info.MLX.AttentionLayers)
+	case info.Layout != nil:
+		return len(info.Layout.KVHeads)
+	}
+	return 0
 }

@@ -34,9 +34,14 @@ var histograms = map[string]map[string]int{
 	fixtures.BenchBF16: {"AddNode": 32, "AddmmNode": 58, "AsTypeNode": 3, "BroadcastToNode": 1, "ConcatenateNode": 17, "CosNode": 1,
 		"ExpandDimsNode": 6, "MultiplyNode": 42, "NegNode": 16, "RMSNormNode": 17, "ReshapeNode": 33, "SiluNode": 8, "SinNode": 1,
 		"SliceNode": 32, "SymSizeNode": 1, "TakeNode": 2, "TransposeNode": 90, "UpdateAndAttendNode": 8},
+	// The fixture README's MLX graph histogram: 10 UpdateAndAttendNodes on 6 caches.
+	fixtures.Gemma4: {"MultiplyNode": 213, "PowerNode": 147, "AddNode": 121, "TransposeNode": 117, "AddmmNode": 85, "MeanNode": 73,
+		"ReshapeNode": 34, "SliceNode": 32, "GeluNode": 20, "ConcatenateNode": 18, "NegNode": 16, "TakeNode": 13, "ExpandDimsNode": 10,
+		"UpdateAndAttendNode": 10, "BroadcastToNode": 2, "CosNode": 2, "SinNode": 2, "AsTypeNode": 1, "DivideNode": 1, "SymSizeNode": 1, "TanhNode": 1},
 }
 
-var instructionTotals = map[string]int{fixtures.Llama3: 108, fixtures.Gemma3: 248, fixtures.Qwen3: 112, fixtures.InGraph: 151, fixtures.BenchBF16: 368}
+var instructionTotals = map[string]int{fixtures.Llama3: 108, fixtures.Gemma3: 248, fixtures.Qwen3: 112, fixtures.InGraph: 151, fixtures.BenchBF16: 368,
+	fixtures.Gemma4: 919}
 
 type refModel struct {
 	Model struct {
@@ -53,6 +58,8 @@ type refModel struct {
 		KVHeads  []int `json:"kv_heads"`
 		HeadDims []int `json:"head_dims"`
 		Windows  []int `json:"windows"`
+		// Model layer → cache; absent (one cache per layer) but for gemma4.
+		LayerToCache []int `json:"layer_to_cache"`
 	} `json:"geometry"`
 }
 
@@ -71,7 +78,7 @@ func readmeSHA(t *testing.T, name string) string {
 }
 
 func TestLoadFixtures(t *testing.T) {
-	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.InGraph, fixtures.BenchBF16} {
+	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.InGraph, fixtures.BenchBF16, fixtures.Gemma4} {
 		t.Run(name, func(t *testing.T) {
 			dir := fixtures.Unpacked(t, name)
 			path := filepath.Join(dir, "model.pte")
@@ -114,8 +121,20 @@ func TestLoadFixtures(t *testing.T) {
 					l.PrefillChunk != ref.Export.PrefillChunk || l.MaxCtxLen != ref.Export.MaxCtxLen {
 					t.Errorf("layout %+v, want %+v", l, ref.Geometry)
 				}
-				if len(info.MLX.AttentionLayers) != len(l.KVHeads) {
-					t.Errorf("attention layers %v", info.MLX.AttentionLayers)
+				// One attend node per model layer, naming its cache: the
+				// identity unless layers share caches.
+				want := ref.Geometry.LayerToCache
+				if want == nil {
+					for i := range l.KVHeads {
+						want = append(want, i)
+					}
+				}
+				if !slices.Equal(info.MLX.AttentionLayers, want) || info.NLayers() != len(want) {
+					t.Errorf("attention layers %v (%d layers), want %v", info.MLX.AttentionLayers, info.NLayers(), want)
+				}
+				cfg, err := info.CacheConfig(kvcache.DefaultPolicy())
+				if err != nil || !slices.Equal(cfg.LayerCache, want) || len(cfg.Layers) != len(l.KVHeads) || cfg.Shared() != (name == fixtures.Gemma4) {
+					t.Errorf("cache config %+v (%v): want %d caches for layers %v", cfg, err, len(l.KVHeads), want)
 				}
 			} else {
 				if info.Layout != nil || len(info.MLX.MutableBuffers) != 4 || !strings.HasSuffix(info.MLX.MutableBuffers[0], "/key_cache_0") {
