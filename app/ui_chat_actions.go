@@ -1,0 +1,142 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// showMore opens the menu of the rarer actions.
+func (v *chatView) showMore() {
+	st := v.u.Chat.State()
+	undoTok := fyne.NewMenuItem("Undo Tokens…", v.undoTokensDialog)
+	undoTok.Disabled = !st.CanUndoTokens()
+	edit := fyne.NewMenuItem("Edit Last Message…", v.editLast)
+	edit.Disabled = !st.CanUndo()
+	reset := fyne.NewMenuItem("Reset Conversation…", v.reset)
+	reset.Disabled = !st.CanReset()
+	m := fyne.NewMenu("", undoTok, edit, reset)
+	c := v.u.Win.Canvas()
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.moreBtn)
+	widget.ShowPopUpMenuAtPosition(m, c, pos.Add(fyne.NewPos(0, v.moreBtn.Size().Height)))
+}
+
+func (v *chatView) newConversation() {
+	s := v.st.Settings
+	if s.Engine == "" {
+		s = DefaultSettings(v.u.Prefs.Engine())
+	}
+	v.do(v.u.Chat.NewConversation(s))
+}
+
+func (v *chatView) undoTurn()   { v.do(v.u.Chat.UndoTurn()) }
+func (v *chatView) regenerate() { v.do(v.u.Chat.Regenerate()) }
+
+func (v *chatView) undoTokens() {
+	n, err := strconv.Atoi(strings.TrimSpace(v.undoN.Text))
+	if err != nil {
+		v.u.ShowError(fmt.Errorf("undo tokens: %q is not a whole number; type how many tokens to take back", v.undoN.Text))
+		return
+	}
+	v.do(v.u.Chat.UndoTokens(n))
+}
+
+func (v *chatView) undoTokensDialog() {
+	e := v.u.newEscEntry(false)
+	e.SetText(v.undoN.Text)
+	dialog.ShowForm("Undo Tokens", "Undo", "Cancel", []*widget.FormItem{widget.NewFormItem("Tokens", e)}, func(ok bool) {
+		if ok {
+			v.undoN.SetText(e.Text)
+			v.undoTokens()
+		}
+	}, v.u.Win)
+}
+
+func (v *chatView) reset() {
+	dialog.ShowConfirm("Reset the conversation?", "The messages are removed from the open conversation (the store keeps the earlier branch).", func(ok bool) {
+		if ok {
+			v.do(v.u.Chat.Reset())
+		}
+	}, v.u.Win)
+}
+
+func (v *chatView) editLast() {
+	st := v.u.Chat.State()
+	if !st.CanEditLast() {
+		v.u.ShowError(errors.New("there is no message to edit yet"))
+		return
+	}
+	e := v.u.newEscEntry(true)
+	e.SetText(st.LastUserText())
+	e.Wrapping = fyne.TextWrapWord
+	e.SetMinRowsVisible(5)
+	d := dialog.NewCustomConfirm("Edit Last Message", "Send", "Cancel", container.NewGridWrap(fyne.NewSize(520, 140), e), func(ok bool) {
+		if ok {
+			v.do(v.u.Chat.EditLast(e.Text))
+		}
+	}, v.u.Win)
+	d.Show()
+}
+
+func (v *chatView) deleteConversation() {
+	id := v.st.ConvID
+	if id == 0 {
+		return
+	}
+	dialog.ShowConfirm("Delete the conversation?", "It is removed from the database with all its branches.", func(ok bool) {
+		if !ok {
+			return
+		}
+		go func() {
+			if err := v.u.Chat.DeleteConversation(v.u.ctx, id); err != nil {
+				v.u.do(func() { v.u.ShowError(err) })
+			}
+		}()
+	}, v.u.Win)
+}
+
+// hideSettings closes the settings sheet if it is open.
+func (v *chatView) hideSettings() {
+	if v.settingsDlg != nil {
+		v.settingsDlg.Hide()
+	}
+}
+
+// showSettings opens the settings sheet (nil when no model is chosen).
+func (v *chatView) showSettings() *settingsSheet {
+	st := v.u.Chat.State()
+	if st.Model == nil {
+		v.u.ShowError(errors.New("choose a model first: its cache layout decides which settings are possible"))
+		return nil
+	}
+	s := st.Settings
+	if s.Engine == "" {
+		s = DefaultSettings(v.u.Prefs.Engine())
+	}
+	sheet := newSettingsSheet(NewSettingsForm(s, st.Model), v.u.newEscEntry)
+	var d *dialog.CustomDialog
+	apply := widget.NewButtonWithIcon("Apply", theme.ConfirmIcon(), func() {
+		r := sheet.form.Evaluate()
+		if !r.OK() {
+			sheet.refresh()
+			return
+		}
+		d.Hide()
+		v.do(v.u.Chat.ApplySettings(r.Settings))
+	})
+	apply.Importance = widget.HighImportance
+	sheet.onValid = func(ok bool) { setEnabled(apply, ok) }
+	sheet.refresh()
+	d = dialog.NewCustomWithoutButtons("Conversation Settings", container.NewGridWrap(fyne.NewSize(660, 600), container.NewVScroll(sheet.root)), v.u.Win)
+	d.SetButtons([]fyne.CanvasObject{widget.NewButton("Cancel", func() { d.Hide() }), apply})
+	d.Show()
+	v.settingsDlg = d
+	return sheet
+}

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"fmt"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// newTranscript is the messages: one rich text in a scroll.
+func (v *chatView) newTranscript() fyne.CanvasObject {
+	v.transcript = widget.NewRichText()
+	v.transcript.Wrapping = fyne.TextWrapWord
+	v.scroll = container.NewVScroll(v.transcript)
+
+	return v.scroll
+}
+
+func roleTitle(role string) string {
+	switch role {
+	case "user":
+		return "You"
+	case "assistant":
+		return "Assistant"
+	case "system":
+		return "System"
+	}
+	return role
+}
+
+// messageSegments are one message as rich-text paragraphs: the role, the
+// text, and the stats line of a reply. body is the text's segment.
+func messageSegments(role, text, stats string) (segs []widget.RichTextSegment, body *widget.TextSegment) {
+	body = &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: text}
+	segs = []widget.RichTextSegment{
+		&widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, ColorName: theme.ColorNamePrimary}, Text: roleTitle(role)},
+		body,
+	}
+	if stats != "" {
+		segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Italic: true},
+			ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText}, Text: stats})
+	}
+	return segs, body
+}
+
+// drawTranscript redraws the transcript (one rich text, which wraps and
+// sizes itself as a document) and the live reply while streaming.
+func (v *chatView) drawTranscript(st ChatState) {
+	liveOn := st.Busy && (st.PendingUser != "" || st.Streaming != "")
+	want := len(st.Messages)
+	if liveOn {
+		want++
+	}
+	if want != v.shown || !liveOn {
+		var segs []widget.RichTextSegment
+		if len(st.Messages) == 0 && !liveOn {
+			hint := "No messages yet."
+			if st.Loaded {
+				hint = "Type a message below and press Send (" + modKey() + "+Enter)."
+			}
+			segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
+		}
+		for i, m := range st.Messages {
+			if m.Role == "system" && m.Text == "" {
+				continue
+			}
+			ms, _ := messageSegments(m.Role, m.Text, MessageNote(m))
+			segs = append(segs, ms...)
+			segs = append(segs, v.branchSegments(i, st)...)
+			segs = append(segs, &widget.SeparatorSegment{})
+		}
+		if liveOn {
+			if st.PendingUser != "" {
+				ms, _ := messageSegments("user", st.PendingUser, "")
+				segs = append(segs, ms...)
+				segs = append(segs, &widget.SeparatorSegment{})
+			}
+			ms, body := messageSegments("assistant", "", "")
+			v.live = body
+			segs = append(segs, ms...)
+		}
+		v.shown = want
+		v.transcript.Segments = segs
+	}
+	if liveOn {
+		v.live.Text = st.Streaming + " ▍"
+	}
+	v.transcript.Refresh()
+	v.scroll.ScrollToBottom()
+}
+
+// branchSegments are "‹ k/n ›" under message i when it has alternatives:
+// the arrows switch to the previous or next one.
+func (v *chatView) branchSegments(i int, st ChatState) []widget.RichTextSegment {
+	b := st.BranchOf(i)
+	if b.N <= 1 {
+		return nil
+	}
+	arrow := func(text string, step int, on bool) widget.RichTextSegment {
+		if !on || st.Busy {
+			return &widget.TextSegment{Style: widget.RichTextStyle{Inline: true, ColorName: theme.ColorNamePlaceHolder}, Text: text}
+		}
+		return &widget.HyperlinkSegment{Text: text, OnTapped: func() { v.do(v.u.Chat.SwitchBranch(i, step)) }}
+	}
+	return []widget.RichTextSegment{
+		arrow("‹", -1, b.K > 1),
+		&widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: fmt.Sprintf(" %d/%d ", b.K, b.N)},
+		arrow("›", +1, b.K < b.N),
+	}
+}
