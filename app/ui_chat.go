@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,8 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"etchat/inference"
 )
 
 // chatView is the Chat tab: conversations on the left, the transcript,
@@ -72,7 +75,12 @@ func newChatView(u *UI) *chatView {
 	split.Offset = 0.24
 	v.root = split
 	u.Chat.OnChange = u.coalesce(v.refresh)
-	u.Chat.OnError = func(err error) { u.do(func() { u.ShowError(err) }) }
+	u.Chat.OnError = func(err error) {
+		if errors.Is(err, inference.ErrPromptTooLong) {
+			return // routine: the red line under the meter says it, no dialog on top
+		}
+		u.do(func() { u.ShowError(err) })
+	}
 	u.Library.Subscribe(u.coalesce(v.refreshModels))
 	v.refreshModels()
 	v.refresh()
@@ -146,7 +154,7 @@ func (v *chatView) newHeader() *fyne.Container {
 	v.errLabel = widget.NewLabel("")
 	v.errLabel.Wrapping = fyne.TextWrapWord
 	v.errLabel.Importance = widget.DangerImportance
-	v.activityRow = container.NewBorder(nil, nil, v.activity, nil, container.NewStack(v.progress, v.progressIn))
+	v.activityRow = activityRow(v.activity, container.NewStack(v.progress, v.progressIn))
 	v.header = container.NewVBox(
 		container.NewBorder(nil, nil, nil, container.NewHBox(v.greedy, v.settings), v.title),
 		v.engineLine,
@@ -156,6 +164,13 @@ func (v *chatView) newHeader() *fyne.Container {
 	)
 
 	return v.header
+}
+
+// activityRow is what runs and its progress, side by side. The label
+// shares the row (not the Border's leading slot, where a truncating label
+// gets its minimum width and only ever shows "…").
+func activityRow(activity *widget.Label, bar fyne.CanvasObject) *fyne.Container {
+	return container.NewGridWithColumns(2, activity, bar)
 }
 
 // do shows an error an action refused at once.

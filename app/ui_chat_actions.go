@@ -120,7 +120,9 @@ func (v *chatView) showSettings() *settingsSheet {
 	if s.Engine == "" {
 		s = DefaultSettings(v.u.Prefs.Engine())
 	}
-	sheet := newSettingsSheet(NewSettingsForm(s, st.Model), v.u.newEscEntry)
+	form := NewSettingsForm(s, st.Model)
+	form.Holds = st.Position
+	sheet := newSettingsSheet(form, v.u.newEscEntry)
 	var d *dialog.CustomDialog
 	apply := widget.NewButtonWithIcon("Apply", theme.ConfirmIcon(), func() {
 		r := sheet.form.Evaluate()

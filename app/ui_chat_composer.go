@@ -16,6 +16,7 @@ import (
 type composer struct {
 	widget.Entry
 	onSend, onStop func()
+	onTab          func(back bool)
 	enterNewline   func() bool
 	shift          bool
 }
@@ -44,6 +45,9 @@ func (c *composer) KeyUp(ev *fyne.KeyEvent) {
 
 func (c *composer) TypedKey(ev *fyne.KeyEvent) {
 	switch {
+	case ev.Name == fyne.KeyTab && c.onTab != nil:
+		c.onTab(c.shift) // a driver that hands Tab to the widget still moves the focus
+		return
 	case ev.Name == fyne.KeyEscape && c.onStop != nil:
 		c.onStop()
 		return
@@ -54,6 +58,10 @@ func (c *composer) TypedKey(ev *fyne.KeyEvent) {
 	}
 	c.Entry.TypedKey(ev)
 }
+
+// AcceptsTab is false: Tab moves the focus, as the shortcut list says,
+// instead of typing a tab into the message (a multi-line Entry takes it).
+func (c *composer) AcceptsTab() bool { return false }
 
 func (c *composer) TypedShortcut(s fyne.Shortcut) {
 	if s.ShortcutName() == ShortcutSend.ShortcutName() && c.onSend != nil {
@@ -70,6 +78,13 @@ func (v *chatView) newComposerBox() fyne.CanvasObject {
 	v.input.SetMinRowsVisible(3)
 	v.input.onSend = v.send
 	v.input.onStop = v.u.Chat.Stop
+	v.input.onTab = func(back bool) {
+		if back {
+			v.u.Win.Canvas().FocusPrevious()
+		} else {
+			v.u.Win.Canvas().FocusNext()
+		}
+	}
 	v.input.enterNewline = v.u.Prefs.EnterNewline
 	v.input.OnChanged = func(text string) {
 		if !v.syncing {

@@ -58,7 +58,7 @@ func (v *chatView) drawTranscript(st ChatState) {
 		if len(st.Messages) == 0 && !liveOn {
 			hint := "No messages yet."
 			if st.Loaded {
-				hint = "Type a message below and press Send (" + modKey() + "+Enter)."
+				hint = emptyChatHint(v.u.Prefs.EnterNewline())
 			}
 			segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
 		}
@@ -108,5 +108,16 @@ func (v *chatView) branchSegments(i int, st ChatState) []widget.RichTextSegment 
 		arrow("‹", -1, b.K > 1),
 		&widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: fmt.Sprintf(" %d/%d ", b.K, b.N)},
 		arrow("›", +1, b.K < b.N),
+		// Ends the control's line: without it the separator and the next
+		// message's header were laid out on the arrows' row, over them.
+		&widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: ""},
 	}
+}
+
+// emptyChatHint is the empty transcript's line, for the Enter preference.
+func emptyChatHint(enterNewline bool) string {
+	if enterNewline {
+		return "Type a message below and press Send (" + modKey() + "+Enter)."
+	}
+	return "Type a message below and press Enter (or Send)."
 }

@@ -1,0 +1,261 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"etchat/inference/tokenizer"
+	"etchat/internal/fixtures"
+)
+
+// inGraphWithTokenizer is the in-graph fixture with llama3's tokenizer
+// beside it (the export has none of its own).
+func inGraphWithTokenizer(t *testing.T) string {
+	t.Helper()
+	inGraph := modelCopy(t, fixtures.InGraph, false)
+	for _, n := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		src, err := filepath.EvalSymlinks(filepath.Join(filepath.Dir(fixtures.PTE(fixtures.Llama3)), n))
+		if err != nil {
+			src = filepath.Join(fixtures.Unpacked(t, fixtures.Llama3), n)
+		}
+		if err := os.Symlink(src, filepath.Join(filepath.Dir(inGraph), n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return inGraph
+}
+
+// Issue 26 item 5: Undo N takes back N of the tokens the meter counts, on
+// every fixture, also after a reply that closed its turn (whose turn end
+// undo used to take on top: Undo 5 moved the meter by 6).
+func TestUndoTokensMovesTheMeterByN(t *testing.T) {
+	ctx := context.Background()
+	turnEnd := map[string]string{fixtures.Llama3: "<|eot_id|>", fixtures.Gemma3: "<end_of_turn>", fixtures.Qwen3: "<|im_end|>", fixtures.InGraph: "<|eot_id|>"}
+	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.InGraph} {
+		t.Run(name, func(t *testing.T) {
+			b, _ := testBackend(t)
+			path := ""
+			if name == fixtures.InGraph {
+				path = inGraphWithTokenizer(t)
+			} else {
+				path = modelCopy(t, name, true)
+			}
+			m := inspect(t, path)
+			tok, err := tokenizer.Load(filepath.Join(filepath.Dir(path), "tokenizer.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			end, ok := tok.TokenID(turnEnd[name])
+			if !ok {
+				t.Fatalf("no %s in the tokenizer", turnEnd[name])
+			}
+			s := greedy(12)
+			first, err := b.Opener.Open(ctx, m, s, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := first.Send(ctx, "Hello there.", nil); err != nil {
+				t.Fatal(err)
+			}
+			history := first.Messages()
+			first.Close()
+			// The reply as the model would have closed it: its text, then
+			// the turn end (random weights rarely say it on their own).
+			last := &history[len(history)-1]
+			if n := len(last.IDs); n == 0 || last.IDs[n-1] != end {
+				last.IDs = append(last.IDs, end)
+			}
+			last.Generated = nil
+			sess, err := b.Opener.Open(ctx, m, s, history, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			before := sess.Position()
+			if before != sumTokens(history) {
+				t.Fatalf("resumed at %d, the history holds %d", before, sumTokens(history))
+			}
+			for _, n := range []int{1, 5} {
+				if err := sess.UndoTokens(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+				if got := sess.Position(); got != before-n || sumTokens(sess.Messages()) != got {
+					t.Fatalf("undo %d from %d: meter %d (want %d), transcript %d", n, before, got, before-n, sumTokens(sess.Messages()))
+				}
+				before -= n
+			}
+		})
+	}
+}
+
+// Issue 26 item 1: after Apply the meter counts the history the new cache
+// holds (not 0), and a capacity that cannot hold the conversation is
+// refused with the old session kept, in the view-model and in the form.
+func TestApplySettingsKeepsTheMeterAndRefusesTooSmall(t *testing.T) {
+	c, errs, _ := openLlama(t, greedy(8))
+	st := run(t, c, errs, c.Send("Hello there, how are you today?"))
+	pos, ids := st.Position, st.Messages[1].IDs
+	if pos == 0 {
+		t.Fatal("nothing in the cache after a send")
+	}
+
+	st = run(t, c, errs, c.ApplySettings(greedy(8)))
+	if st.Position != pos || st.Capacity != 128 {
+		t.Fatalf("after Apply: meter %d / %d, want %d / 128", st.Position, st.Capacity, pos)
+	}
+
+	small := greedy(8)
+	small.Capacity = pos
+	if err := c.ApplySettings(small); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	var tooSmall *CapacityTooSmallError
+	if len(*errs) != 1 || !errors.As((*errs)[0], &tooSmall) || tooSmall.Holds != pos {
+		t.Fatalf("a capacity of %d for %d tokens: errors %v", pos, pos, *errs)
+	}
+	*errs = nil
+	st = c.State()
+	if st.Position != pos || st.Capacity != 128 || len(st.Messages) != 2 || !slices.Equal(st.Messages[1].IDs, ids) {
+		t.Fatalf("after a refused Apply: meter %d / %d, %d messages", st.Position, st.Capacity, len(st.Messages))
+	}
+
+	// The sheet says so at the field before Apply.
+	f := NewSettingsForm(small, st.Model)
+	f.Holds = pos
+	if r := f.Evaluate(); r.OK() || !strings.Contains(r.ErrorFor("Capacity"), "holds") {
+		t.Errorf("form with capacity %d for %d tokens: %v", pos, pos, r.Errors)
+	}
+	f.Capacity = ""
+	if r := f.Evaluate(); !r.OK() {
+		t.Errorf("the model's capacity refused: %v", r.Errors)
+	}
+}
+
+// Issue 26 item 6: Tab in the message box moves the focus on (Shift+Tab
+// back) instead of typing a tab.
+func TestComposerTabMovesFocus(t *testing.T) {
+	u, _ := newTestUI(t)
+	u.SelectTab(TabChat)
+	v := u.chat
+	c := u.Win.Canvas()
+	if v.input.AcceptsTab() {
+		t.Error("the message box takes Tab (the window would type it instead of moving the focus)")
+	}
+	c.Focus(v.input)
+	test.Type(v.input, "Hi")
+	v.input.TypedKey(&fyne.KeyEvent{Name: fyne.KeyTab})
+	if strings.Contains(v.input.Text, "\t") || c.Focused() == v.input {
+		t.Errorf("Tab: text %q, focus %T", v.input.Text, c.Focused())
+	}
+	c.Focus(v.input)
+	v.input.KeyDown(&fyne.KeyEvent{Name: desktop.KeyShiftLeft})
+	v.input.TypedKey(&fyne.KeyEvent{Name: fyne.KeyTab})
+	v.input.KeyUp(&fyne.KeyEvent{Name: desktop.KeyShiftLeft})
+	if c.Focused() == v.input || v.input.Text != "Hi" {
+		t.Errorf("Shift+Tab: text %q, focus %T", v.input.Text, c.Focused())
+	}
+}
+
+// Issue 26 item 9: a routine "too long" is said once, in the red line (no
+// dialog on top), with the same count as the note under the box; the
+// activity line is readable beside the bar; the empty chat names the key
+// that sends.
+func TestChatMessagesSaidOnceAndRight(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	u.SelectTab(TabChat)
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(8)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	v := u.chat
+	if md := test.RenderObjectToMarkup(v.transcript); !strings.Contains(md, "press Enter") {
+		t.Errorf("empty chat with Enter sending:\n%s", md)
+	}
+	u.Prefs.SetEnterNewline(true)
+	v.drawTranscript(u.Chat.State())
+	if md := test.RenderObjectToMarkup(v.transcript); !strings.Contains(md, "+Enter") {
+		t.Errorf("empty chat with Ctrl/Cmd+Enter sending:\n%s", md)
+	}
+	u.Prefs.SetEnterNewline(false)
+
+	for range 3 {
+		if err := u.Chat.Send("Tell me a story about the sea, with ships and storms and sailors."); err != nil {
+			t.Fatal(err)
+		}
+		settle(u)
+	}
+	mid := strings.Repeat("Go on with more words. ", 10)
+	u.Chat.SetDraft(mid)
+	note := u.Chat.State().DraftNote
+	if err := u.Chat.Send(mid); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	st := u.Chat.State()
+	if top := u.Win.Canvas().Overlays().Top(); top != nil {
+		t.Errorf("a dialog for a turn that does not fit:\n%s", test.RenderObjectToMarkup(top))
+	}
+	if !v.errLabel.Visible() || !strings.Contains(v.errLabel.Text, "with the history") || strings.Count(st.Err, "128") != 1 {
+		t.Errorf("red line %q (visible %v)", v.errLabel.Text, v.errLabel.Visible())
+	}
+	var would, of int
+	fmt.Sscanf(st.Err[strings.Index(st.Err, "would be"):], "would be %d", &would)
+	fmt.Sscanf(note[strings.Index(note, "too long:"):], "too long: %d of", &of)
+	if would == 0 || would != of {
+		t.Errorf("the note says %q, the error %q", note, st.Err)
+	}
+
+	// The activity line gets room beside the bar.
+	lbl := widget.NewLabel("Rebuilding the cache from the stored conversation…")
+	lbl.Truncation = fyne.TextTruncateEllipsis
+	row := activityRow(lbl, widget.NewProgressBar())
+	row.Resize(fyne.NewSize(560, row.MinSize().Height))
+	if lbl.Size().Width < 200 {
+		t.Errorf("the activity line is %.0f wide of 560", lbl.Size().Width)
+	}
+}
+
+// Issue 26 item 4: the branch control ‹ k/n › has its own line: the next
+// message's header starts below it, not on its row.
+func TestBranchControlHasItsOwnLine(t *testing.T) {
+	u, _ := newTestUI(t)
+	u.SelectTab(TabChat)
+	u.Win.Resize(fyne.NewSize(800, 600))
+	v := u.chat
+	v.drawTranscript(ChatState{Loaded: true, Messages: []Message{
+		{Role: "user", Text: "Tell me about the sea."},
+		{Role: "assistant", Text: "The sea is wide."},
+		{Role: "user", Text: "And the ships?"},
+	}, Branches: []Branch{{}, {K: 1, N: 2}}})
+	v.scroll.Refresh()
+	md := test.RenderObjectToMarkup(v.transcript)
+	y := func(text string) int {
+		i := strings.LastIndex(md, ">"+text+"<") // the last message's
+		if i < 0 {
+			t.Fatalf("no %q in\n%s", text, md)
+		}
+		j := strings.LastIndex(md[:i], `pos="`)
+		var x, yy int
+		fmt.Sscanf(md[j:], `pos="%d,%d"`, &x, &yy)
+		return yy
+	}
+	if arrows, next := y(" 1/2 "), y("You"); next <= arrows+19 {
+		t.Errorf("the next header at y=%d, the branch control at y=%d:\n%s", next, arrows, md)
+	}
+}
