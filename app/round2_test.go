@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
@@ -257,5 +258,89 @@ func TestBranchControlHasItsOwnLine(t *testing.T) {
 	}
 	if arrows, next := y(" 1/2 "), y("You"); next <= arrows+19 {
 		t.Errorf("the next header at y=%d, the branch control at y=%d:\n%s", next, arrows, md)
+	}
+}
+
+// Issue 26 item 3: every tab fits an 800×600 window (a window that needs
+// more is taller than the screen, its bottom out of reach), and the
+// Benchmarks run form's Start, progress and results can be scrolled to.
+func TestTabsFit800x600(t *testing.T) {
+	u, _ := newTestUI(t)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		for _, tab := range []string{TabModels, TabChat, TabBenchmarks} {
+			u.SelectTab(tab)
+			settle(u)
+			if m := u.Win.Content().MinSize(); m.Width > 800 || m.Height > 600 {
+				t.Errorf("%s, %s: the window needs %.0f×%.0f", th, tab, m.Width, m.Height)
+			}
+		}
+		u.Win.Resize(fyne.NewSize(800, 600))
+		settle(u)
+		u.SelectTab(TabBenchmarks)
+		tabs := u.benchObj.(*container.AppTabs)
+		tabs.SelectIndex(0)
+		sc := tabs.Items[0].Content.(*container.Scroll)
+		sc.ScrollToBottom()
+		settle(u)
+		h := u.Win.Canvas().Size().Height
+		d := fyne.CurrentApp().Driver()
+		box := sc.Content.(*fyne.Container).Objects
+		for _, o := range []fyne.CanvasObject{findButton(t, sc, "Start"), findButton(t, sc, "Cancel"), box[len(box)-1]} {
+			if p := d.AbsolutePositionForObject(o); p.Y+o.Size().Height > h+0.5 || p.Y < 0 {
+				t.Errorf("%s: %T at y %.0f–%.0f of %.0f after scrolling", th, o, p.Y, p.Y+o.Size().Height, h)
+			}
+		}
+	}
+}
+
+// Issue 26 item 3: at 800×600 the settings sheet's Cancel and Apply are
+// inside the window and below the fields' scroll, not on top of them.
+func TestSettingsSheetFits800x600(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	u.SelectTab(TabChat)
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		u.Win.Resize(fyne.NewSize(800, 600))
+		settle(u)
+		sheet := u.chat.showSettings()
+		top := u.Win.Canvas().Overlays().Top()
+		d := fyne.CurrentApp().Driver()
+		apply := findButton(t, top, "Apply")
+		var sc *container.Scroll
+		walk(top, func(o fyne.CanvasObject) {
+			if s, ok := o.(*container.Scroll); ok && s.Content == sheet.root {
+				sc = s
+			}
+		})
+		if sc == nil {
+			t.Fatal("no scroll around the sheet")
+		}
+		h := u.Win.Canvas().Size().Height
+		bp, sp := d.AbsolutePositionForObject(apply), d.AbsolutePositionForObject(sc)
+		if bp.Y+apply.Size().Height > h || bp.Y < sp.Y+sc.Size().Height {
+			t.Errorf("%s: Apply at y %.0f–%.0f, the fields' scroll ends at %.0f, the window at %.0f", th, bp.Y, bp.Y+apply.Size().Height, sp.Y+sc.Size().Height, h)
+		}
+		u.chat.hideSettings()
+	}
+}
+
+// walk calls f on o and everything under it.
+func walk(o fyne.CanvasObject, f func(fyne.CanvasObject)) {
+	f(o)
+	switch x := o.(type) {
+	case *fyne.Container:
+		for _, c := range x.Objects {
+			walk(c, f)
+		}
+	case fyne.Widget:
+		for _, c := range test.WidgetRenderer(x).Objects() {
+			walk(c, f)
+		}
 	}
 }

@@ -102,6 +102,15 @@ func (v *chatView) deleteConversation() {
 	}, v.u.Win)
 }
 
+// sheetSize is the settings sheet's scrolled area in a window of size win:
+// 660×600 where that fits, else smaller, so the dialog's title and buttons
+// stay inside the window instead of over the fields (at 800×600 the sheet
+// with its buttons was taller than the window).
+func sheetSize(win fyne.Size) fyne.Size {
+	const chrome = 150 // the dialog's title, buttons and padding
+	return fyne.NewSize(max(320, min(660, win.Width-80)), max(200, min(600, win.Height-chrome)))
+}
+
 // hideSettings closes the settings sheet if it is open.
 func (v *chatView) hideSettings() {
 	if v.settingsDlg != nil {
@@ -136,7 +145,7 @@ func (v *chatView) showSettings() *settingsSheet {
 	apply.Importance = widget.HighImportance
 	sheet.onValid = func(ok bool) { setEnabled(apply, ok) }
 	sheet.refresh()
-	d = dialog.NewCustomWithoutButtons("Conversation Settings", container.NewGridWrap(fyne.NewSize(660, 600), container.NewVScroll(sheet.root)), v.u.Win)
+	d = dialog.NewCustomWithoutButtons("Conversation Settings", container.NewGridWrap(sheetSize(v.u.Win.Canvas().Size()), container.NewVScroll(sheet.root)), v.u.Win)
 	d.SetButtons([]fyne.CanvasObject{widget.NewButton("Cancel", func() { d.Hide() }), apply})
 	d.Show()
 	v.settingsDlg = d
