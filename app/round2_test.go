@@ -344,3 +344,41 @@ func walk(o fyne.CanvasObject, f func(fyne.CanvasObject)) {
 		}
 	}
 }
+
+// Issue 26 item 13: File ▸ Quit (Ctrl/Cmd+Q) stops a reply in flight and
+// saves it before the app ends.
+func TestQuitStopsAndSavesTheReply(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(100)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	var quit *fyne.MenuItem
+	for _, m := range u.Win.MainMenu().Items {
+		for _, it := range m.Items {
+			if it.Shortcut != nil && it.Shortcut.ShortcutName() == ShortcutQuit.ShortcutName() {
+				quit = it
+			}
+		}
+	}
+	if quit == nil || !quit.IsQuit {
+		t.Fatal("no Quit item with Ctrl/Cmd+Q")
+	}
+	id := u.Chat.State().ConvID
+	if err := u.Chat.Send("Tell me a long story about the sea."); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return u.Chat.State().Streaming != "" })
+	quit.Action()
+	if st := u.Chat.State(); st.Busy {
+		t.Fatal("still generating after Quit")
+	}
+	_, _, msgs, err := u.Backend.Chats.LoadConversation(context.Background(), id)
+	if err != nil || len(msgs) != 2 || msgs[1].Role != "assistant" || len(msgs[1].IDs) == 0 {
+		t.Fatalf("after Quit the store holds %d messages (%v)", len(msgs), err)
+	}
+}

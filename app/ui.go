@@ -150,6 +150,22 @@ func (u *UI) reopenLast() {
 	}
 }
 
+// quitItem is File ▸ Quit (Ctrl/Cmd+Q). Marked IsQuit so the driver adds
+// no Quit of its own, which would end the app without stopping and saving
+// a reply in flight.
+func quitItem(quit func()) *fyne.MenuItem {
+	it := item("Quit", ShortcutQuit, quit)
+	it.IsQuit = true
+	return it
+}
+
+// Quit stops a reply in flight (it is saved as far as it got), releases
+// the model and ends the app.
+func (u *UI) Quit() {
+	u.Close()
+	u.App.Quit()
+}
+
 // Close stops running work and releases the model.
 func (u *UI) Close() {
 	u.cancel()
@@ -329,6 +345,7 @@ var (
 	ShortcutModels     = shortcut(fyne.Key1, fyne.KeyModifierShortcutDefault)
 	ShortcutChat       = shortcut(fyne.Key2, fyne.KeyModifierShortcutDefault)
 	ShortcutBench      = shortcut(fyne.Key3, fyne.KeyModifierShortcutDefault)
+	ShortcutQuit       = shortcut(fyne.KeyQ, fyne.KeyModifierShortcutDefault)
 )
 
 func item(label string, sc fyne.Shortcut, action func()) *fyne.MenuItem {
@@ -344,6 +361,8 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Rescan Library", ShortcutRescan, u.lib.rescan),
 		fyne.NewMenuItemSeparator(),
 		item("Preferences…", ShortcutPrefs, u.showPrefs),
+		fyne.NewMenuItemSeparator(),
+		quitItem(u.Quit),
 	)
 	chat := fyne.NewMenu("Chat",
 		item("New Conversation", ShortcutNewConv, u.chat.newConversation),
@@ -408,6 +427,7 @@ func ShortcutHelp() string {
 		{mod + "+1/2/3", "Models / Chat / Benchmarks"},
 		{mod + "+,", "preferences"},
 		{mod + "+/", "this list"},
+		{mod + "+Q", "quit (a reply in progress is stopped and saved)"},
 		{"Tab / Shift+Tab", "move between fields and buttons"},
 	}
 	var b strings.Builder
