@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"etchat/inference/tokenizer"
@@ -380,5 +381,131 @@ func TestQuitStopsAndSavesTheReply(t *testing.T) {
 	_, _, msgs, err := u.Backend.Chats.LoadConversation(context.Background(), id)
 	if err != nil || len(msgs) != 2 || msgs[1].Role != "assistant" || len(msgs[1].IDs) == 0 {
 		t.Fatalf("after Quit the store holds %d messages (%v)", len(msgs), err)
+	}
+}
+
+// Issue 26 item 10: the window reopens on its last tab; Enter confirms the
+// Undo Tokens dialog and closes the error dialog; the View menu checks the
+// theme in use; the Chat menu's items are off when there is nothing to act
+// on.
+func TestSmallerRoughEdges(t *testing.T) {
+	u, root := newTestUI(t)
+	u.SelectTab(TabBenchmarks)
+	b2, _ := testBackend(t)
+	u2 := NewUI(u.App, b2)
+	t.Cleanup(u2.Close)
+	if u2.CurrentTab() != TabBenchmarks {
+		t.Errorf("reopened on %s, closed on %s", u2.CurrentTab(), TabBenchmarks)
+	}
+
+	menu := func(title, label string) *fyne.MenuItem {
+		for _, m := range u.Win.MainMenu().Items {
+			for _, it := range m.Items {
+				if m.Label == title && it.Label == label {
+					return it
+				}
+			}
+		}
+		t.Fatalf("no %s ▸ %s", title, label)
+		return nil
+	}
+	if !menu("View", "System Theme").Checked || menu("View", "Dark Theme").Checked {
+		t.Error("the View menu does not check the system theme")
+	}
+	menu("View", "Dark Theme").Action()
+	if !menu("View", "Dark Theme").Checked || menu("View", "System Theme").Checked {
+		t.Error("the View menu does not check the dark theme after choosing it")
+	}
+
+	if !menu("Chat", "Undo Last Turn").Disabled || !menu("Chat", "Regenerate").Disabled || !menu("Chat", "Stop (Esc)").Disabled {
+		t.Error("Chat menu items on with no model chosen")
+	}
+	u.SelectTab(TabChat)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(4)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if menu("Chat", "Send").Disabled || !menu("Chat", "Undo Tokens…").Disabled {
+		t.Error("Chat menu on an empty conversation: Send off or Undo Tokens on")
+	}
+	if err := u.Chat.Send("Hello"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if menu("Chat", "Undo Last Turn").Disabled || menu("Chat", "Regenerate").Disabled {
+		t.Error("Chat menu after a reply: undo or regenerate off")
+	}
+
+	// Enter in the Undo Tokens dialog undoes.
+	pos := u.Chat.State().Position
+	u.chat.undoTokensDialog()
+	f, ok := u.Win.Canvas().Focused().(*escEntry)
+	if !ok {
+		t.Fatalf("the dialog's field has no focus: %T", u.Win.Canvas().Focused())
+	}
+	f.SetText("2")
+	f.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	settle(u)
+	if got := u.Chat.State().Position; got != pos-2 {
+		t.Errorf("Enter in Undo Tokens: meter %d, want %d", got, pos-2)
+	}
+
+	// The Compare help fits an 800-pixel window: short lines (the label
+	// does not wrap, its tables would break).
+	found := false
+	walk(u.benchObj.(*container.AppTabs).Items[3].Content, func(o fyne.CanvasObject) {
+		if l, ok := o.(*widget.Label); ok && strings.Contains(l.Text, "Pick two runs") {
+			found = true
+			for _, line := range strings.Split(l.Text, "\n") {
+				if w := fyne.MeasureText(line, theme.TextSize(), l.TextStyle).Width; w > 760 {
+					t.Errorf("Compare help line %.0f wide: %q", w, line)
+				}
+			}
+		}
+	})
+	if !found {
+		t.Error("no Compare help")
+	}
+
+	// Enter closes the error dialog.
+	u.ShowError(errors.New("something"))
+	u.Win.Canvas().(interface {
+		OnTypedKey() func(*fyne.KeyEvent)
+	}).OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	if top := u.Win.Canvas().Overlays().Top(); top != nil && top.Visible() {
+		t.Error("Enter left the error dialog open")
+	}
+}
+
+// Issue 26 item 8: the settings fields stay where they are while typing
+// makes errors come and go.
+func TestSettingsFieldsDoNotMoveWhileTyping(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	sheet := newSettingsSheet(NewSettingsForm(greedy(8), e.Info), u.newEscEntry)
+	w := test.NewWindow(container.NewVScroll(sheet.root))
+	defer w.Close()
+	w.Resize(fyne.NewSize(660, 1400))
+	d := fyne.CurrentApp().Driver()
+	names := []string{"Capacity", "Windows", "Temperature", "Seed", "SystemPrompt"}
+	where := func() []fyne.Position {
+		var ps []fyne.Position
+		for _, n := range names {
+			ps = append(ps, d.AbsolutePositionForObject(sheet.entries[n]))
+		}
+		return ps
+	}
+	before := where()
+	for _, typed := range [][2]string{{"Capacity", "x"}, {"Windows", "y"}, {"Temperature", "99"}, {"Capacity", ""}, {"Windows", ""}} {
+		en := sheet.entries[typed[0]]
+		en.SetText(typed[1])
+		w.Content().Refresh()
+		if after := where(); !slices.Equal(after, before) {
+			t.Fatalf("after typing %q into %s the fields moved: %v → %v", typed[1], typed[0], before, after)
+		}
 	}
 }

@@ -62,6 +62,42 @@ type chatView struct {
 	st          ChatState
 	syncing     bool
 	settingsDlg *dialog.CustomDialog
+	menu        chatMenu
+}
+
+// chatMenu is the Chat menu's items, enabled as their buttons are.
+type chatMenu struct {
+	newConv, send, stop, undoTurn, undoTokens, regen, edit, reset, settings *fyne.MenuItem
+}
+
+// refreshMenu enables the Chat menu's items from the state, as the
+// buttons (an item that would act on nothing is off); the menu is redrawn
+// only when one changed.
+func (v *chatView) refreshMenu() {
+	m, st := &v.menu, v.st
+	if m.send == nil {
+		return // the menu is built after the view
+	}
+	idle := !st.Busy && st.Model != nil
+	changed := false
+	set := func(it *fyne.MenuItem, on bool) {
+		if it.Disabled == on {
+			it.Disabled = !on
+			changed = true
+		}
+	}
+	set(m.newConv, idle)
+	set(m.send, idle)
+	set(m.stop, st.Busy)
+	set(m.undoTurn, st.CanUndo())
+	set(m.undoTokens, st.CanUndoTokens())
+	set(m.regen, st.CanRegenerate())
+	set(m.edit, st.CanUndo())
+	set(m.reset, st.CanReset())
+	set(m.settings, idle)
+	if mm := v.u.Win.MainMenu(); changed && mm != nil {
+		mm.Refresh()
+	}
 }
 
 func newChatView(u *UI) *chatView {
@@ -328,6 +364,7 @@ func (v *chatView) refresh() {
 	setEnabled(v.moreBtn, st.CanUndoTokens() || st.CanUndo() || st.CanReset())
 	setEnabled(v.stopBtn, st.Busy)
 	setEnabled(v.delBtn, !st.Busy && st.ConvID != 0)
+	v.refreshMenu()
 	v.drawTranscript(st)
 }
 

@@ -51,12 +51,15 @@ func (v *chatView) undoTokens() {
 func (v *chatView) undoTokensDialog() {
 	e := v.u.newEscEntry(false)
 	e.SetText(v.undoN.Text)
-	dialog.ShowForm("Undo Tokens", "Undo", "Cancel", []*widget.FormItem{widget.NewFormItem("Tokens", e)}, func(ok bool) {
+	d := dialog.NewForm("Undo Tokens", "Undo", "Cancel", []*widget.FormItem{widget.NewFormItem("Tokens", e)}, func(ok bool) {
 		if ok {
 			v.undoN.SetText(e.Text)
 			v.undoTokens()
 		}
 	}, v.u.Win)
+	e.OnSubmitted = func(string) { d.Submit() } // Enter confirms, as Undo
+	d.Show()
+	v.u.Win.Canvas().Focus(e)
 }
 
 func (v *chatView) reset() {

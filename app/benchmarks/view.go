@@ -236,7 +236,9 @@ func (v *View) newChartTab() fyne.CanvasObject {
 func (v *View) newCompareTab() fyne.CanvasObject {
 	v.base = entry("", "a run id (pick a History row), or a filter, e.g. model=NAME,latest")
 	v.cand = entry("", "a run id (pick a second History row)")
-	v.cmpText = widget.NewLabel("Pick two runs in History (the first row you select is the baseline, the second the candidate) and press Compare. Tests are matched by kind and size; the cache is a column.")
+	// Broken into short lines: the label does not wrap (the comparison it
+	// shows is a table), and one line ran off an 800-pixel window.
+	v.cmpText = widget.NewLabel("Pick two runs in History (the first row you select is the baseline,\nthe second the candidate) and press Compare.\nTests are matched by kind and size; the cache is a column.")
 	v.cmpText.TextStyle = fyne.TextStyle{Monospace: true}
 	v.cmpChart = canvas.NewImageFromImage(nil)
 	v.cmpChart.FillMode = canvas.ImageFillContain
