@@ -509,3 +509,32 @@ func TestSettingsFieldsDoNotMoveWhileTyping(t *testing.T) {
 		}
 	}
 }
+
+// Issue 26 item 11: each message can be copied, as its text or as
+// Markdown (the export's format).
+func TestCopyMessage(t *testing.T) {
+	u, _ := newTestUI(t)
+	u.SelectTab(TabChat)
+	v := u.chat
+	v.drawTranscript(ChatState{Loaded: true, Messages: []Message{
+		{Role: "user", Text: "Tell me about the sea."},
+		{Role: "assistant", Text: "The sea is wide.\n"},
+	}})
+	var links []*widget.HyperlinkSegment
+	for _, s := range v.transcript.Segments {
+		if h, ok := s.(*widget.HyperlinkSegment); ok {
+			links = append(links, h)
+		}
+	}
+	if len(links) != 4 || links[2].Text != "Copy" || links[3].Text != "Copy as Markdown" {
+		t.Fatalf("links %v", links)
+	}
+	links[2].OnTapped()
+	if got := u.App.Clipboard().Content(); got != "The sea is wide.\n" {
+		t.Errorf("Copy: %q", got)
+	}
+	links[3].OnTapped()
+	if got := u.App.Clipboard().Content(); got != "**Assistant**\n\nThe sea is wide.\n" {
+		t.Errorf("Copy as Markdown: %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -68,7 +69,7 @@ func (v *chatView) drawTranscript(st ChatState) {
 			}
 			ms, _ := messageSegments(m.Role, m.Text, MessageNote(m))
 			segs = append(segs, ms...)
-			segs = append(segs, v.branchSegments(i, st)...)
+			segs = append(segs, v.messageActions(i, m, st)...)
 			segs = append(segs, &widget.SeparatorSegment{})
 		}
 		if liveOn {
@@ -108,10 +109,38 @@ func (v *chatView) branchSegments(i int, st ChatState) []widget.RichTextSegment 
 		arrow("‹", -1, b.K > 1),
 		&widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: fmt.Sprintf(" %d/%d ", b.K, b.N)},
 		arrow("›", +1, b.K < b.N),
-		// Ends the control's line: without it the separator and the next
-		// message's header were laid out on the arrows' row, over them.
-		&widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: ""},
+		&widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: "   "},
 	}
+}
+
+// messageActions is the line under message i: its branch control when it
+// has alternatives, then Copy (its text) and Copy as Markdown (role and
+// text, as the Markdown export writes a message). The rich text cannot be
+// selected, so these are how a reply's text leaves the window.
+func (v *chatView) messageActions(i int, m Message, st ChatState) []widget.RichTextSegment {
+	segs := v.branchSegments(i, st)
+	segs = append(segs,
+		&widget.HyperlinkSegment{Text: "Copy", OnTapped: func() { v.copyText(m.Text) }},
+		&widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: "  "},
+		&widget.HyperlinkSegment{Text: "Copy as Markdown", OnTapped: func() { v.copyText(MessageMarkdown(m)) }},
+		// Ends the line: without it the separator and the next message's
+		// header were laid out on this row, over it.
+		&widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: ""},
+	)
+	return segs
+}
+
+// copyText puts text on the clipboard.
+func (v *chatView) copyText(text string) { v.u.App.Clipboard().SetContent(text) }
+
+// MessageMarkdown is one message as `etchat history --export-conversation
+// ID --format md` writes it: the role in bold, then the text.
+func MessageMarkdown(m Message) string {
+	role := m.Role
+	if role != "" {
+		role = strings.ToUpper(role[:1]) + role[1:]
+	}
+	return fmt.Sprintf("**%s**\n\n%s\n", role, strings.TrimRight(m.Text, "\n"))
 }
 
 // emptyChatHint is the empty transcript's line, for the Enter preference.
