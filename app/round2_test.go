@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -536,5 +537,91 @@ func TestCopyMessage(t *testing.T) {
 	links[3].OnTapped()
 	if got := u.App.Clipboard().Content(); got != "**Assistant**\n\nThe sea is wide.\n" {
 		t.Errorf("Copy as Markdown: %q", got)
+	}
+}
+
+// Issue 26 item 12: a conversation can be renamed, found by title, and
+// exported as the CLI exports it (Markdown and JSON).
+func TestConversationRenameSearchExport(t *testing.T) {
+	ctx := context.Background()
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	u.SelectTab(TabChat)
+	if err := u.Chat.SetModel(ctx, e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(4)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if err := u.Chat.Send("Hello"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if err := u.Chat.NewConversation(greedy(4)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if err := u.Chat.Send("About ships"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	id := u.Chat.State().ConvID
+
+	if err := u.Chat.RenameConversation(ctx, id, "  "); err == nil {
+		t.Error("an empty title accepted")
+	}
+	if err := u.Chat.RenameConversation(ctx, id, "Sea voyages"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	st := u.Chat.State()
+	if st.Title != "Sea voyages" || len(st.Conversations) != 2 || st.Conversations[0].Title != "Sea voyages" {
+		t.Errorf("after rename: title %q, list %+v", st.Title, st.Conversations)
+	}
+
+	v := u.chat
+	v.search.SetText("VOYAGE")
+	if len(v.convs) != 1 || v.convs[0].ID != id {
+		t.Errorf("search: %+v", v.convs)
+	}
+	v.search.SetText("")
+	if len(v.convs) != 2 {
+		t.Errorf("cleared search: %+v", v.convs)
+	}
+
+	for _, format := range []string{"md", "json"} {
+		var got, want strings.Builder
+		if err := u.Chat.ExportConversation(ctx, &got, id, format); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if format == "md" {
+			err = u.Backend.DB.ExportMarkdown(ctx, &want, id)
+		} else {
+			err = u.Backend.DB.ExportJSON(ctx, &want, id)
+		}
+		if err != nil || got.String() != want.String() || !strings.Contains(got.String(), "Sea voyages") {
+			t.Errorf("export %s:\n%s\nwant\n%s (%v)", format, got.String(), want.String(), err)
+		}
+	}
+	if err := u.Chat.ExportConversation(ctx, io.Discard, id, "pdf"); err == nil {
+		t.Error("export as pdf accepted")
+	}
+	if ExportFormat("a.JSON") != "json" || ExportFormat("a.md") != "md" || exportName(`a/b: "c"`) != "a-b- -c-.md" {
+		t.Error("export file names")
+	}
+
+	// The side bar's buttons fit it at 800×600.
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		u.Win.Resize(fyne.NewSize(800, 600))
+		settle(u)
+		side := v.root.(*container.Split).Leading
+		for _, b := range []*widget.Button{v.renBtn, v.expBtn} {
+			if b.Disabled() || b.Size().Width < b.MinSize().Width-0.5 || b.MinSize().Width*2 > side.Size().Width {
+				t.Errorf("%s: %q is %.0f wide (needs %.0f), the side bar %.0f", th, b.Text, b.Size().Width, b.MinSize().Width, side.Size().Width)
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -86,6 +87,75 @@ func (v *chatView) editLast() {
 		}
 	}, v.u.Win)
 	d.Show()
+}
+
+// renameConversation asks for the open conversation's new title.
+func (v *chatView) renameConversation() {
+	id := v.st.ConvID
+	if id == 0 {
+		return
+	}
+	e := v.u.newEscEntry(false)
+	e.SetText(v.st.Title)
+	d := dialog.NewForm("Rename Conversation", "Rename", "Cancel", []*widget.FormItem{widget.NewFormItem("Title", e)}, func(ok bool) {
+		if !ok {
+			return
+		}
+		title := e.Text
+		go func() {
+			if err := v.u.Chat.RenameConversation(v.u.ctx, id, title); err != nil {
+				v.u.do(func() { v.u.ShowError(err) })
+			}
+		}()
+	}, v.u.Win)
+	e.OnSubmitted = func(string) { d.Submit() }
+	d.Show()
+	v.u.Win.Canvas().Focus(e)
+}
+
+// exportConversation saves the open conversation as Markdown or JSON (by
+// the file name's extension), as `etchat history --export-conversation`.
+func (v *chatView) exportConversation() {
+	id, title := v.st.ConvID, v.st.Title
+	if id == 0 {
+		return
+	}
+	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
+		if err != nil {
+			v.u.ShowError(err)
+			return
+		}
+		if w == nil {
+			return // cancelled
+		}
+		go func() {
+			err := v.u.Chat.ExportConversation(v.u.ctx, w, id, ExportFormat(w.URI().Name()))
+			if cerr := w.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("could not write %s: %w", w.URI().Path(), cerr)
+			}
+			if err != nil {
+				v.u.do(func() { v.u.ShowError(err) })
+			}
+		}()
+	}, v.u.Win)
+	d.SetFileName(exportName(title))
+	d.SetFilter(storage.NewExtensionFileFilter([]string{".md", ".json"}))
+	d.Show()
+}
+
+// exportName is a file name for a conversation's export: its title with
+// the characters file systems refuse replaced.
+func exportName(title string) string {
+	name := strings.Map(func(r rune) rune {
+		if strings.ContainsRune(`/\:*?"<>|`, r) || r < ' ' {
+			return '-'
+		}
+		return r
+	}, strings.TrimSpace(title))
+	if name == "" {
+		name = "conversation"
+	}
+	return name + ".md"
 }
 
 func (v *chatView) deleteConversation() {
