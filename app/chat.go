@@ -476,9 +476,16 @@ func (c *Chat) ApplySettings(s Settings) error {
 	}
 	return c.start("Loading model…", func(ctx context.Context) error {
 		history := sess.Messages()
+		holds := sess.Position()
 		next, err := c.opener.Open(ctx, m, s, history, c.progress)
 		if err != nil {
 			return loadError(m, s, err) // the old session stays open
+		}
+		if got := next.Position(); got < holds {
+			// The new cache did not take the history (it resumes empty and
+			// every send would fail): keep the old session.
+			next.Close()
+			return &CapacityTooSmallError{Holds: holds, Capacity: next.Capacity()}
 		}
 		if c.store != nil && id != 0 {
 			if err := c.store.SaveSettings(ctx, id, s); err != nil {
@@ -493,6 +500,15 @@ func (c *Chat) ApplySettings(s Settings) error {
 		c.mu.Unlock()
 		return nil
 	})
+}
+
+// CapacityTooSmallError: settings whose cache cannot hold the open
+// conversation were refused; the old session stays.
+type CapacityTooSmallError struct{ Holds, Capacity int }
+
+func (e *CapacityTooSmallError) Error() string {
+	return fmt.Sprintf("the settings were not applied: a capacity of %d cannot hold this conversation's %d tokens — set the capacity to at least %d, or undo turns first",
+		e.Capacity, e.Holds, e.Holds+1)
 }
 
 // loadError says what to do about a model that did not load, from the
@@ -720,6 +736,16 @@ func (c *Chat) restore(text string) {
 	c.changed()
 }
 
+// advisedError is err said once, with what to do: the cause's own text
+// repeated the same numbers in other words.
+type advisedError struct {
+	msg string
+	err error
+}
+
+func (e *advisedError) Error() string { return e.msg }
+func (e *advisedError) Unwrap() error { return e.err }
+
 // explainTurn says what to do about a turn that failed.
 func (c *Chat) explainTurn(err error) error {
 	var long *inference.PromptTooLongError
@@ -732,11 +758,11 @@ func (c *Chat) explainTurn(err error) error {
 			if m != nil && m.MaxCtxLen > 0 && long.Capacity >= m.MaxCtxLen {
 				more = fmt.Sprintf("this model reads at most %d tokens", m.MaxCtxLen)
 			}
-			return fmt.Errorf("your message alone is %d tokens, and this conversation holds %d: shorten it (%s); your text is back in the message box: %w",
-				long.Alone, long.Capacity, more, err)
+			return &advisedError{fmt.Sprintf("your message alone is %d tokens, and this conversation holds %d: shorten it (%s); your text is back in the message box",
+				long.Alone, long.Capacity, more), err}
 		}
-		return fmt.Errorf("with the history, this turn would be %d tokens, and the conversation holds %d: undo earlier turns, reset, or start a new conversation; your text is back in the message box: %w",
-			long.Tokens, long.Capacity, err)
+		return &advisedError{fmt.Sprintf("with the history, this turn would be %d tokens, and the conversation holds %d: undo earlier turns, reset, or start a new conversation; your text is back in the message box",
+			long.Tokens, long.Capacity), err}
 	}
 	return err
 }

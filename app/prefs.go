@@ -22,6 +22,7 @@ const (
 	// The conversation open when the window closed, reopened at start.
 	PrefLastModel = "last_model"
 	PrefLastConv  = "last_conversation"
+	PrefLastTab   = "last_tab" // the tab shown when the window closed
 )
 
 // Themes are the theme choices.
@@ -93,6 +94,12 @@ func (p *Prefs) EnterNewline() bool { return p.p.Bool(PrefEnterNewline) }
 
 // SetEnterNewline stores the Enter key's choice.
 func (p *Prefs) SetEnterNewline(on bool) { p.p.SetBool(PrefEnterNewline, on) }
+
+// LastTab is the tab shown when the window last closed ("" = Models).
+func (p *Prefs) LastTab() string { return p.p.String(PrefLastTab) }
+
+// SetLastTab records the tab shown.
+func (p *Prefs) SetLastTab(name string) { p.p.SetString(PrefLastTab, name) }
 
 // LastConversation is the model and conversation open when the window
 // last closed ("", 0 for none).

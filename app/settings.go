@@ -115,6 +115,11 @@ type SettingsForm struct {
 	MaxNewTokens    string
 	SystemPrompt    string
 
+	// Holds is how many tokens the open conversation holds: a capacity
+	// that cannot take them and one more is refused here, not after the
+	// reload (where the history would silently not fit).
+	Holds int
+
 	model *ModelInfo
 }
 
@@ -253,6 +258,9 @@ func (f *SettingsForm) Evaluate() Result {
 			bad("Seed", fmt.Sprintf("%q is not a whole number", t))
 		}
 		s.Seed = v
+	}
+	if r.Cache != nil && f.Holds > 0 && r.Cache.Capacity <= f.Holds {
+		bad("Capacity", fmt.Sprintf("at least %d: the conversation holds %d tokens (undo turns or reset first to go lower)", f.Holds+1, f.Holds))
 	}
 	s.MaxNewTokens = intField("MaxNewTokens", f.MaxNewTokens, 64, 1)
 	if r.Cache != nil && s.MaxNewTokens > r.Cache.Capacity {

@@ -44,7 +44,8 @@ type UI struct {
 	cancel context.CancelFunc
 	// do runs a UI update from any goroutine: fyne.Do in the app; tests
 	// queue the updates and run them on the test goroutine.
-	do func(func())
+	do     func(func())
+	errDlg *dialog.CustomDialog // the last error dialog, which Enter closes
 }
 
 // Tab names.
@@ -82,10 +83,19 @@ func NewUI(a fyne.App, b Backend) *UI {
 	}
 	u.Win.SetContent(container.NewBorder(u.banner, nil, nil, nil, u.tabs))
 	u.Win.SetMainMenu(u.menu())
+	u.chat.refreshMenu()
+	// The window reopens on the tab it closed on.
+	if last := u.Prefs.LastTab(); last != "" {
+		u.SelectTab(last)
+	}
+	u.tabs.OnSelected = func(t *container.TabItem) { u.Prefs.SetLastTab(t.Text) }
 	u.Win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { u.AddURIs(uris) })
 	u.Win.Canvas().SetOnTypedKey(func(ev *fyne.KeyEvent) {
-		if ev.Name == fyne.KeyEscape {
+		switch ev.Name {
+		case fyne.KeyEscape:
 			u.Escape()
+		case fyne.KeyReturn, fyne.KeyEnter:
+			u.confirmError()
 		}
 	})
 	u.Win.Resize(fyne.NewSize(1180, 760))
@@ -148,6 +158,22 @@ func (u *UI) reopenLast() {
 			return
 		}
 	}
+}
+
+// quitItem is File ▸ Quit (Ctrl/Cmd+Q). Marked IsQuit so the driver adds
+// no Quit of its own, which would end the app without stopping and saving
+// a reply in flight.
+func quitItem(quit func()) *fyne.MenuItem {
+	it := item("Quit", ShortcutQuit, quit)
+	it.IsQuit = true
+	return it
+}
+
+// Quit stops a reply in flight (it is saved as far as it got), releases
+// the model and ends the app.
+func (u *UI) Quit() {
+	u.Close()
+	u.App.Quit()
 }
 
 // Close stops running work and releases the model.
@@ -273,6 +299,20 @@ func (u *UI) ShowError(err error) {
 	lbl.Wrapping = fyne.TextWrapWord
 	d := dialog.NewCustom("Something went wrong", "OK", container.NewGridWrap(fyne.NewSize(520, 160), container.NewVScroll(lbl)), u.Win)
 	d.Show()
+	u.errDlg = d
+}
+
+// confirmError closes the error dialog on Enter, as its OK button would,
+// when it is the top one (the window gets the key when nothing else has
+// the focus).
+func (u *UI) confirmError() {
+	if u.errDlg == nil {
+		return
+	}
+	if top := u.Win.Canvas().Overlays().Top(); top != nil && top.Visible() {
+		u.errDlg.Hide()
+	}
+	u.errDlg = nil
 }
 
 // AddURIs adds dropped or chosen files and folders to the library in the
@@ -329,6 +369,7 @@ var (
 	ShortcutModels     = shortcut(fyne.Key1, fyne.KeyModifierShortcutDefault)
 	ShortcutChat       = shortcut(fyne.Key2, fyne.KeyModifierShortcutDefault)
 	ShortcutBench      = shortcut(fyne.Key3, fyne.KeyModifierShortcutDefault)
+	ShortcutQuit       = shortcut(fyne.KeyQ, fyne.KeyModifierShortcutDefault)
 )
 
 func item(label string, sc fyne.Shortcut, action func()) *fyne.MenuItem {
@@ -344,28 +385,40 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Rescan Library", ShortcutRescan, u.lib.rescan),
 		fyne.NewMenuItemSeparator(),
 		item("Preferences…", ShortcutPrefs, u.showPrefs),
-	)
-	chat := fyne.NewMenu("Chat",
-		item("New Conversation", ShortcutNewConv, u.chat.newConversation),
-		item("Send", ShortcutSend, u.chat.send),
-		fyne.NewMenuItem("Stop (Esc)", u.Chat.Stop),
 		fyne.NewMenuItemSeparator(),
-		item("Undo Last Turn", ShortcutUndoTurn, u.chat.undoTurn),
-		fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog),
-		item("Regenerate", ShortcutRegenerate, u.chat.regenerate),
-		item("Edit Last Message…", ShortcutEditLast, u.chat.editLast),
-		fyne.NewMenuItem("Reset Conversation", u.chat.reset),
-		fyne.NewMenuItemSeparator(),
-		item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() }),
+		quitItem(u.Quit),
 	)
+	m := &u.chat.menu
+	m.newConv = item("New Conversation", ShortcutNewConv, u.chat.newConversation)
+	m.send = item("Send", ShortcutSend, u.chat.send)
+	m.stop = fyne.NewMenuItem("Stop (Esc)", u.Chat.Stop)
+	m.undoTurn = item("Undo Last Turn", ShortcutUndoTurn, u.chat.undoTurn)
+	m.undoTokens = fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog)
+	m.regen = item("Regenerate", ShortcutRegenerate, u.chat.regenerate)
+	m.edit = item("Edit Last Message…", ShortcutEditLast, u.chat.editLast)
+	m.reset = fyne.NewMenuItem("Reset Conversation", u.chat.reset)
+	m.settings = item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() })
+	chat := fyne.NewMenu("Chat", m.newConv, m.send, m.stop, fyne.NewMenuItemSeparator(),
+		m.undoTurn, m.undoTokens, m.regen, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
+	var themes []*fyne.MenuItem
 	themeItem := func(label, name string) *fyne.MenuItem {
-		return fyne.NewMenuItem(label, func() {
+		it := fyne.NewMenuItem(label, nil)
+		it.Checked = u.Prefs.Theme() == name // the menu shows the theme in use
+		it.Action = func() {
 			if err := u.Prefs.SetTheme(name); err != nil {
 				u.ShowError(err)
 				return
 			}
 			u.ApplyTheme(name)
-		})
+			for _, t := range themes {
+				t.Checked = t == it
+			}
+			if m := u.Win.MainMenu(); m != nil {
+				m.Refresh()
+			}
+		}
+		themes = append(themes, it)
+		return it
 	}
 	view := fyne.NewMenu("View",
 		item("Models", ShortcutModels, func() { u.SelectTab(TabModels) }),
@@ -408,6 +461,7 @@ func ShortcutHelp() string {
 		{mod + "+1/2/3", "Models / Chat / Benchmarks"},
 		{mod + "+,", "preferences"},
 		{mod + "+/", "this list"},
+		{mod + "+Q", "quit (a reply in progress is stopped and saved)"},
 		{"Tab / Shift+Tab", "move between fields and buttons"},
 	}
 	var b strings.Builder

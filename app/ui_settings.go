@@ -107,7 +107,7 @@ func newSettingsSheet(f *SettingsForm, newEntry func(multiLine bool) *escEntry) 
 		}
 		// One line, always there: a message appearing while typing must
 		// not push the fields below it down (the next click would land in
-		// another field). The whole text is in the summary at the top.
+		// another field). The whole text is in the summary under the form.
 		msg := widget.NewLabel(" ")
 		msg.Importance = widget.DangerImportance
 		msg.Truncation = fyne.TextTruncateEllipsis
@@ -131,7 +131,10 @@ func newSettingsSheet(f *SettingsForm, newEntry func(multiLine bool) *escEntry) 
 		note.SetText("Applying reloads the model and re-reads the conversation into the new cache.")
 	}
 	s.summary.TextStyle = fyne.TextStyle{Bold: true}
-	s.root = container.NewVBox(s.summary, note, form)
+	// The summary (the cache line, or the list of fields to fix) goes under
+	// the form: at the top, its lines coming and going while you type moved
+	// every field below them, so clicks landed on gaps.
+	s.root = container.NewVBox(note, form, s.summary)
 	return s
 }
 

@@ -289,9 +289,9 @@ func (c *Conversation) UndoTokens(ctx context.Context, n int) (UndoResult, error
 	if n < 0 {
 		return UndoResult{Len: len(c.cache)}, fmt.Errorf("cannot undo %d tokens", n)
 	}
-	if last := len(c.msgs) - 1; n > 0 && last >= 0 && c.msgs[last].Role == RoleAssistant && c.msgs[last].End() == len(c.cache) {
-		n += c.hiddenTail(c.msgs[last].IDs) // the closed turn's end is not a visible token
-	}
+	// n counts what the meter counts: a closed reply's turn end is its last
+	// token, so undo n moves the meter by exactly n (it used to add the
+	// turn end on top: Undo 5 took 6).
 	target := max(0, len(c.cache)-n)
 	first := len(c.msgs) // first message to remove
 	for i := range c.msgs {
@@ -325,19 +325,6 @@ func (c *Conversation) UndoTokens(ctx context.Context, n int) (UndoResult, error
 		target = min(target, c.msgs[first].Start)
 	}
 	return c.cut(ctx, first, target)
-}
-
-// hiddenTail is how many of a reply's last tokens are its turn's end (the
-// turn-end token and the template's line break after it), which the
-// transcript does not show.
-func (c *Conversation) hiddenTail(ids []int) int {
-	turnEnd := idSet(c.gen.TurnEndIDs)
-	for k := len(ids) - 1; k >= 0 && k >= len(ids)-2; k-- {
-		if turnEnd[ids[k]] {
-			return len(ids) - k
-		}
-	}
-	return 0
 }
 
 // StopUndone is the stop reason of a reply that Undo Tokens shortened.

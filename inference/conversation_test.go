@@ -217,16 +217,17 @@ func TestConversationUndoTokens(t *testing.T) {
 	c.Send(bg, "second", nil)
 	n0 := c.Len()
 	reply := c.Messages()[3]
-	// Three visible tokens off the reply: it is shortened (a committed
-	// turn end, not shown, goes with them), and its stats follow.
+	// Three tokens off the reply, counted as the meter counts them (its
+	// committed turn end is one of them): the cache loses exactly three,
+	// the reply is shortened, and its stats follow.
 	hidden := len(reply.IDs) - len(reply.Generated)
 	u, err := c.UndoTokens(bg, 3)
-	if err != nil || u.Len != n0-3-hidden || u.Dropped != 3+hidden || u.Messages != 0 {
+	if err != nil || u.Len != n0-3 || u.Dropped != 3 || u.Messages != 0 {
 		t.Fatalf("undo 3: %+v %v (hidden %d)", u, err, hidden)
 	}
 	m := c.Messages()[3]
-	if len(m.Generated) != len(reply.Generated)-3 || !slices.Equal(m.IDs, reply.Generated[:len(m.Generated)]) ||
-		m.Text != tok.Decode(reply.Generated[:len(reply.Generated)-3], true) {
+	if len(m.IDs) != len(reply.IDs)-3 || !slices.Equal(m.IDs, reply.IDs[:len(m.IDs)]) ||
+		m.Text != tok.Decode(reply.IDs[:len(reply.IDs)-3], true) {
 		t.Errorf("shortened reply %q ids %d", m.Text, len(m.IDs))
 	}
 	if m.Stats.NumGeneratedTokens != int64(len(m.Generated)) || m.StopReason != StopUndone {

@@ -82,13 +82,29 @@ func NewViewWith(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func
 
 func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func())) *View {
 	v := &View{vm: vm, win: w, ctx: ctx, do: do, trendVer: -1, cmpVer: -1, formVer: -1}
-	f := vm.Form()
-	entry := func(text, hint string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		return e
-	}
+	tabs := container.NewAppTabs(
+		container.NewTabItem("Run", v.newRunTab()),
+		container.NewTabItem("History", v.newHistoryTab()),
+		container.NewTabItem("Chart", v.newChartTab()),
+		container.NewTabItem("Compare", v.newCompareTab()),
+	)
+	v.root = tabs
+	vm.OnChange = func() { v.do(v.redraw) }
+	v.redraw()
+	return v
+}
+
+// entry is a text field with its text and placeholder.
+func entry(text, hint string) *widget.Entry {
+	e := widget.NewEntry()
+	e.SetText(text)
+	e.SetPlaceHolder(hint)
+	return e
+}
+
+// newRunTab is the run form, its Start and Cancel, progress and results.
+func (v *View) newRunTab() fyne.CanvasObject {
+	f := v.vm.Form()
 	v.pte = entry(f.PTE, "/path/to/model.pte")
 	v.tok = entry(f.Tokenizer, "optional tokenizer.json (default: next to the .pte)")
 	v.prompts = entry(f.Prompts, "512,1024")
@@ -108,7 +124,7 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 				v.choose(rc.URI().Path())
 				rc.Close()
 			}
-		}, w)
+		}, v.win)
 		d.SetFilter(storage.NewExtensionFileFilter([]string{".pte"}))
 		d.Show()
 	})
@@ -136,19 +152,22 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	)
 	v.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), v.onStart)
 	v.start.Importance = widget.HighImportance
-	v.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), vm.Cancel)
+	v.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), v.vm.Cancel)
 	v.progress = widget.NewProgressBar()
 	v.status = widget.NewLabel("")
 	v.status.Wrapping = fyne.TextWrapWord
 	v.results = widget.NewLabel("")
 	v.results.TextStyle = fyne.TextStyle{Monospace: true}
-	runTab := container.NewVScroll(container.NewVBox(form, container.NewHBox(v.start, v.cancel), v.progress, v.status, v.results))
+	return container.NewVScroll(container.NewVBox(form, container.NewHBox(v.start, v.cancel), v.progress, v.status, v.results))
+}
 
+// newHistoryTab is the stored runs: the model filter over the sortable table.
+func (v *View) newHistoryTab() fyne.CanvasObject {
 	v.filter = widget.NewSelect([]string{allModels}, func(s string) {
 		if s == allModels {
 			s = ""
 		}
-		vm.SetFilter(s)
+		v.vm.SetFilter(s)
 	})
 	v.filter.SetSelected(allModels)
 	v.table = widget.NewTableWithHeaders(
@@ -166,7 +185,7 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 		if id.Col < 0 || id.Col >= len(Columns) {
 			return
 		}
-		col, desc := vm.Sort()
+		col, desc := v.vm.Sort()
 		text := Columns[id.Col]
 		if col == id.Col {
 			text += map[bool]string{true: " ▼", false: " ▲"}[desc]
@@ -174,8 +193,8 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 		b.SetText(text)
 		c := id.Col
 		b.OnTapped = func() {
-			cur, d := vm.Sort()
-			vm.SortBy(c, !(cur == c && d)) // a new column sorts descending first
+			cur, d := v.vm.Sort()
+			v.vm.SortBy(c, !(cur == c && d)) // a new column sorts descending first
 		}
 	}
 	for i, wd := range []float32{60, 170, 190, 70, 130, 130, 90, 80, 80, 50} {
@@ -196,45 +215,42 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	}
 	v.empty = widget.NewLabel("")
 	v.empty.Wrapping = fyne.TextWrapWord
-	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), func() { go vm.Refresh(v.ctx) })
+	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), func() { go v.vm.Refresh(v.ctx) })
 	histTop := container.NewVBox(container.NewHBox(widget.NewLabel("Model"), v.filter, refresh), v.empty)
-	histTab := container.New(layout.NewBorderLayout(histTop, nil, nil, nil), histTop, v.table) // Tab: filter, then table
+	return container.New(layout.NewBorderLayout(histTop, nil, nil, nil), histTop, v.table) // Tab: filter, then table
+}
 
+// newChartTab is t/s over time, prompt processing and generation apart.
+func (v *View) newChartTab() fyne.CanvasObject {
 	v.trend = canvas.NewImageFromImage(nil)
 	v.trend.FillMode = canvas.ImageFillContain
 	v.trend.SetMinSize(fyne.NewSize(320, 180))
 	v.trendG = canvas.NewImageFromImage(nil)
 	v.trendG.FillMode = canvas.ImageFillContain
 	v.trendG.SetMinSize(fyne.NewSize(320, 180))
-	chartTab := container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies)"), nil, nil, nil,
+	return container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies)"), nil, nil, nil,
 		container.NewGridWithColumns(1, v.trend, v.trendG))
+}
 
+// newCompareTab is the baseline and candidate, Compare and its result.
+func (v *View) newCompareTab() fyne.CanvasObject {
 	v.base = entry("", "a run id (pick a History row), or a filter, e.g. model=NAME,latest")
 	v.cand = entry("", "a run id (pick a second History row)")
-	v.cmpText = widget.NewLabel("Pick two runs in History (the first row you select is the baseline, the second the candidate) and press Compare. Tests are matched by kind and size; the cache is a column.")
+	// Broken into short lines: the label does not wrap (the comparison it
+	// shows is a table), and one line ran off an 800-pixel window.
+	v.cmpText = widget.NewLabel("Pick two runs in History (the first row you select is the baseline,\nthe second the candidate) and press Compare.\nTests are matched by kind and size; the cache is a column.")
 	v.cmpText.TextStyle = fyne.TextStyle{Monospace: true}
 	v.cmpChart = canvas.NewImageFromImage(nil)
 	v.cmpChart.FillMode = canvas.ImageFillContain
 	v.cmpChart.SetMinSize(fyne.NewSize(560, 300))
 	v.compare = widget.NewButtonWithIcon("Compare", theme.SearchIcon(), func() {
 		b, c := v.base.Text, v.cand.Text
-		go vm.Compare(v.ctx, b, c)
+		go v.vm.Compare(v.ctx, b, c)
 	})
 	cmpForm := widget.NewForm(widget.NewFormItem("Baseline", v.base), widget.NewFormItem("Candidate", v.cand))
 	cmpTop := container.NewVBox(cmpForm, container.NewHBox(v.compare))
-	cmpTab := container.New(layout.NewBorderLayout(cmpTop, nil, nil, nil), cmpTop,
+	return container.New(layout.NewBorderLayout(cmpTop, nil, nil, nil), cmpTop,
 		container.NewVSplit(container.NewScroll(v.cmpText), v.cmpChart))
-
-	tabs := container.NewAppTabs(
-		container.NewTabItem("Run", runTab),
-		container.NewTabItem("History", histTab),
-		container.NewTabItem("Chart", chartTab),
-		container.NewTabItem("Compare", cmpTab),
-	)
-	v.root = tabs
-	vm.OnChange = func() { v.do(v.redraw) }
-	v.redraw()
-	return v
 }
 
 // Selector picks the row's whole invocation (all its tests) for a
