@@ -175,13 +175,23 @@ func TestNativeReferenceCases(t *testing.T) {
 			fixtures.Reference(t, name, &ref)
 			forEachEngine(t, func(t *testing.T, e engine.Engine) {
 				s, cfg := openOn(t, e, name, "fp32")
+				tol := 1e-4
+				if name == fixtures.Gemma4 && e.Name() != "cpu" {
+					// MLX's fp32 kernels sum in another order, and these weights
+					// amplify it: MLX alone moves chat2's logits by 6.9e-5
+					// between a prefill in chunks of 8 and one of 1, and it ends
+					// 1.1e-4 from PyTorch's (the Go engine: 2e-5; HF's own cached
+					// and uncached runs differ by up to 7e-4, the fixture's
+					// README). The ids are exact.
+					tol = 2e-4
+				}
 				for i, c := range ref.Cases {
 					if err := s.Clear(); err != nil {
 						t.Fatal(err)
 					}
 					logits := prefillChunks(t, s, c.InputIDs, cfg.MaxWrite)
-					if d := maxAbsDiff(logits, fixtures.Logits(t, name, c.LogitsFile)); d > 1e-4 {
-						t.Errorf("case %d: last prefill logits differ by %g (> 1e-4)", i, d)
+					if d := maxAbsDiff(logits, fixtures.Logits(t, name, c.LogitsFile)); d > tol {
+						t.Errorf("case %d: last prefill logits differ by %g (> %g)", i, d, tol)
 					}
 					if got := greedy(t, s, logits, len(c.GreedyIDs)); !slices.Equal(got, c.GreedyIDs) {
 						t.Errorf("case %d (%s): %v, want %v", i, c.Kind, got, c.GreedyIDs)
