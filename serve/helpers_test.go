@@ -203,7 +203,9 @@ func greedyIDs(t testing.TB, prompt []int, n int) []int {
 	return append([]int{}, res.GeneratedIDs...)
 }
 
-func user(text string) inference.Message { return inference.Message{Role: inference.RoleUser, Text: text} }
+func user(text string) inference.Message {
+	return inference.Message{Role: inference.RoleUser, Text: text}
+}
 
 func chatBody(n int, stream bool, msgs ...inference.Message) map[string]any {
 	wm := make([]map[string]string, len(msgs))
