@@ -49,13 +49,15 @@ func ModelID(path string) string {
 }
 
 func prepare(path string, o inference.LoadOptions) (*entry, error) {
-	o.NeedTokenizer = true // the API speaks text
 	m, err := inference.Prepare(path, o)
 	if err != nil {
 		return nil, err
 	}
 	if m.Info.Kind != modelinfo.OffGraph {
 		return nil, fmt.Errorf("%s is an %s model; serving needs an off-graph KV cache, which rewinds between requests (re-export with --use-offgraph-cache)", path, m.Info.Kind)
+	}
+	if m.Chat == nil { // the API speaks text
+		return nil, &inference.TokenizerError{Path: filepath.Join(filepath.Dir(path), modelinfo.TokenizerFile), Given: o.Tokenizer != "", Err: os.ErrNotExist}
 	}
 	e := &entry{id: ModelID(path), path: path, prep: m, policy: o.Policy, turn: make(chan struct{}, 1)}
 	if fi, err := os.Stat(path); err == nil {
