@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"etchat/internal/fixtures"
 	"etchat/store"
 )
 
@@ -401,6 +403,38 @@ func TestLoopbackRule(t *testing.T) {
 		w, err := CheckHost(c.host, c.key)
 		if (err == nil) != c.ok || (w != "") != c.warn {
 			t.Errorf("%s key %q: warning %q, error %v", c.host, c.key, w, err)
+		}
+	}
+}
+
+// TestMaxModels: with two models and room for one, requests alternating
+// between them each load theirs (closing the idle other) and answer as
+// the model alone does; the second model's id is its folder's name.
+func TestMaxModels(t *testing.T) {
+	qwen := filepath.Join(fixtures.Unpacked(t, fixtures.Qwen3), "model.pte")
+	s, ts := newServer(t, Options{Models: []string{llamaPTE(t), qwen}, MaxModels: 1})
+	if got := s.Models(); !slices.Equal(got, []string{llamaID, "qwen3-tiny-offgraph"}) {
+		t.Fatalf("models %v", got)
+	}
+	_, want := greedy(t, 4, user("swap"))
+	for i := 0; i < 2; i++ {
+		r := post(t, ts.URL+"/v1/chat/completions", chatBody(4, false, user("swap")))
+		if r.status != 200 || !slices.Equal(ints(path(r.doc, "choices", 0, "token_ids")), want) {
+			t.Errorf("llama3, round %d: %d %s", i, r.status, r.raw)
+		}
+		body := chatBody(4, false, user("swap"))
+		body["model"] = "qwen3-tiny-offgraph"
+		if r := post(t, ts.URL+"/v1/chat/completions", body); r.status != 200 || num(path(r.doc, "usage", "completion_tokens")) != 4 {
+			t.Errorf("qwen3, round %d: %d %s", i, r.status, r.raw)
+		}
+		loaded := 0
+		for _, e := range s.models {
+			if e.loaded != nil {
+				loaded++
+			}
+		}
+		if loaded != 1 {
+			t.Errorf("%d models loaded, the limit is 1", loaded)
 		}
 	}
 }
