@@ -39,6 +39,9 @@ type entry struct {
 // model.pte (an export's usual layout), else the file's name without
 // .pte, as the app's library names it.
 func ModelID(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // model.pte in the working folder is that folder's model
+	}
 	base := filepath.Base(path)
 	if strings.EqualFold(base, "model.pte") {
 		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != string(filepath.Separator) {
