@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"etchat/inference"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -436,5 +438,51 @@ func TestMaxModels(t *testing.T) {
 		if loaded != 1 {
 			t.Errorf("%d models loaded, the limit is 1", loaded)
 		}
+	}
+}
+
+// failingSession is a real session whose forwards fail, as an engine
+// that has lost its device does.
+type failingSession struct{ inference.Session }
+
+func (failingSession) Forward(context.Context, []int64, []int64) ([]float32, error) {
+	return nil, errors.New("device lost: the engine says so")
+}
+
+// TestEngineFailure: an engine error is a 500 carrying the engine's
+// message; mid-stream it is an error event before [DONE]. The model stays
+// usable for the next request.
+func TestEngineFailure(t *testing.T) {
+	s, ts := newServer(t, Options{})
+	if r := post(t, ts.URL+"/v1/chat/completions", chatBody(2, false, user("warm up"))); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	e := s.byID[llamaID]
+	good := e.pc
+	bad, err := inference.NewPrefixCache(failingSession{e.loaded.Session}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pc = bad
+	r := post(t, ts.URL+"/v1/chat/completions", chatBody(2, false, user("fail")))
+	if msg, _ := path(r.doc, "error", "message").(string); r.status != 500 || !strings.Contains(msg, "device lost") || path(r.doc, "error", "type") != "server_error" {
+		t.Errorf("engine failure: %d %s", r.status, r.raw)
+	}
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", jsonBytes(chatBody(2, true, user("fail"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, done := events(t, resp.Body)
+	resp.Body.Close()
+	last := docs[len(docs)-1]
+	if msg, _ := path(last, "error", "message").(string); !done || !strings.Contains(msg, "device lost") {
+		t.Errorf("streamed engine failure: %v (done %v)", last, done)
+	}
+	e.pc = good
+	if err := good.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if r := post(t, ts.URL+"/v1/chat/completions", chatBody(2, false, user("again"))); r.status != 200 {
+		t.Errorf("after the failure: %d %s", r.status, r.raw)
 	}
 }
