@@ -39,6 +39,8 @@ type UI struct {
 	benchObj fyne.CanvasObject
 	// banner shows a lasting problem (the database not open).
 	banner *widget.Label
+	// serve is the Serve switch (app/serve.go); nil until first used.
+	serve *ServeSwitch
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -179,6 +181,9 @@ func (u *UI) Quit() {
 // Close stops running work and releases the model.
 func (u *UI) Close() {
 	u.cancel()
+	if u.serve != nil {
+		_ = u.serve.Stop()
+	}
 	u.Chat.Close()
 }
 
@@ -384,6 +389,7 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Add Folder…", ShortcutAddFolder, u.lib.addFolder),
 		item("Rescan Library", ShortcutRescan, u.lib.rescan),
 		fyne.NewMenuItemSeparator(),
+		fyne.NewMenuItem("Serve (OpenAI API)…", u.showServe),
 		item("Preferences…", ShortcutPrefs, u.showPrefs),
 		fyne.NewMenuItemSeparator(),
 		quitItem(u.Quit),

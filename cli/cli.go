@@ -43,6 +43,7 @@ var commands = map[string]command{
 	"history":    {"list stored conversations and runs", runHistory},
 	"bench":      {"measure prefill and decode speed (llama-bench style) and store the results", runBench},
 	"compare":    {"compare two stored benchmark runs", runCompare},
+	"serve":      {"an OpenAI-compatible server on localhost over your models", runServe},
 }
 
 // UsageError is a bad command line; it exits with status 2.

@@ -14,9 +14,9 @@ import (
 	"etchat/store"
 )
 
-const historySynopsis = `[--db PATH] [--json] [--runs [--kind chat|bench]] [--model SHA|NAME] [--limit N]
+const historySynopsis = `[--db PATH] [--json] [--runs [--kind chat|bench|api]] [--model SHA|NAME] [--limit N]
        etchat history --export-conversation ID|all [--format json|md]
-       etchat history --export-runs [--format csv|json] [--model SHA|NAME] [--kind chat|bench]
+       etchat history --export-runs [--format csv|json] [--model SHA|NAME] [--kind chat|bench|api]
        etchat history --import FILE
        etchat history --check`
 
@@ -25,9 +25,9 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "history", historySynopsis)
 	dbPath := fs.String("db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	runs := fs.Bool("runs", false, "list runs (chat and benchmark measurements) instead of conversations")
+	runs := fs.Bool("runs", false, "list runs (chat, benchmark and server-request measurements) instead of conversations")
 	model := fs.String("model", "", "only this model: a sha256 prefix or a model name")
-	kind := fs.String("kind", "", "with --runs or --export-runs: only chat or bench runs")
+	kind := fs.String("kind", "", "with --runs or --export-runs: only chat, bench or api (etchat serve) runs")
 	limit := fs.Int("limit", 50, "list at most N, newest first (0: all)")
 	exportConv := fs.String("export-conversation", "", "write conversation ID (or all) to stdout")
 	exportRuns := fs.Bool("export-runs", false, "write runs to stdout")
@@ -43,8 +43,8 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 	if *limit < 0 {
 		return Usagef("invalid value %d for flag -limit: must be 0 or more", *limit)
 	}
-	if *kind != "" && *kind != "chat" && *kind != "bench" {
-		return Usagef("invalid value %q for flag -kind: want chat or bench", *kind)
+	if *kind != "" && *kind != "chat" && *kind != "bench" && *kind != store.KindAPI {
+		return Usagef("invalid value %q for flag -kind: want chat, bench or api", *kind)
 	}
 	modes := 0
 	for _, on := range []bool{*exportConv != "", *exportRuns, *importFile != "", *check} {
@@ -236,14 +236,30 @@ func listRuns(ctx context.Context, w io.Writer, db *store.DB, f store.RunFilter,
 	fmt.Fprintln(tw, "ID\tSTARTED\tKIND\tMODEL\tENGINE\tTEST\tPREFILL t/s\tDECODE t/s\tTTFT ms\tt/s")
 	for _, r := range rs {
 		test, ts := "-", "-"
-		if r.Kind == "bench" {
+		switch r.Kind {
+		case "bench":
 			test = benchName(r.Bench)
 			ts = fmt.Sprintf("%.2f ± %.2f", r.Bench.AvgTokS, r.Bench.StddevTokS)
+		case store.KindAPI:
+			test = apiTest(r)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.0f\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Kind,
 			dash(modelLabel(r)), dash(engineLabel(r)), test, r.PrefillTokS, r.DecodeTokS, r.TTFTMs, ts)
 	}
 	return tw.Flush()
+}
+
+// apiTest names a server request: its endpoint and the prompt tokens it
+// found cached ("chat/completions, 22 cached").
+func apiTest(r store.Run) string {
+	var c struct {
+		Endpoint string `json:"endpoint"`
+		Cached   int    `json:"cached_tokens"`
+	}
+	if json.Unmarshal(r.Config, &c) != nil || c.Endpoint == "" {
+		return "-"
+	}
+	return fmt.Sprintf("%s, %d cached", strings.TrimPrefix(c.Endpoint, "/v1/"), c.Cached)
 }
 
 // engineLabel is the run's engine, with the device it computed on when

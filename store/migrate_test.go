@@ -32,6 +32,8 @@ var seeds = map[int]string{
 	INSERT INTO bench_samples(run_id, rep, num_prompt_tokens, tok_s) VALUES (1, 1, 512, 99.5);`,
 	3: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, num_prompt_tokens, aggregate_model_execution_time_ms)
 		VALUES (2, 'chat', 'metal', 'aa11', 'Llama', 5000, 7, 42);`,
+	4: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, num_prompt_tokens, num_generated_tokens, config)
+		VALUES (3, 'api', 'cpu', 'aa11', 'Llama', 6000, 30, 8, '{"endpoint":"/v1/chat/completions","cached_tokens":22}');`,
 }
 
 // buildAt creates a database at path holding the schema after migration

@@ -37,7 +37,14 @@ type BenchTest struct {
 	StddevTokS  float64 `json:"stddev_tok_s"`
 }
 
-// Run is one generation (Kind "chat") or one benchmark test (Kind "bench").
+// KindAPI is the kind of a run that answered a request to etchat serve
+// (migration 0004 admits it).
+const KindAPI = "api"
+
+func validKind(k string) bool { return k == "chat" || k == "bench" || k == KindAPI }
+
+// Run is one generation (Kind "chat"), one benchmark test (Kind "bench")
+// or one request to the server (Kind KindAPI).
 type Run struct {
 	ID             int64           `json:"id"`
 	Kind           string          `json:"kind"`
@@ -134,8 +141,8 @@ func finite(v float64) float64 {
 // Avg/StddevTokS to the mean and sample standard deviation of the samples'
 // TokS. Samples numbered 0 are numbered 1, 2, … in order.
 func (db *DB) InsertRun(ctx context.Context, r Run, samples []Sample) (Run, error) {
-	if r.Kind != "chat" && r.Kind != "bench" {
-		return Run{}, invalid("run kind %q is not chat or bench", r.Kind)
+	if !validKind(r.Kind) {
+		return Run{}, invalid("run kind %q is not chat, bench or api", r.Kind)
 	}
 	config, err := jsonText("run config", r.Config, "{}")
 	if err != nil {
@@ -259,7 +266,7 @@ func meanStddev(ss []Sample) (mean, sd float64) {
 type RunFilter struct {
 	ModelSHA string    // exact sha256
 	Model    string    // a sha256 prefix or a model name (case-insensitive)
-	Kind     string    // "chat" or "bench"
+	Kind     string    // "chat", "bench" or "api"
 	Since    time.Time // started at or after
 	Limit    int       // at most this many, newest first; 0: no limit
 }
@@ -277,8 +284,8 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 		args = append(args, len(f.Model), f.Model, f.Model)
 	}
 	if f.Kind != "" {
-		if f.Kind != "chat" && f.Kind != "bench" {
-			return nil, invalid("run kind %q is not chat or bench", f.Kind)
+		if !validKind(f.Kind) {
+			return nil, invalid("run kind %q is not chat, bench or api", f.Kind)
 		}
 		where = append(where, "kind = ?")
 		args = append(args, f.Kind)

@@ -499,6 +499,12 @@ func (vm *ViewModel) Refresh(ctx context.Context) error {
 				}
 			}
 		}
+		if err == nil {
+			var api []Row
+			if api, err = apiRows(ctx, vm.deps.DB); err == nil {
+				rows = append(rows, api...)
+			}
+		}
 		if err != nil {
 			err = fmt.Errorf("could not read the run history: %w", err)
 		}
@@ -643,6 +649,9 @@ func (vm *ViewModel) TrendChart(sz plot.Size, kind string, fg, bg color.Color) (
 	rows, _ := vm.History()
 	var rs []*bench.Result
 	for _, r := range rows {
+		if r.result == nil {
+			continue // a server request, not a benchmark
+		}
 		isPP := r.result.Test.NGen == 0
 		if kind == "" || (kind == "pp") == isPP {
 			rs = append(rs, r.result)

@@ -372,3 +372,27 @@ func TestSizesFollowTheModelsContext(t *testing.T) {
 		t.Errorf("typed size replaced: %+v", f)
 	}
 }
+
+// TestHistoryShowsAPIRuns: requests answered by etchat serve are history
+// rows with their endpoint, cached tokens, decode rate and TTFT, filtered
+// by model like the benchmarks, and the trend chart leaves them out.
+func TestHistoryShowsAPIRuns(t *testing.T) {
+	db := testDB(t)
+	ctx := context.Background()
+	if _, err := db.InsertRun(ctx, store.Run{Kind: store.KindAPI, Engine: "cpu", ModelName: "served-model",
+		Config: []byte(`{"endpoint":"/v1/chat/completions","cached_tokens":17}`), DecodeTokS: 321.5, TTFTMs: 12.5}, nil); err != nil {
+		t.Fatal(err)
+	}
+	vm := testVM(t, db)
+	if err := vm.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vm.SetFilter("served-model")
+	rows, _ := vm.History()
+	if len(rows) != 1 || rows[0].Test != "api chat/completions, 17 cached" || rows[0].AvgTS != 321.5 || rows[0].TTFTMs != 12.5 || rows[0].Engine != "cpu" {
+		t.Fatalf("rows %+v", rows)
+	}
+	// A row without a benchmark result must not reach the chart (it would
+	// dereference nil); with only that row there is nothing to draw.
+	_, _ = vm.TrendChart(plot.Size{W: 200, H: 100}, "", color.White, color.Black)
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"etchat/internal/fixtures"
+)
+
+// lockedBuffer is a buffer the server goroutine writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var serveURL = regexp.MustCompile(`http://(\S+)/v1`)
+
+// startServe runs etchat serve in the background and returns its base URL
+// (…/v1); the server is stopped, as by SIGINT, when the test ends, and must
+// then exit 0.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb lockedBuffer
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, env, append([]string{"serve", "--port", "0"}, args...)) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, errb.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := serveURL.FindStringSubmatch(out.String()); m != nil {
+			return m[0]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s%s", code, out.String(), errb.String())
+		default:
+		}
+	}
+	t.Fatalf("serve never said where it listens: %s", errb.String())
+	return ""
+}
+
+func TestServeFlags(t *testing.T) {
+	pte := filepath.Join(fixtures.Unpacked(t, fixtures.Llama3), "model.pte")
+	for _, c := range []struct {
+		args []string
+		in   string
+	}{
+		{[]string{"--host", "0.0.0.0", "--models", pte}, "refusing to serve it without --api-key"},
+		{[]string{"--port", "70000", "--models", pte}, "-port"},
+		{[]string{"--max-models", "0", "--models", pte}, "-max-models"},
+		{[]string{"--engine", "warp", "--models", pte}, "-engine"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"serve"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.in) {
+			t.Errorf("%v: exit %d, %s", c.args, code, stderr)
+		}
+	}
+	ingraph := filepath.Join(fixtures.Unpacked(t, fixtures.InGraph), "model.pte")
+	if code, _, stderr := runCLI(t, "serve", "--no-save", "--models", ingraph); code != 1 || !strings.Contains(stderr, "off-graph") {
+		t.Errorf("in-graph model: exit %d, %s", code, stderr)
+	}
+}
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	return Run(context.Background(), env, args), out.String(), errb.String()
+}
+
+// TestServeOpenAIClient drives etchat serve with the official openai npm
+// package (tests/openai-client, installed by scripts/setup): its greedy
+// ids must be etchat run --json's for the same prompt, its errors the
+// client's typed errors. Without node or the package it is skipped, except
+// under CI=true, where a missing package fails.
+func TestServeOpenAIClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the openai client test needs Node 20 or later")
+	}
+	dir, _ := filepath.Abs(filepath.Join("..", "tests", "openai-client"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the openai package is not installed in %s: run scripts/setup (%v)", dir, err)
+		}
+		t.Skipf("the openai package is not installed in %s: run scripts/setup", dir)
+	}
+	pte := filepath.Join(fixtures.Unpacked(t, fixtures.Llama3), "model.pte")
+	const prompt, n = "Hello from Node", 8
+	code, stdout, stderr := runRunCLI(t, "", "--pte", pte, "--prompt", prompt, "--max-new-tokens", "8", "--engine", "cpu", "--json")
+	if code != 0 {
+		t.Fatalf("etchat run: %d %s", code, stderr)
+	}
+	var doc runDoc
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || len(doc.GeneratedIDs) != n {
+		t.Fatalf("etchat run --json: %v %s", err, stdout)
+	}
+	base := startServe(t, "--models", pte, "--engine", "cpu", "--api-key", "test-key", "--no-save")
+	expect, _ := json.Marshal(map[string]any{"model": "llama3-tiny-offgraph", "prompt": prompt, "max_tokens": n,
+		"ids": doc.GeneratedIDs, "text": doc.Text})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ETCHAT_BASE_URL="+base, "ETCHAT_API_KEY=test-key", "ETCHAT_EXPECT="+string(expect))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node test.mjs: %v\n%s", err, out)
+	}
+	var seen struct {
+		ChatIDs []int  `json:"chat_ids"`
+		Errors  string `json:"errors"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &seen); err != nil || seen.Errors != "typed" || len(seen.ChatIDs) != n {
+		t.Errorf("node's report: %v %s", err, out)
+	}
+	for i := range seen.ChatIDs {
+		if seen.ChatIDs[i] != doc.GeneratedIDs[i] {
+			t.Errorf("openai client's ids %v, etchat run's %v", seen.ChatIDs, doc.GeneratedIDs)
+			break
+		}
+	}
+}

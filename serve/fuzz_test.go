@@ -1,0 +1,61 @@
+package serve
+
+import (
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzDecodeRequest: no body makes the request decoders panic, and
+// whatever they accept is a request the generation can take (a model, a
+// non-empty prompt, limits within range); a refusal is a 4xx naming what
+// is wrong.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","messages":[{"role":"developer","content":null},{"role":"user","content":"x"}],"max_completion_tokens":3,"stop":["a","b"],"seed":-5,"top_k":4,"top_p":0.5,"temperature":0}`,
+		`{"model":"m","prompt":"once","max_tokens":0,"stop":"x"}`,
+		`{"model":"m","prompt":[1,2,3],"n":1,"logprobs":null,"echo":false}`,
+		`{"model":"m","prompt":[[1,2]],"suffix":""}`,
+		`{"model":"m","prompt":["a","b"]}`,
+		`{"model":"m","messages":[{"role":"assistant","content":"x"}]}`,
+		`{"model":1}`, `[]`, `{`, ``, `{"model":"m","messages":{}}`, `{"model":"m","stop":[1]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, chat := range []bool{true, false} {
+			decode := decodeCompletion
+			if chat {
+				decode = decodeChat
+			}
+			r, e := decode(body)
+			if (r == nil) == (e == nil) {
+				t.Fatalf("chat %v: request %v and error %v", chat, r, e)
+			}
+			if e != nil {
+				if e.Status < 400 || e.Status >= 500 || e.Message == "" || !utf8.ValidString(e.Message) && utf8.Valid(body) {
+					t.Fatalf("chat %v: error %+v", chat, e)
+				}
+				continue
+			}
+			if r.Model == "" || r.MaxTokens < -1 || len(r.Stop) > maxStops || r.IsChat != chat {
+				t.Fatalf("chat %v: accepted %+v", chat, r)
+			}
+			if chat && (len(r.Messages) == 0 || r.Messages[len(r.Messages)-1].Role == "assistant") {
+				t.Fatalf("accepted messages %+v", r.Messages)
+			}
+			if !chat && r.Prompt == "" && len(r.PromptID) == 0 {
+				t.Fatalf("accepted an empty prompt %+v", r)
+			}
+			for _, id := range r.PromptID {
+				if id < 0 {
+					t.Fatalf("accepted token %d", id)
+				}
+			}
+			if t := r.Sampling.Temperature; t < 0 || t > 2 {
+				panic("temperature out of range")
+			}
+		}
+	})
+}

@@ -1,0 +1,213 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"etchat/inference"
+	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
+)
+
+// entry is one served model: prepared at start, loaded on first use (and
+// closed again when another model needs the room).
+type entry struct {
+	id, path string
+	created  int64 // the file's mtime, seconds: /v1/models' created
+	prep     *inference.Model
+	policy   kvcache.Policy
+	// turn is the model's one generation slot: whoever holds it may use
+	// loaded and pc.
+	turn   chan struct{}
+	queued atomic.Int64 // requests waiting or running
+	avgNs  atomic.Int64 // a running mean of request durations, for Retry-After
+
+	loaded   *inference.Model
+	pc       *inference.PrefixCache
+	lastUsed time.Time
+}
+
+// ModelID is the id a model is served as: its folder's name for a
+// model.pte (an export's usual layout), else the file's name without
+// .pte, as the app's library names it.
+func ModelID(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // model.pte in the working folder is that folder's model
+	}
+	base := filepath.Base(path)
+	if strings.EqualFold(base, "model.pte") {
+		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != string(filepath.Separator) {
+			return dir
+		}
+	}
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+func prepare(path string, o inference.LoadOptions) (*entry, error) {
+	m, err := inference.Prepare(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if m.Info.Kind != modelinfo.OffGraph {
+		return nil, fmt.Errorf("%s is an %s model; serving needs an off-graph KV cache, which rewinds between requests (re-export with --use-offgraph-cache)", path, m.Info.Kind)
+	}
+	if m.Chat == nil { // the API speaks text
+		return nil, &inference.TokenizerError{Path: filepath.Join(filepath.Dir(path), modelinfo.TokenizerFile), Given: o.Tokenizer != "", Err: os.ErrNotExist}
+	}
+	e := &entry{id: ModelID(path), path: path, prep: m, policy: o.Policy, turn: make(chan struct{}, 1)}
+	if fi, err := os.Stat(path); err == nil {
+		e.created = fi.ModTime().Unix()
+	}
+	return e, nil
+}
+
+// unload closes the model's session; the caller holds its turn (or the
+// server is shut down).
+func (e *entry) unload() {
+	if e.loaded != nil {
+		e.loaded.Close()
+	}
+	e.loaded, e.pc = nil, nil
+}
+
+// retryAfter estimates, in seconds, when a place in the queue frees up.
+func (e *entry) retryAfter() int {
+	avg := time.Duration(e.avgNs.Load())
+	return int(math.Ceil(avg.Seconds()))
+}
+
+// note folds a request's duration into the running mean.
+func (e *entry) note(d time.Duration) {
+	old := e.avgNs.Load()
+	if old == 0 {
+		e.avgNs.Store(int64(d))
+		return
+	}
+	e.avgNs.Store((3*old + int64(d)) / 4)
+}
+
+// acquire queues for the model's turn: a 429 when the queue is full, nil
+// error and a release function once the turn is ours. A client that gives
+// up while waiting leaves the queue.
+func (s *Server) acquire(ctx context.Context, e *entry) (func(), *apiError) {
+	if n := e.queued.Add(1); n > int64(1+max(0, s.opts.QueueLimit)) {
+		e.queued.Add(-1)
+		return nil, busy(e.retryAfter()*int(n-1), fmt.Sprintf("model %q is busy: %d requests are queued (the limit is %d); retry later",
+			e.id, n-2, max(0, s.opts.QueueLimit)))
+	}
+	select {
+	case e.turn <- struct{}{}:
+	case <-ctx.Done():
+		e.queued.Add(-1)
+		return nil, unavailable("the request was canceled while queued")
+	}
+	return func() { <-e.turn; e.queued.Add(-1) }, nil
+}
+
+// load opens the model if it is not open; the caller holds e's turn. When
+// MaxModels are open, the least recently used idle one is closed first.
+func (s *Server) load(ctx context.Context, e *entry) *apiError {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if e.loaded != nil {
+		e.lastUsed = time.Now()
+		return nil
+	}
+	if s.closing.Load() {
+		return unavailable("the server is shutting down")
+	}
+	for {
+		var open []*entry
+		for _, o := range s.models {
+			if o.loaded != nil {
+				open = append(open, o)
+			}
+		}
+		if len(open) < s.opts.MaxModels {
+			break
+		}
+		var victim *entry
+		for _, o := range open {
+			if victim == nil || o.lastUsed.Before(victim.lastUsed) {
+				select {
+				case o.turn <- struct{}{}: // idle: take its turn to close it
+					if victim != nil {
+						<-victim.turn
+					}
+					victim = o
+				default:
+				}
+			}
+		}
+		if victim == nil {
+			return busy(e.retryAfter(), fmt.Sprintf("%d models are loaded (--max-models) and all are busy; retry later", s.opts.MaxModels))
+		}
+		victim.unload()
+		<-victim.turn
+	}
+	m, err := e.prep.WithPolicy(e.policy)
+	if err == nil {
+		err = m.Open(ctx)
+	}
+	if err != nil {
+		return serverError(fmt.Errorf("loading %s: %w", e.id, err))
+	}
+	pc, err := inference.NewPrefixCache(m.Session, m.Cache)
+	if err != nil {
+		m.Close()
+		return serverError(err)
+	}
+	e.loaded, e.pc, e.lastUsed = m, pc, time.Now()
+	s.logf("loaded %s (%s)", e.id, m.Engine.String())
+	return nil
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(r, "GET"))
+		return
+	}
+	data := make([]map[string]any, 0, len(s.models))
+	for _, e := range s.models {
+		data = append(data, e.object())
+	}
+	writeJSON(w, map[string]any{"object": "list", "data": data})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(r, "GET"))
+		return
+	}
+	e, ok := s.byID[r.PathValue("id")]
+	if !ok {
+		writeError(w, notFound(r.PathValue("id")))
+		return
+	}
+	writeJSON(w, e.object())
+}
+
+func (e *entry) object() map[string]any {
+	return map[string]any{"id": e.id, "object": "model", "created": e.created, "owned_by": "etchat",
+		"context_length": e.prep.Capacity()}
+}
+
+func methodNotAllowed(r *http.Request, want string) *apiError {
+	return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+		Message: fmt.Sprintf("%s %s: use %s", r.Method, clip(r.URL.Path), want)}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}

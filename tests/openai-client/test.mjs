@@ -1,0 +1,82 @@
+// Drives etchat serve with the official openai package: list models, chat
+// (plain and streaming) and a text completion at temperature 0, whose ids
+// must be the engine's own (given by the Go test from `etchat run --json`),
+// and the server's errors as the client's typed errors. Run by
+// `go test ./cli -run OpenAIClient`, which starts the server and sets:
+//   ETCHAT_BASE_URL  http://127.0.0.1:PORT/v1
+//   ETCHAT_API_KEY   the server's key
+//   ETCHAT_EXPECT    {"model", "prompt", "max_tokens", "ids", "text"}
+// Prints one JSON line of what it saw; exits 1 on a failed check.
+import OpenAI from 'openai';
+import assert from 'node:assert/strict';
+
+const baseURL = process.env.ETCHAT_BASE_URL;
+const want = JSON.parse(process.env.ETCHAT_EXPECT);
+// No retries: a 429 or 5xx must show as such, not be retried away.
+const client = new OpenAI({ baseURL, apiKey: process.env.ETCHAT_API_KEY, maxRetries: 0, timeout: 60_000 });
+const seen = {};
+
+async function expectError(cls, status, fn, check = () => {}) {
+  try {
+    await fn();
+  } catch (e) {
+    assert.ok(e instanceof cls, `want ${cls.name}, got ${e?.constructor?.name}: ${e?.message}`);
+    assert.equal(e.status, status);
+    check(e);
+    return e;
+  }
+  assert.fail(`want ${cls.name}, the call succeeded`);
+}
+
+const models = await client.models.list();
+seen.models = models.data.map((m) => m.id);
+assert.ok(seen.models.includes(want.model), `models ${seen.models}`);
+
+const messages = [{ role: 'user', content: want.prompt }];
+const chat = await client.chat.completions.create({
+  model: want.model, messages, max_tokens: want.max_tokens, temperature: 0, return_token_ids: true,
+});
+seen.chat_ids = chat.choices[0].token_ids;
+seen.chat_text = chat.choices[0].message.content;
+assert.deepEqual(seen.chat_ids, want.ids);
+assert.equal(seen.chat_text, want.text);
+assert.equal(chat.choices[0].finish_reason, 'length');
+assert.equal(chat.usage.completion_tokens, want.max_tokens);
+
+let text = '';
+let finish = null;
+let usage = null;
+const stream = await client.chat.completions.create({
+  model: want.model, messages, max_tokens: want.max_tokens, temperature: 0, stream: true,
+  stream_options: { include_usage: true },
+});
+for await (const chunk of stream) {
+  if (chunk.usage) usage = chunk.usage;
+  const c = chunk.choices[0];
+  if (!c) continue;
+  text += c.delta?.content ?? '';
+  if (c.finish_reason) finish = c.finish_reason;
+}
+seen.stream_text = text;
+assert.equal(text, want.text);
+assert.equal(finish, 'length');
+assert.equal(usage.completion_tokens, want.max_tokens);
+// The stream resent the same prompt: all of it but the last token was cached.
+assert.equal(usage.prompt_tokens_details.cached_tokens, usage.prompt_tokens - 1);
+
+const completion = await client.completions.create({ model: want.model, prompt: want.prompt, max_tokens: 4, temperature: 0 });
+seen.completion_text = completion.choices[0].text;
+assert.equal(typeof seen.completion_text, 'string');
+
+await expectError(OpenAI.NotFoundError, 404, () =>
+  client.chat.completions.create({ model: 'no-such-model', messages }), (e) => assert.equal(e.code, 'model_not_found'));
+await expectError(OpenAI.BadRequestError, 400, () =>
+  client.chat.completions.create({ model: want.model, messages, n: 2 }), (e) => assert.equal(e.param, 'n'));
+await expectError(OpenAI.BadRequestError, 400, () =>
+  client.chat.completions.create({ model: want.model, messages: [{ role: 'user', content: 'word '.repeat(400) }] }),
+(e) => assert.equal(e.code, 'context_length_exceeded'));
+const stranger = new OpenAI({ baseURL, apiKey: 'not-the-key', maxRetries: 0 });
+await expectError(OpenAI.AuthenticationError, 401, () => stranger.models.list());
+seen.errors = 'typed';
+
+console.log(JSON.stringify(seen));
