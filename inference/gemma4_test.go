@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"etchat/inference/engine"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -70,7 +71,7 @@ func TestGemma4TurnsFromInputIDs(t *testing.T) {
 	var ref gemma4Ref
 	fixtures.Reference(t, fixtures.Gemma4, &ref)
 	mt := ref.Multiturn
-	forEachEngine(t, func(t *testing.T, e Engine) {
+	forEachEngine(t, func(t *testing.T, e engine.Engine) {
 		s, cfg := openOn(t, e, fixtures.Gemma4, "fp32")
 		gen := Options{MaxNewTokens: 8, IgnoreEOS: true, PrefillChunk: cfg.MaxWrite}
 		res, err := Generate(bg, s, mt.Turn2.InputIDs, gen)
@@ -211,7 +212,7 @@ func TestGemma4EnginesAgreeToCapacity(t *testing.T) {
 				heavyGemma4(t)
 			}
 			got := map[string][]int{}
-			forEachEngine(t, func(t *testing.T, e Engine) {
+			forEachEngine(t, func(t *testing.T, e engine.Engine) {
 				s, cfg := openOn(t, e, fixtures.Gemma4, dt)
 				first := prefillChunks(t, s, ld.InputIDs, cfg.MaxWrite)
 				ids := greedy(t, s, first, s.Capacity()-s.Len()+1)

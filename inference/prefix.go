@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 )
 
@@ -23,7 +24,7 @@ type PrefixCache struct {
 
 // NewPrefixCache starts a prefix cache on sess (clearing it); cfg lets it
 // predict rewinds an engine cannot refuse itself (see Conversation).
-func NewPrefixCache(sess Session, cfg *kvcache.Config) (*PrefixCache, error) {
+func NewPrefixCache(sess engine.Session, cfg *kvcache.Config) (*PrefixCache, error) {
 	if sess == nil {
 		return nil, errors.New("no session")
 	}
@@ -51,7 +52,7 @@ type PrefixResult struct {
 func (p *PrefixCache) Len() int { return len(p.cache) }
 
 // Session is the engine session underneath.
-func (p *PrefixCache) Session() Session { return p.sess.Session }
+func (p *PrefixCache) Session() engine.Session { return p.sess.Session }
 
 // Generate answers prompt (a whole prompt, from position 0) with opts,
 // reusing the cached prefix it shares. The result's PromptIDs are the
@@ -106,7 +107,7 @@ func (p *PrefixCache) keep(ctx context.Context, n, chunk int) error {
 		p.cache = p.cache[:n]
 		return nil
 	}
-	if !errors.Is(err, ErrRewindRefused) && !errors.Is(err, ErrUnsupported) {
+	if !errors.Is(err, engine.ErrRewindRefused) && !errors.Is(err, engine.ErrUnsupported) {
 		p.settle(p.cache)
 		return fmt.Errorf("rewinding the cache to %d: %w", n, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"etchat/inference"
+	"etchat/inference/sampler"
 )
 
 // request is a chat or text completion request, decoded and checked: what
@@ -23,7 +24,7 @@ type request struct {
 	Stream       bool
 	IncludeUsage bool // stream_options.include_usage
 	MaxTokens    int  // -1: not given (up to the cache's room)
-	Sampling     inference.Sampling
+	Sampling     sampler.Sampling
 	Stop         []string
 	ReturnIDs    bool // return_token_ids (extension): prompt and completion token ids in the response
 }
@@ -239,7 +240,7 @@ func unmarshal(body []byte, v any) *apiError {
 
 // check validates the shared options and fills a request with them.
 func (w *wireOptions) check(chat bool) (*request, *apiError) {
-	r := &request{MaxTokens: -1, Sampling: inference.Sampling{Temperature: 1, TopP: 1}}
+	r := &request{MaxTokens: -1, Sampling: sampler.Sampling{Temperature: 1, TopP: 1}}
 	if w.Model == nil || *w.Model == "" {
 		return nil, badRequest("model", "model is required (GET /v1/models lists them)")
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"etchat/inference/sampler"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -196,7 +197,7 @@ func greedyIDs(t testing.TB, prompt []int, n int) []int {
 	if err := m.Session.Clear(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := inference.Generate(context.Background(), m.Session, prompt, m.Generation(n, inference.Sampling{}))
+	res, err := inference.Generate(context.Background(), m.Session, prompt, m.Generation(n, sampler.Sampling{}))
 	if err != nil {
 		t.Fatal(err)
 	}

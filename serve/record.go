@@ -67,7 +67,7 @@ func (s *Server) record(e *entry, req *request, body []byte, o *outcome) {
 		// The stats count the whole prompt; the prefill rate is over the
 		// tokens actually fed.
 		cfg["prefilled_tokens"] = st.NumPromptTokens
-		run.Stats, run.PrefillTokS, run.DecodeTokS, run.TTFTMs = st.Stats, st.PrefillTokPerSec, st.DecodeTokPerSec, st.TTFTSeconds*1000
+		run.Stats, run.PrefillTokS, run.DecodeTokS, run.TTFTMs = st.Stats, st.PrefillRate, st.DecodeRate, st.TTFTSeconds*1000
 		run.Stats.NumPromptTokens = int64(len(o.prompt))
 		run.Memory = store.Memory{AfterLoad: st.MemAfterLoad.ActiveBytes, AfterPrefill: st.MemAfterPrefill.ActiveBytes,
 			AfterDecode: st.MemAfterDecode.ActiveBytes, Peak: st.PeakBytes}

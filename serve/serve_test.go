@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"etchat/inference/engine"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -443,7 +444,7 @@ func TestMaxModels(t *testing.T) {
 
 // failingSession is a real session whose forwards fail, as an engine
 // that has lost its device does.
-type failingSession struct{ inference.Session }
+type failingSession struct{ engine.Session }
 
 func (failingSession) Forward(context.Context, []int64, []int64) ([]float32, error) {
 	return nil, errors.New("device lost: the engine says so")

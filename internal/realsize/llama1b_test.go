@@ -2,6 +2,7 @@ package realsize
 
 import (
 	"context"
+	"etchat/inference/sampler"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -115,7 +116,7 @@ func TestLlama1BRuns(t *testing.T) {
 	for i := range prompt {
 		prompt[i] = 1000 + 7*i
 	}
-	gen := mod.Generation(4, inference.Sampling{})
+	gen := mod.Generation(4, sampler.Sampling{})
 	gen.IgnoreEOS = true
 	res, err := inference.Generate(ctx, mod.Session, prompt, gen)
 	if err != nil {

@@ -3,6 +3,7 @@ package realsize
 import (
 	"bytes"
 	"context"
+	"etchat/inference/sampler"
 	"math"
 	"os"
 	"path/filepath"
@@ -116,7 +117,7 @@ func TestRoundTripQ4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mod.Close()
-	gen := mod.Generation(8, inference.Sampling{})
+	gen := mod.Generation(8, sampler.Sampling{})
 	gen.IgnoreEOS = true
 	res, err := inference.Generate(ctx, mod.Session, []int{1, 2, 3, 4}, gen)
 	if err != nil {
