@@ -502,6 +502,11 @@ func TestSettingsFieldsDoNotMoveWhileTyping(t *testing.T) {
 		}
 		return ps
 	}
+	// Laid out once at its width first: a wrapped label settles then.
+	sheet.refresh()
+	w.Content().Refresh()
+	w.Resize(fyne.NewSize(661, 1400))
+	w.Resize(fyne.NewSize(660, 1400))
 	before := where()
 	for _, typed := range [][2]string{{"Capacity", "x"}, {"Windows", "y"}, {"Temperature", "99"}, {"Capacity", ""}, {"Windows", ""}} {
 		en := sheet.entries[typed[0]]
