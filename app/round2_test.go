@@ -647,10 +647,17 @@ func TestSecondWindowOnOneDatabase(t *testing.T) {
 	sa2 := NewStoreAdapter(db2)
 	b2 := Backend{Inspector: NewInspector(), Library: sa2, Chats: sa2, Opener: hermeticOpener(), DBPath: b1.DBPath, DB: db2}
 
-	u1 := NewUI(a, b1)
-	t.Cleanup(u1.Close)
-	u2 := NewUI(a, b2)
-	t.Cleanup(u2.Close)
+	// Widget updates wait for the test goroutine, as in newTestUI (the
+	// test driver's fyne.Do would run them on the watcher's goroutine).
+	queued := func(u *UI) *UI {
+		q := &uiQueue{}
+		u.do = q.post
+		queues.Store(u, q)
+		t.Cleanup(u.Close)
+		return u
+	}
+	u1 := queued(NewUI(a, b1))
+	u2 := queued(NewUI(a, b2))
 	if u1.banner.Visible() {
 		t.Errorf("the first window: %q", u1.banner.Text)
 	}
@@ -680,11 +687,14 @@ func TestSecondWindowOnOneDatabase(t *testing.T) {
 		cs := u2.Chat.State().Conversations
 		return len(cs) == 1 && cs[0].Title == "From the other window"
 	})
+	settle(u2)
+	if len(u2.chat.convs) != 1 {
+		t.Errorf("the list shows %d conversations", len(u2.chat.convs))
+	}
 
 	// The lock is given back with the window.
 	u1.Close()
-	u3 := NewUI(a, b2)
-	t.Cleanup(u3.Close)
+	u3 := queued(NewUI(a, b2))
 	if u3.banner.Visible() {
 		t.Errorf("after the first window closed: %q", u3.banner.Text)
 	}
