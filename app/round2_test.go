@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -20,6 +21,7 @@ import (
 
 	"etchat/inference/tokenizer"
 	"etchat/internal/fixtures"
+	"etchat/store"
 )
 
 // inGraphWithTokenizer is the in-graph fixture with llama3's tokenizer
@@ -500,6 +502,11 @@ func TestSettingsFieldsDoNotMoveWhileTyping(t *testing.T) {
 		}
 		return ps
 	}
+	// Laid out once at its width first: a wrapped label settles then.
+	sheet.refresh()
+	w.Content().Refresh()
+	w.Resize(fyne.NewSize(661, 1400))
+	w.Resize(fyne.NewSize(660, 1400))
 	before := where()
 	for _, typed := range [][2]string{{"Capacity", "x"}, {"Windows", "y"}, {"Temperature", "99"}, {"Capacity", ""}, {"Windows", ""}} {
 		en := sheet.entries[typed[0]]
@@ -623,5 +630,72 @@ func TestConversationRenameSearchExport(t *testing.T) {
 				t.Errorf("%s: %q is %.0f wide (needs %.0f), the side bar %.0f", th, b.Text, b.Size().Width, b.MinSize().Width, side.Size().Width)
 			}
 		}
+	}
+}
+
+// Issue 26 item 7: a second window on the same database says so, and a
+// window re-reads its conversation list when another one writes.
+func TestSecondWindowOnOneDatabase(t *testing.T) {
+	ctx := context.Background()
+	a := test.NewTempApp(t)
+	b1, db1 := testBackend(t)
+	db2, err := store.Open(ctx, b1.DBPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	sa2 := NewStoreAdapter(db2)
+	b2 := Backend{Inspector: NewInspector(), Library: sa2, Chats: sa2, Opener: hermeticOpener(), DBPath: b1.DBPath, DB: db2}
+
+	// Widget updates wait for the test goroutine, as in newTestUI (the
+	// test driver's fyne.Do would run them on the watcher's goroutine).
+	queued := func(u *UI) *UI {
+		q := &uiQueue{}
+		u.do = q.post
+		queues.Store(u, q)
+		t.Cleanup(u.Close)
+		return u
+	}
+	u1 := queued(NewUI(a, b1))
+	u2 := queued(NewUI(a, b2))
+	if u1.banner.Visible() {
+		t.Errorf("the first window: %q", u1.banner.Text)
+	}
+	if !u2.banner.Visible() || !strings.Contains(u2.banner.Text, "Another etchat window") {
+		t.Errorf("the second window's banner %q (visible %v)", u2.banner.Text, u2.banner.Visible())
+	}
+
+	path := modelCopy(t, fixtures.Llama3, true)
+	if res := NewLibrary(b1.Inspector, b1.Library).Add(ctx, path); len(res.Problems) > 0 {
+		t.Fatal(res.Problems)
+	}
+	u2.watchEvery = 20 * time.Millisecond
+	done := make(chan struct{})
+	u2.Start(nil, done)
+	<-done
+	if err := u2.Chat.SetModel(ctx, inspect(t, path)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(u2.Chat.State().Conversations); n != 0 {
+		t.Fatalf("%d conversations before", n)
+	}
+	if _, err := b1.Chats.CreateConversation(ctx, path, "From the other window", greedy(4)); err != nil {
+		t.Fatal(err)
+	}
+	_ = db1
+	waitFor(t, func() bool {
+		cs := u2.Chat.State().Conversations
+		return len(cs) == 1 && cs[0].Title == "From the other window"
+	})
+	settle(u2)
+	if len(u2.chat.convs) != 1 {
+		t.Errorf("the list shows %d conversations", len(u2.chat.convs))
+	}
+
+	// The lock is given back with the window.
+	u1.Close()
+	u3 := queued(NewUI(a, b2))
+	if u3.banner.Visible() {
+		t.Errorf("after the first window closed: %q", u3.banner.Text)
 	}
 }

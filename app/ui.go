@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -46,8 +47,10 @@ type UI struct {
 	cancel context.CancelFunc
 	// do runs a UI update from any goroutine: fyne.Do in the app; tests
 	// queue the updates and run them on the test goroutine.
-	do     func(func())
-	errDlg *dialog.CustomDialog // the last error dialog, which Enter closes
+	do         func(func())
+	errDlg     *dialog.CustomDialog // the last error dialog, which Enter closes
+	unlockDB   func()               // gives back the database's window lock
+	watchEvery time.Duration        // how often the database files are looked at (0: 2 s)
 }
 
 // Tab names.
@@ -82,6 +85,16 @@ func NewUI(a fyne.App, b Backend) *UI {
 	if b.StoreErr != nil {
 		u.banner.SetText("Nothing is being saved: " + b.StoreErr.Error())
 		u.banner.Show()
+	}
+	u.unlockDB = func() {}
+	if b.DB != nil && b.DBPath != "" {
+		release, held := lockDB(b.DBPath)
+		u.unlockDB = release
+		if !held {
+			u.banner.SetText(SharedDBNote(b.DBPath))
+			u.banner.Importance = widget.WarningImportance
+			u.banner.Show()
+		}
 	}
 	u.Win.SetContent(container.NewBorder(u.banner, nil, nil, nil, u.tabs))
 	u.Win.SetMainMenu(u.menu())
@@ -125,6 +138,15 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
 		}
 		u.reopenLast()
+		if u.Backend.DB != nil && u.Backend.DBPath != "" {
+			every := u.watchEvery
+			if every == 0 {
+				every = 2 * time.Second
+			}
+			go watchDB(u.ctx, u.Backend.DBPath, every, func() {
+				_ = u.Chat.ReloadConversations(u.ctx) // another window's conversations and titles show up
+			})
+		}
 		u.do(func() {
 			if err != nil {
 				u.ShowError(err)
@@ -184,6 +206,7 @@ func (u *UI) Close() {
 	if u.serve != nil {
 		_ = u.serve.Stop()
 	}
+	u.unlockDB()
 	u.Chat.Close()
 }
 
