@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 
@@ -29,17 +30,29 @@ func defaultCandidates(o Options) []string {
 	if o.Library != "" {
 		return []string{o.Library}
 	}
-	env := o.Getenv
-	if env == nil {
-		env = os.Getenv
-	}
 	exe := o.Executable
 	if exe == "" {
 		if p, err := os.Executable(); err == nil {
 			exe = p
 		}
 	}
-	return Candidates(env, exe, runtime.GOOS)
+	// A symlink to the executable (Homebrew's bin/etchat, a link into an
+	// app bundle) must not hide the folders beside the real file, such as
+	// the bundle's ../Frameworks.
+	if exe != "" {
+		if p, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = p
+		}
+	}
+	return Candidates(o.env(), exe, runtime.GOOS)
+}
+
+// env is the environment the searches read: Getenv, or the process's.
+func (o Options) env() func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return os.Getenv
 }
 
 // Engine runs programs through libetchat_runner.
@@ -54,7 +67,7 @@ var _ engine.Engine = (*Engine)(nil)
 // architecture, wrong ABI version, on macOS no mlx.metallib); callers fall
 // back to the CPU engine.
 func New(opts Options) (engine.Engine, error) {
-	l, err := find(defaultCandidates(opts))
+	l, err := find(defaultCandidates(opts), opts.env())
 	if err != nil {
 		return nil, err
 	}
