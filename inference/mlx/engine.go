@@ -322,7 +322,8 @@ func kvPoolBytes(cfg *kvcache.Config, maxLen int) int64 {
 
 // Close releases the session; calling it twice is harmless. A healthy
 // off-graph session is cleared and parked for the next Open of the same
-// file and config (Engine.CloseIdle closes parked ones).
+// file and config, unless its KV pools grew past what a parked session may
+// hold (Engine.CloseIdle closes parked ones; see sessionPool).
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -332,12 +333,8 @@ func (s *Session) Close() error {
 	if h == 0 {
 		return nil
 	}
-	if s.key == "" || s.broken || s.lib.clear(h) != nil {
+	if s.key == "" || s.broken || kvPoolBytes(s.cfg, s.maxLen) > maxParkedKV || s.lib.clear(h) != nil {
 		return s.lib.closeSession(h)
 	}
-	old, displaced := s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen})
-	if displaced {
-		return s.lib.closeSession(old.h)
-	}
-	return nil
+	return s.lib.closeIdle(s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen}))
 }
