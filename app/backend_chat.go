@@ -227,3 +227,12 @@ func (c *convSession) Engine() EngineInfo {
 	return EngineInfo{Name: c.engine.Name, Device: c.engine.Device, Reason: c.engine.Reason, Fallback: c.engine.Fallback}
 }
 func (c *convSession) Close() error { return c.sess.Close() }
+
+// CloseIdle closes what the session's engine keeps for reuse after its
+// sessions close (the native engine parks one per model and cache config).
+func (c *convSession) CloseIdle() error {
+	if r, ok := c.engine.Engine.(interface{ CloseIdle() error }); ok {
+		return r.CloseIdle()
+	}
+	return nil
+}

@@ -329,7 +329,7 @@ func (c *Chat) SetModel(ctx context.Context, model *ModelInfo) error {
 		c.mu.Unlock()
 		return ErrBusy
 	}
-	c.closeLocked()
+	c.unloadLocked()
 	c.st = ChatState{Model: model, Settings: ModelDefaults(model, c.defEng), Draft: c.st.Draft}
 	c.mu.Unlock()
 	err := c.ReloadConversations(ctx)
@@ -345,12 +345,40 @@ func (c *Chat) closeLocked() {
 	c.refreshLocked()
 }
 
+// unloadLocked closes the session and what its engine keeps for reuse:
+// the model is no longer wanted (another model, the window closing).
+func (c *Chat) unloadLocked() {
+	old := c.sess
+	c.closeLocked()
+	releaseIdle(old)
+}
+
+// replaceLocked makes next the open session, closing the old one; when the
+// engine changes, what the old engine keeps for reuse is released too.
+func (c *Chat) replaceLocked(next Session) {
+	old := c.sess
+	c.closeLocked()
+	if old != nil && old.Engine().Name != next.Engine().Name {
+		releaseIdle(old)
+	}
+	c.sess = next
+}
+
+// releaseIdle has s's engine close the sessions it parks for reuse (the
+// native engine keeps the last one of each model and cache config, with
+// its method and cache, until told).
+func releaseIdle(s Session) {
+	if r, ok := s.(interface{ CloseIdle() error }); ok {
+		_ = r.CloseIdle()
+	}
+}
+
 // Close releases the session.
 func (c *Chat) Close() {
 	c.Stop()
 	c.Wait()
 	c.mu.Lock()
-	c.closeLocked()
+	c.unloadLocked()
 	c.mu.Unlock()
 }
 
@@ -421,8 +449,7 @@ func (c *Chat) newConversation(ctx context.Context, m *ModelInfo, s Settings) (S
 		}
 	}
 	c.mu.Lock()
-	c.closeLocked()
-	c.sess = sess
+	c.replaceLocked(sess)
 	c.st.ConvID, c.st.Title, c.st.Settings = id, "New conversation", s
 	c.mu.Unlock()
 	return sess, c.ReloadConversations(ctx)
@@ -448,8 +475,7 @@ func (c *Chat) OpenConversation(id int64) error {
 			return loadError(m, s, err)
 		}
 		c.mu.Lock()
-		c.closeLocked()
-		c.sess = sess
+		c.replaceLocked(sess)
 		c.st.ConvID, c.st.Title, c.st.Settings = id, sum.Title, s
 		c.mu.Unlock()
 		c.loadBranches(ctx, id)
@@ -494,8 +520,7 @@ func (c *Chat) ApplySettings(s Settings) error {
 			}
 		}
 		c.mu.Lock()
-		c.closeLocked()
-		c.sess = next
+		c.replaceLocked(next)
 		c.st.Settings = s
 		c.mu.Unlock()
 		return nil

@@ -58,7 +58,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object (prompt_ids, generated_ids, text, stats) instead of the report")
 	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database")
 	o.cache.register(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, gflagsSpellings(fs, args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

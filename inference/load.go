@@ -254,10 +254,16 @@ func (m *Model) OpenOn(ctx context.Context, sel Selection) error {
 	return nil
 }
 
-// openProbed opens a session; for auto's native choice it also runs one
-// forward (then clears, or reopens an in-graph program, which cannot
-// clear), so that a backend that loads but cannot execute is found here,
-// where auto can still fall back.
+// probeTokens is the most tokens auto's probe runs: enough for what only a
+// multi-token prefill reaches (its masks, a kernel compiled on first use),
+// few enough to stay cheap.
+const probeTokens = 4
+
+// openProbed opens a session; for auto's native choice it also runs a
+// small prefill of min(prefill chunk, probeTokens) tokens (then rewinds it,
+// or reopens an in-graph program, which cannot rewind), so that a backend
+// that loads but cannot execute is found here, where auto can still fall
+// back.
 func (m *Model) openProbed(ctx context.Context, sel Selection) (engine.Session, error) {
 	sess, err := sel.Engine.Open(ctx, m.Path, m.Cache)
 	if err != nil {
@@ -266,14 +272,22 @@ func (m *Model) openProbed(ctx context.Context, sel Selection) (engine.Session, 
 	if !sel.Auto || sel.Fallback {
 		return sess, nil
 	}
-	if _, err := sess.Forward(ctx, []int64{0}, []int64{0}); err != nil {
+	n := min(max(m.PrefillChunk(), 1), probeTokens)
+	if c := sess.Capacity(); c > 0 {
+		n = min(n, c)
+	}
+	ids, pos := make([]int64, n), make([]int64, n)
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	if _, err := sess.Forward(ctx, ids, pos); err != nil {
 		sess.Close()
-		return nil, fmt.Errorf("first forward of %s on %s: %w", m.Path, sel.Name, err)
+		return nil, fmt.Errorf("first forward (%d tokens) of %s on %s: %w", n, m.Path, sel.Name, err)
 	}
 	if m.Cache != nil {
-		if err := sess.Clear(); err != nil {
+		if err := sess.Rewind(0); err != nil {
 			sess.Close()
-			return nil, err
+			return nil, fmt.Errorf("rewinding the probe of %s on %s: %w", m.Path, sel.Name, err)
 		}
 		return sess, nil
 	}

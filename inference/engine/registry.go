@@ -223,24 +223,34 @@ const (
 )
 
 // LibraryError: the native engine's runner library cannot be used. Err is
-// the binding's own error (paths tried, loader messages).
+// the binding's own error (paths tried, loader messages); Reason, when a
+// library was found but cannot be used, is why, on one line (its path and,
+// say, its ABI version or the missing mlx.metallib), for the announcements.
 type LibraryError struct {
 	Problem LibraryProblem
 	Err     error
+	Reason  string
 }
 
 func (e *LibraryError) Error() string { return e.Err.Error() }
 func (e *LibraryError) Unwrap() error { return e.Err }
 
-// Summary is the problem in a few words, for a one-line announcement.
+// Summary is the problem in a few words, for a one-line announcement,
+// with the found library's Reason.
 func (e *LibraryError) Summary() string {
+	var s string
 	switch e.Problem {
 	case LibraryMissing:
-		return "native runner library not found"
+		s = "native runner library not found"
 	case LibraryABIMismatch:
-		return "native runner library built for another etchat (ABI version mismatch)"
+		s = "native runner library built for another etchat (ABI version mismatch)"
+	default:
+		s = "native runner library does not load"
 	}
-	return "native runner library does not load"
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
 }
 
 // ErrNotAvailable: the engine asked for is not part of this build or

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"etchat/inference/kvcache"
 	"etchat/internal/fixtures"
 )
 
@@ -35,25 +36,28 @@ func procStatus(t *testing.T, key string) int64 {
 	return 0
 }
 
-// TestRealOpenCloseCycles: 2,000 conversations opened and closed on one
-// model stay within a memory and thread bound through the engine, which
-// reuses one session. Through the library itself (a program and a session
-// loaded and freed each time) MLX keeps what it made per loaded "forward":
-// ExecuTorch's MLXHandle makes a new MLX stream, which MLX never frees (on
-// its CPU backend a thread per stream, measured here as exactly one thread
-// per cycle; on Metal a command queue, which only a Mac shows). The bound
-// there is that: at most one thread and a few tens of kB per cycle, so a
-// leak of ours on top would show.
+// TestRealOpenCloseCycles: conversations opened and closed stay within a
+// memory and thread bound: 2,000 on one model through the engine (which
+// reuses one session), 200 alternating between two cache configs (each a
+// new session: the engine closes the parked one of the other config and
+// loads "forward" again), and 300 programs and sessions loaded and freed
+// through the library itself. ExecuTorch's MLXHandle made a new MLX stream
+// per loaded "forward", which MLX never frees (on its CPU backend a thread
+// per stream, measured here as exactly one per cycle; on Metal a command
+// queue); our patch gives it the library thread's default stream, so the
+// thread count must stay flat.
 func TestRealOpenCloseCycles(t *testing.T) {
 	e := realEngine(t)
 	ctx := context.Background()
 	path := fixtures.PTE(fixtures.Llama3)
 	cfg := fixtureConfig(t, fixtures.Llama3)
+	other := fixtureConfig(t, fixtures.Llama3)
+	other.Capacity--
 	c, ls, err := ToC(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	engineCycle := func() {
+	engineCycle := func(cfg *kvcache.Config) {
 		s, err := e.Open(ctx, path, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -86,31 +90,41 @@ func TestRealOpenCloseCycles(t *testing.T) {
 		}
 	}
 	for range 20 { // warm up: the runtime's caches, Go's threads
-		engineCycle()
+		engineCycle(cfg)
 		libCycle()
 	}
 	rss0, thr0 := procStatus(t, "VmRSS"), procStatus(t, "Threads")
-	libCycles := 300
 	for range 2000 {
-		engineCycle()
+		engineCycle(cfg)
 	}
 	if e.Idle() != 1 {
 		t.Errorf("%d sessions parked after 2,000 cycles on one model, want 1", e.Idle())
 	}
 	rss1, thr1 := procStatus(t, "VmRSS"), procStatus(t, "Threads")
+	const configCycles, libCycles = 200, 300
+	for i := range configCycles {
+		if i%2 == 0 {
+			engineCycle(other)
+		} else {
+			engineCycle(cfg)
+		}
+	}
+	rss2, thr2 := procStatus(t, "VmRSS"), procStatus(t, "Threads")
 	for range libCycles {
 		libCycle()
 	}
-	rss2, thr2 := procStatus(t, "VmRSS"), procStatus(t, "Threads")
-	t.Logf("RSS %d → %d (2,000 engine cycles) → %d kB (%d library cycles); threads %d → %d → %d",
-		rss0, rss1, rss2, libCycles, thr0, thr1, thr2)
+	rss3, thr3 := procStatus(t, "VmRSS"), procStatus(t, "Threads")
+	t.Logf("RSS %d → %d (2,000 engine cycles) → %d (%d config changes) → %d kB (%d library cycles); threads %d → %d → %d → %d",
+		rss0, rss1, rss2, configCycles, rss3, libCycles, thr0, thr1, thr2, thr3)
 	if rss1-rss0 > 16<<10 || thr1 > thr0+4 {
 		t.Errorf("2,000 engine cycles: RSS +%d kB, threads +%d; bound 16 MiB, 4", rss1-rss0, thr1-thr0)
 	}
-	// MLX's stream per loaded forward: one thread, its stack and the
-	// stream's state (measured ~38 kB per cycle).
-	if perCycle := (rss2 - rss1) / int64(libCycles); perCycle > 64 || thr2 > thr1+int64(libCycles)+4 {
-		t.Errorf("%d library cycles: RSS +%d kB per cycle, threads +%d; bound 64 kB and one thread (MLX's stream) per cycle",
-			libCycles, perCycle, thr2-thr1)
+	if perCycle := (rss2 - rss1) / configCycles; perCycle > 64 || thr2 > thr1+4 {
+		t.Errorf("%d sessions opened and closed: RSS +%d kB per cycle, threads +%d; bound 64 kB per cycle, 4 threads",
+			configCycles, perCycle, thr2-thr1)
+	}
+	if perCycle := (rss3 - rss2) / libCycles; perCycle > 64 || thr3 > thr2+4 {
+		t.Errorf("%d library cycles: RSS +%d kB per cycle, threads +%d; bound 64 kB per cycle, 4 threads",
+			libCycles, perCycle, thr3-thr2)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 
@@ -29,17 +30,29 @@ func defaultCandidates(o Options) []string {
 	if o.Library != "" {
 		return []string{o.Library}
 	}
-	env := o.Getenv
-	if env == nil {
-		env = os.Getenv
-	}
 	exe := o.Executable
 	if exe == "" {
 		if p, err := os.Executable(); err == nil {
 			exe = p
 		}
 	}
-	return Candidates(env, exe, runtime.GOOS)
+	// A symlink to the executable (Homebrew's bin/etchat, a link into an
+	// app bundle) must not hide the folders beside the real file, such as
+	// the bundle's ../Frameworks.
+	if exe != "" {
+		if p, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = p
+		}
+	}
+	return Candidates(o.env(), exe, runtime.GOOS)
+}
+
+// env is the environment the searches read: Getenv, or the process's.
+func (o Options) env() func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return os.Getenv
 }
 
 // Engine runs programs through libetchat_runner.
@@ -54,7 +67,7 @@ var _ engine.Engine = (*Engine)(nil)
 // architecture, wrong ABI version, on macOS no mlx.metallib); callers fall
 // back to the CPU engine.
 func New(opts Options) (engine.Engine, error) {
-	l, err := find(defaultCandidates(opts))
+	l, err := find(defaultCandidates(opts), opts.env())
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +322,8 @@ func kvPoolBytes(cfg *kvcache.Config, maxLen int) int64 {
 
 // Close releases the session; calling it twice is harmless. A healthy
 // off-graph session is cleared and parked for the next Open of the same
-// file and config (Engine.CloseIdle closes parked ones).
+// file and config, unless its KV pools grew past what a parked session may
+// hold (Engine.CloseIdle closes parked ones; see sessionPool).
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -319,12 +333,8 @@ func (s *Session) Close() error {
 	if h == 0 {
 		return nil
 	}
-	if s.key == "" || s.broken || s.lib.clear(h) != nil {
+	if s.key == "" || s.broken || kvPoolBytes(s.cfg, s.maxLen) > maxParkedKV || s.lib.clear(h) != nil {
 		return s.lib.closeSession(h)
 	}
-	old, displaced := s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen})
-	if displaced {
-		return s.lib.closeSession(old.h)
-	}
-	return nil
+	return s.lib.closeIdle(s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen}))
 }

@@ -88,8 +88,9 @@ var (
 	libs   = map[string]*library{}
 )
 
-// loadPath loads and binds the library at path, checking its ABI version.
-func loadPath(path string) (*library, error) {
+// loadPath loads and binds the library at path, checking its ABI version;
+// env is the environment the metallib search reads ($ETCHAT_METALLIB).
+func loadPath(path string, env func(string) string) (*library, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("mlx: %s: %w", path, err)
@@ -110,41 +111,83 @@ func loadPath(path string) (*library, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := configureMetallib(l, MetallibCandidates(os.Getenv, abs, runtime.GOOS), isFile); err != nil {
+	if err := configureMetallib(l, MetallibCandidates(env, abs, runtime.GOOS), isFile); err != nil {
 		return nil, err
 	}
 	libs[abs] = l
 	return l, nil
 }
 
+// SearchError is find's failure over several candidates: every path tried
+// and why each failed. When some exist but cannot be used (another ABI
+// version, no mlx.metallib, not a library) it wraps those failures, so
+// errors.Is(err, ErrABIVersion) or ErrNoMetallib still holds and the real
+// reason is not reported as "not found"; only when none exists does it wrap
+// ErrNoLibrary.
+type SearchError struct {
+	Tried    []string // "path: why", in search order
+	Unusable []error  // the failures of the candidates that exist
+}
+
+func (e *SearchError) Error() string {
+	what := "etchat runner library not found"
+	if len(e.Unusable) > 0 {
+		what = "no usable etchat runner library"
+	}
+	return fmt.Sprintf("mlx: %s; tried:\n  %s\n(build it from inference/native and put it beside the etchat executable, or set %s)",
+		what, strings.Join(e.Tried, "\n  "), EnvLibrary)
+}
+
+// Unwrap is the unusable candidates' failures (errors.Join's form), or
+// ErrNoLibrary when none exists.
+func (e *SearchError) Unwrap() []error {
+	if len(e.Unusable) == 0 {
+		return []error{ErrNoLibrary}
+	}
+	return e.Unusable
+}
+
+// Reason is, on one line, why the first library found could not be used
+// ("" when none was found): what the announcements show.
+func (e *SearchError) Reason() string {
+	if len(e.Unusable) == 0 {
+		return ""
+	}
+	return oneLine(e.Unusable[0])
+}
+
+// oneLine is an error's text without the package prefix, on one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "mlx: ")), " ")
+}
+
 // find tries each candidate in order and returns the first library that
 // loads and has our ABI version. The error lists every path tried and why
-// each failed.
-func find(candidates []string) (*library, error) {
+// each failed (a *SearchError), or for a single candidate that exists is
+// that candidate's own error.
+func find(candidates []string, env func(string) string) (*library, error) {
 	if len(candidates) == 0 {
 		return nil, fmt.Errorf("mlx: %w (no candidate paths on this system)", ErrNoLibrary)
 	}
-	var reasons []string
-	var last error
+	se := &SearchError{}
 	for _, p := range candidates {
-		l, err := loadPath(p)
+		l, err := loadPath(p, env)
 		if err == nil {
 			return l, nil
 		}
-		last = err
 		if errors.Is(err, os.ErrNotExist) {
-			reasons = append(reasons, "  "+p+": not found")
-		} else {
-			reasons = append(reasons, "  "+p+": "+strings.TrimPrefix(err.Error(), "mlx: "))
+			se.Tried = append(se.Tried, p+": not found")
+			continue
 		}
+		se.Tried = append(se.Tried, p+": "+strings.TrimPrefix(err.Error(), "mlx: "))
+		se.Unusable = append(se.Unusable, err)
 	}
 	// A single explicit path (ETCHAT_RUNNER, Options.Library) keeps its
-	// own error's identity, so an ABI mismatch stays recognisable.
-	if len(candidates) == 1 && !errors.Is(last, os.ErrNotExist) {
-		return nil, last
+	// own error's identity and message.
+	if len(candidates) == 1 && len(se.Unusable) == 1 {
+		return nil, se.Unusable[0]
 	}
-	return nil, fmt.Errorf("mlx: %w; tried:\n%s\n(build it from inference/native and put it beside the etchat executable, or set %s)",
-		ErrNoLibrary, strings.Join(reasons, "\n"), EnvLibrary)
+	return nil, se
 }
 
 // Available reports whether the native engine can run here: the path of a
@@ -152,7 +195,7 @@ func find(candidates []string) (*library, error) {
 // error listing the paths tried. It searches Candidates(os.Getenv,
 // os.Executable(), runtime.GOOS).
 func Available() (path string, err error) {
-	l, err := find(defaultCandidates(Options{}))
+	l, err := find(defaultCandidates(Options{}), os.Getenv)
 	if err != nil {
 		return "", err
 	}

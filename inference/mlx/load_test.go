@@ -185,3 +185,62 @@ func TestBindsEveryHeaderFunction(t *testing.T) {
 		}
 	}
 }
+
+// A library the search finds but cannot use is reported with its own
+// reason (wrapped, so errors.Is still sees it), never as "not found".
+func TestSearchKeepsWhyAFoundLibraryIsUnusable(t *testing.T) {
+	abi := compileC(t, "abi999/"+LibraryName(runtime.GOOS), "fake_runner.c", "-DABI=999")
+	_, err := New(Options{Getenv: envOf(nil), Executable: filepath.Join(filepath.Dir(abi), "etchat")})
+	var se *SearchError
+	if !errors.As(err, &se) {
+		t.Fatalf("searched wrong-ABI library: %v, want a *SearchError", err)
+	}
+	if !errors.Is(err, ErrABIVersion) || errors.Is(err, ErrNoLibrary) {
+		t.Errorf("searched wrong-ABI library: Is(ErrABIVersion) = %v, Is(ErrNoLibrary) = %v, want true, false",
+			errors.Is(err, ErrABIVersion), errors.Is(err, ErrNoLibrary))
+	}
+	if r := se.Reason(); !strings.Contains(r, abi) || !strings.Contains(r, "ABI version 999") || strings.Contains(r, "\n") {
+		t.Errorf("Reason %q: want one line naming %s and its ABI version", r, abi)
+	}
+	if !strings.HasPrefix(err.Error(), "mlx: no usable etchat runner library") {
+		t.Errorf("message %q", err)
+	}
+
+	dir := t.TempDir()
+	text := filepath.Join(dir, LibraryName(runtime.GOOS))
+	if err := os.WriteFile(text, []byte("not a library\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Options{Getenv: envOf(nil), Executable: filepath.Join(dir, "etchat")})
+	if !errors.As(err, &se) || errors.Is(err, ErrNoLibrary) || !strings.Contains(se.Reason(), "it is not a shared library") {
+		t.Errorf("searched text file: %v", err)
+	}
+
+	// Nothing found at all: ErrNoLibrary, and no reason.
+	_, err = New(Options{Getenv: envOf(nil), Executable: filepath.Join(t.TempDir(), "etchat")})
+	if !errors.As(err, &se) || !errors.Is(err, ErrNoLibrary) || se.Reason() != "" {
+		t.Errorf("nothing found: %v", err)
+	}
+}
+
+// The search starts from the executable's real folder: a symlink to it
+// (Homebrew's bin/etchat, a link into an app bundle) must not hide the
+// library beside the real file.
+func TestSearchResolvesExecutableSymlinks(t *testing.T) {
+	lib := fakeLib(t)
+	real := filepath.Join(filepath.Dir(lib), "etchat")
+	if err := os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "etchat")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Getenv: envOf(nil), Executable: link})
+	if err != nil {
+		t.Fatalf("through a symlink to %s: %v", real, err)
+	}
+	if got := e.(*Engine).LibraryPath(); got != lib {
+		t.Errorf("found %s, want %s", got, lib)
+	}
+}

@@ -10,18 +10,29 @@ import (
 )
 
 // sessionPool keeps closed off-graph sessions for reuse, one per model and
-// cache config. Each native session is a loaded "forward" whose MLX
-// delegate made its own stream (on Metal a command queue MLX never frees),
-// and loading it reads the program again; a chat app opens a session per
-// conversation. So Close parks a healthy off-graph session here, cleared,
-// and Open of the same file with the same config takes it back instead of
-// loading anything; Open of another file or config closes the parked ones
-// first, so switching models never holds two programs' sessions where one
-// would do. In-graph sessions cannot be cleared and are never parked.
+// cache config. Each native session is a loaded "forward" with its own
+// cache, and loading it reads the program again; a chat app opens a
+// session per conversation. So Close parks a healthy off-graph session
+// here, cleared, and Open of the same file with the same config takes it
+// back instead of loading anything; Open of another file or config closes
+// the parked ones first, so switching models never holds two programs'
+// sessions where one would do. In-graph sessions cannot be cleared and are
+// never parked.
+//
+// What is parked is bounded: at most maxParked sessions (the oldest is
+// closed first), and none whose KV pools grew past maxParkedKV (a clear
+// keeps a pool's grown size, which a parked session would go on holding).
+// The app calls Engine.CloseIdle when it unloads a model or changes engine.
 type sessionPool struct {
 	mu   sync.Mutex
 	idle []idleSession
 }
+
+// The bounds of the pool (variables for the tests).
+var (
+	maxParked   = 2
+	maxParkedKV = int64(512 << 20)
+)
 
 type idleSession struct {
 	key      string
@@ -81,19 +92,24 @@ func (p *sessionPool) others(key string) []idleSession {
 	return out
 }
 
-// put parks s; it returns a session displaced from the same key (to
-// close), if any.
-func (p *sessionPool) put(s idleSession) (idleSession, bool) {
+// put parks s; it returns the sessions displaced (to close): one parked
+// for the same key, or the oldest beyond maxParked.
+func (p *sessionPool) put(s idleSession) []idleSession {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, old := range p.idle {
 		if old.key == s.key {
 			p.idle[i] = s
-			return old, true
+			return []idleSession{old}
 		}
 	}
 	p.idle = append(p.idle, s)
-	return idleSession{}, false
+	var out []idleSession
+	for len(p.idle) > max(maxParked, 0) {
+		out = append(out, p.idle[0])
+		p.idle = p.idle[1:]
+	}
+	return out
 }
 
 // closeAll closes the sessions given; the first error is returned.
@@ -108,7 +124,8 @@ func (l *library) closeIdle(ss []idleSession) error {
 }
 
 // CloseIdle closes the sessions parked for reuse (see Open), releasing
-// their methods and caches; the app calls it when it unloads models.
+// their methods and caches; the app calls it when it unloads a model or
+// changes engine.
 func (e *Engine) CloseIdle() error {
 	return e.lib.closeIdle(e.lib.pool.others("\x00"))
 }

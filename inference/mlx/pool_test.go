@@ -136,3 +136,49 @@ func TestFindMetallib(t *testing.T) {
 		t.Errorf("none found: %v", err)
 	}
 }
+
+// What the pool parks is bounded: at most maxParked sessions (sessions
+// open at once on several models, then closed, park the newest), and a
+// session whose KV pools grew past maxParkedKV is closed, not parked.
+func TestParkedSessionsAreBounded(t *testing.T) {
+	e := newEngine(t, abiLayerLib(t))
+	x := loadExtras(t, e.LibraryPath())
+	ctx := context.Background()
+	live0 := x.live()
+	var open []*Session
+	for range maxParked + 2 {
+		s, err := e.Open(ctx, writeProgram(t, "vocab=16"), testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, s.(*Session))
+	}
+	for _, s := range open {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.Idle() != maxParked || int(x.live()-live0) != maxParked {
+		t.Errorf("%d sessions closed: %d parked, %d live, want %d", len(open), e.Idle(), x.live()-live0, maxParked)
+	}
+	if err := e.CloseIdle(); err != nil || e.Idle() != 0 || x.live() != live0 {
+		t.Fatalf("CloseIdle: %v, %d parked, %d live", err, e.Idle(), x.live()-live0)
+	}
+
+	saved := maxParkedKV
+	t.Cleanup(func() { maxParkedKV = saved })
+	cfg := testConfig()
+	s, err := e.Open(ctx, writeProgram(t, "vocab=16"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from := 0; from < 16; from += 4 {
+		if _, err := s.Forward(ctx, seq(from, 4), seq(from, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maxParkedKV = kvPoolBytes(cfg, 16) - 1
+	if err := s.Close(); err != nil || e.Idle() != 0 || x.live() != live0 {
+		t.Errorf("a session holding %d KV bytes (bound %d) was parked: %v, %d parked", kvPoolBytes(cfg, 16), maxParkedKV, err, e.Idle())
+	}
+}

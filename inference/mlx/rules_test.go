@@ -252,3 +252,40 @@ func TestDeviceAndMetallib(t *testing.T) {
 		t.Errorf("no candidates (not macOS): %v", err)
 	}
 }
+
+// A step that fails inside the runtime may have run some layers, whose
+// ring writes overwrote cells, while the length stays where it was: the
+// library counts those writes (the ring rule then refuses rewinds into
+// them) and brings the runtime's cache back to the known length.
+func TestFailedForwardResyncs(t *testing.T) {
+	e := newEngine(t, abiLayerLib(t))
+	x := loadExtras(t, e.LibraryPath())
+	ctx := context.Background()
+	s, err := e.Open(ctx, writeProgram(t, "vocab=64 poison=63 "+ringCaches), ringConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for from := 0; from < 12; from += 4 {
+		if _, err := s.Forward(ctx, seq(from, 4), seq(from, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The ring (11 rows) holds 1..11: a rewind to 9 would be served.
+	x.log()
+	_, err = s.Forward(ctx, []int64{12, 13, 63, 15}, seq(12, 4))
+	assertErr(t, err, ErrExecute, StatusExecute, "poison")
+	if s.Len() != 12 {
+		t.Fatalf("Len %d after the failed step, want 12", s.Len())
+	}
+	if log := x.log(); !slices.Contains(log, "rewind") && !slices.Contains(log, "clear") {
+		t.Errorf("the runtime's cache was not brought back after the failed step: %v", log)
+	}
+	// Had its layers written 12..15, the ring holds 5..15: a next step at 9
+	// would attend 2..8.
+	assertErr(t, s.Rewind(9), engine.ErrRewindRefused, StatusRewindRefused, "shortest rewind now 12")
+	// The cache goes on from the known length.
+	if _, err := s.Forward(ctx, seq(12, 4), seq(12, 4)); err != nil || s.Len() != 16 {
+		t.Fatalf("next step after the failure: %v, Len %d", err, s.Len())
+	}
+}

@@ -109,7 +109,11 @@ std::string et_error(Error e) {
 std::unique_ptr<Module> load_module(const std::string& path) {
   install_log_hook();
   auto m = std::make_unique<Module>(path, Module::LoadMode::Mmap);
-  const Error err = m->load();
+  // InternalConsistency runs the flatbuffer verifier: Minimal (the
+  // default) checks only the header, so a damaged file would be parsed
+  // without bounds checks.
+  const Error err =
+      m->load(::executorch::runtime::Program::Verification::InternalConsistency);
   if (err != Error::Ok) {
     fail(ETCHAT_ERR_LOAD, "loading program " + path + " failed: " + et_error(err));
   }

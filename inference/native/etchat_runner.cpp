@@ -459,6 +459,36 @@ void check_step(const etchat_session& s, const int64_t* positions, int32_t n) {
   }
 }
 
+// After a step that failed inside the runtime: ExecuTorch may have run
+// some layers, whose ring writes then overwrote cells, while the length
+// stays where it was. Count those writes (oldest moves as if the step had
+// run to last), so the ring rule refuses rewinds into overwritten cells,
+// and bring the runtime's cache back to the known length; if it will not
+// go there, empty it (length 0 is always consistent).
+void resync_after_failed_step(etchat_session& s, int64_t last) noexcept {
+  if (!s.backend->has_cache()) {
+    return;
+  }
+  const int32_t end = static_cast<int32_t>(last + 1);
+  for (size_t i = 0; i < s.oldest.size(); ++i) {
+    if (s.ring_rows[i] > 0) {
+      s.oldest[i] = std::max(s.oldest[i], end - s.ring_rows[i]);
+    }
+  }
+  try {
+    if (s.length > 0 && s.length >= ring_floor(s) && s.backend->rewind(s.length)) {
+      return;
+    }
+  } catch (...) {
+  }
+  try {
+    s.backend->clear();
+  } catch (...) {
+  }
+  s.length = 0;
+  std::fill(s.oldest.begin(), s.oldest.end(), 0);
+}
+
 } // namespace
 
 // ===== 1. Version and errors ===============================================
@@ -633,7 +663,13 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
               " floats, need " + std::to_string(need));
     }
 
-    const etchat::LogitsView v = s->backend->forward(ids, positions, n);
+    etchat::LogitsView v;
+    try {
+      v = s->backend->forward(ids, positions, n);
+    } catch (...) {
+      resync_after_failed_step(*s, last);
+      throw;
+    }
     if (v.data == nullptr || v.vocab != s->vocab) {
       fail(
           ETCHAT_ERR_EXECUTE,

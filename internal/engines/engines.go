@@ -8,6 +8,7 @@ package engines
 import (
 	"errors"
 	"os"
+	"strings"
 
 	"etchat/inference/cpu"
 	"etchat/inference/engine"
@@ -24,13 +25,28 @@ func Register() {
 // mismatch, unloadable) become *engine.LibraryError.
 func newMLX(c engine.Config) (engine.Engine, error) {
 	e, err := mlx.New(mlx.Options{Library: c.Library, Getenv: c.Getenv})
-	switch {
-	case err == nil:
-		return e, nil
-	case errors.Is(err, mlx.ErrABIVersion):
-		return nil, &engine.LibraryError{Problem: engine.LibraryABIMismatch, Err: err}
-	case errors.Is(err, mlx.ErrNoLibrary), errors.Is(err, os.ErrNotExist):
-		return nil, &engine.LibraryError{Problem: engine.LibraryMissing, Err: err}
+	if err != nil {
+		return nil, libraryError(err)
 	}
-	return nil, &engine.LibraryError{Problem: engine.LibraryUnloadable, Err: err}
+	return e, nil
+}
+
+// libraryError classifies the binding's error, keeping why a library that
+// was found could not be used (the search wraps each such failure).
+func libraryError(err error) *engine.LibraryError {
+	le := &engine.LibraryError{Problem: engine.LibraryUnloadable, Err: err}
+	var se *mlx.SearchError
+	switch {
+	case errors.As(err, &se):
+		le.Reason = se.Reason()
+	case !errors.Is(err, os.ErrNotExist):
+		le.Reason = strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "mlx: ")), " ")
+	}
+	switch {
+	case errors.Is(err, mlx.ErrABIVersion):
+		le.Problem = engine.LibraryABIMismatch
+	case errors.Is(err, mlx.ErrNoLibrary), errors.Is(err, os.ErrNotExist):
+		le.Problem = engine.LibraryMissing
+	}
+	return le
 }
