@@ -34,10 +34,9 @@ type test struct {
 }
 
 type pkg struct {
-	tests   map[string]*test
-	order   []string // tests as they finished with a failure
-	lines   []string // the package's own output (not a test's)
-	skipped []*test
+	tests map[string]*test
+	order []string // tests as they finished with a failure
+	lines []string // the package's own output (not a test's)
 }
 
 // Skip is one group of skipped tests with the reason they gave.
