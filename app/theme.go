@@ -18,6 +18,10 @@ type appTheme struct {
 	variant fyne.ThemeVariant
 }
 
+// themeFor makes the theme ApplyTheme sets; the tests wrap it to draw with
+// fonts the repository holds (app/fonts_test.go).
+var themeFor = newAppTheme
+
 func newAppTheme(name string) fyne.Theme {
 	t := appTheme{Theme: theme.DefaultTheme()}
 	switch name {

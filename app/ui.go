@@ -374,7 +374,7 @@ func (u *UI) AddURIs(uris []fyne.URI) <-chan struct{} {
 
 // ApplyTheme sets the light, dark or system theme.
 func (u *UI) ApplyTheme(name string) {
-	u.App.Settings().SetTheme(newAppTheme(name))
+	u.App.Settings().SetTheme(themeFor(name))
 }
 
 func shortcut(key fyne.KeyName, mods fyne.KeyModifier) fyne.Shortcut {

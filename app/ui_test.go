@@ -118,6 +118,7 @@ var (
 // testdata/NAME. A mismatch writes the candidate to testdata/failed/.
 func assertMarkup(t *testing.T, name string, c fyne.Canvas, root string) {
 	t.Helper()
+	checkFonts(t, name, c)
 	if dir := os.Getenv("ETCHAT_UI_PNG"); dir != "" { // look at what the test sees
 		if f, err := os.Create(filepath.Join(dir, strings.TrimSuffix(name, ".xml")+".png")); err == nil {
 			png.Encode(f, c.Capture())
