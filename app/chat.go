@@ -8,11 +8,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/modelinfo"
+	"etchat/internal/runlog"
+	"etchat/store"
 )
 
 // ChatState is everything the chat view draws, copied out of the
@@ -414,7 +415,7 @@ func (c *Chat) newConversation(ctx context.Context, m *ModelInfo, s Settings) (S
 	}
 	var id int64
 	if c.store != nil {
-		id, err = c.store.CreateConversation(ctx, m.Path, "New conversation", s)
+		id, err = c.store.CreateConversation(ctx, m.Path, store.DefaultTitle, s)
 		if err != nil {
 			sess.Close()
 			return nil, fmt.Errorf("the conversation could not be saved: %w", err)
@@ -423,7 +424,7 @@ func (c *Chat) newConversation(ctx context.Context, m *ModelInfo, s Settings) (S
 	c.mu.Lock()
 	c.closeLocked()
 	c.sess = sess
-	c.st.ConvID, c.st.Title, c.st.Settings = id, "New conversation", s
+	c.st.ConvID, c.st.Title, c.st.Settings = id, store.DefaultTitle, s
 	c.mu.Unlock()
 	return sess, c.ReloadConversations(ctx)
 }
@@ -639,7 +640,7 @@ func (c *Chat) save(ctx context.Context, sess Session) error {
 	if err := c.store.SaveTranscript(ctx, id, msgs); err != nil {
 		return fmt.Errorf("the conversation could not be saved: %w", err)
 	}
-	if title == "New conversation" {
+	if title == store.DefaultTitle {
 		if i := firstUser(msgs); i >= 0 {
 			c.mu.Lock()
 			c.st.Title = Title(msgs[i].Text)
@@ -676,17 +677,7 @@ func firstUser(msgs []Message) int {
 }
 
 // Title shortens a first message to a conversation title.
-func Title(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
-	if utf8.RuneCountInString(t) > 48 {
-		r := []rune(t)
-		t = string(r[:47]) + "…"
-	}
-	if t == "" {
-		t = "Untitled"
-	}
-	return t
-}
+func Title(text string) string { return runlog.ShortTitle(text) }
 
 // Send sends text as the next user turn and streams the reply. With no
 // conversation open it starts one (with the chat's current settings).

@@ -3,12 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"etchat/inference"
 	"etchat/inference/modelinfo"
+	"etchat/internal/runlog"
 	"etchat/store"
 )
 
@@ -24,28 +23,10 @@ import (
 type ModelInfo = modelinfo.Info
 
 // kindBadge is the library's short label of a kind.
-func kindBadge(k modelinfo.Kind) string {
-	switch k {
-	case modelinfo.OffGraph:
-		return "off-graph"
-	case modelinfo.InGraph:
-		return "in-graph"
-	case modelinfo.Unsupported:
-		return "not runnable"
-	}
-	return "unreadable"
-}
+func kindBadge(k modelinfo.Kind) string { return runlog.KindLabel(k) }
 
 // ModelName is the display name of a model path.
-func ModelName(path string) string {
-	base := filepath.Base(path)
-	if strings.EqualFold(base, "model.pte") {
-		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != string(filepath.Separator) {
-			return dir
-		}
-	}
-	return strings.TrimSuffix(base, filepath.Ext(base))
-}
+func ModelName(path string) string { return modelinfo.DisplayName(path) }
 
 // Inspector reads a .pte file's metadata.
 type Inspector interface {
@@ -72,12 +53,10 @@ type Reply = inference.Reply
 
 // StopIncomplete is the stop reason of a reply that etchat saved while it
 // streamed and never finished (stored with the partial flag).
-const StopIncomplete = "incomplete"
+const StopIncomplete = runlog.StopIncomplete
 
 // IsPartial reports whether m is such a reply.
-func IsPartial(m Message) bool {
-	return m.Role == inference.RoleAssistant && m.StopReason == StopIncomplete
-}
+func IsPartial(m Message) bool { return runlog.IsPartial(m) }
 
 // Progress reports long work: loading a model or prefilling a prompt.
 type Progress struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,24 @@ type BenchTest struct {
 	StddevTokS  float64 `json:"stddev_tok_s"`
 }
 
-// Run is one generation (Kind "chat") or one benchmark test (Kind "bench").
+// Run kinds: what produced a run.
+const (
+	RunChat  = "chat"  // one reply: a chat in the app or etchat run
+	RunBench = "bench" // one benchmark test (its repetitions are samples)
+)
+
+// RunKinds are the kinds the schema admits.
+var RunKinds = []string{RunChat, RunBench}
+
+// KnownRunKind reports whether kind is one of RunKinds.
+func KnownRunKind(kind string) bool { return slices.Contains(RunKinds, kind) }
+
+// badKind is the error for a kind outside RunKinds.
+func badKind(kind string) error {
+	return invalid("run kind %q is not %s", kind, strings.Join(RunKinds, " or "))
+}
+
+// Run is one generation (Kind RunChat) or one benchmark test (RunBench).
 type Run struct {
 	ID             int64           `json:"id"`
 	Kind           string          `json:"kind"`
@@ -134,8 +152,8 @@ func finite(v float64) float64 {
 // Avg/StddevTokS to the mean and sample standard deviation of the samples'
 // TokS. Samples numbered 0 are numbered 1, 2, … in order.
 func (db *DB) InsertRun(ctx context.Context, r Run, samples []Sample) (Run, error) {
-	if r.Kind != "chat" && r.Kind != "bench" {
-		return Run{}, invalid("run kind %q is not chat or bench", r.Kind)
+	if !KnownRunKind(r.Kind) {
+		return Run{}, badKind(r.Kind)
 	}
 	config, err := jsonText("run config", r.Config, "{}")
 	if err != nil {
@@ -259,7 +277,7 @@ func meanStddev(ss []Sample) (mean, sd float64) {
 type RunFilter struct {
 	ModelSHA string    // exact sha256
 	Model    string    // a sha256 prefix or a model name (case-insensitive)
-	Kind     string    // "chat" or "bench"
+	Kind     string    // one of RunKinds
 	Since    time.Time // started at or after
 	Limit    int       // at most this many, newest first; 0: no limit
 }
@@ -277,8 +295,8 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 		args = append(args, len(f.Model), f.Model, f.Model)
 	}
 	if f.Kind != "" {
-		if f.Kind != "chat" && f.Kind != "bench" {
-			return nil, invalid("run kind %q is not chat or bench", f.Kind)
+		if !KnownRunKind(f.Kind) {
+			return nil, badKind(f.Kind)
 		}
 		where = append(where, "kind = ?")
 		args = append(args, f.Kind)

@@ -118,6 +118,10 @@ type Options struct {
 	// BusyTimeout is how long a write waits for another writer before
 	// failing with ErrBusy; zero means 5 s.
 	BusyTimeout time.Duration
+
+	// driver is the database/sql driver's name; "" is modernc's "sqlite".
+	// Tests wrap it to fail statements on purpose.
+	driver string
 }
 
 // DB is an open etchat database. It is safe for concurrent use.
@@ -158,7 +162,11 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
-	sdb, err := sql.Open("sqlite", u.String()+"?"+q.Encode())
+	drv := opt.driver
+	if drv == "" {
+		drv = "sqlite"
+	}
+	sdb, err := sql.Open(drv, u.String()+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -398,19 +396,5 @@ func TestForwardPattern(t *testing.T) {
 	}
 	if rec.clear != 6 {
 		t.Errorf("%d clears, want one per repetition and warmup (6)", rec.clear)
-	}
-}
-
-// A model.pte is named by its folder, also when given relative to it.
-func TestModelName(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "qwen3-0.6b")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(dir)
-	for in, want := range map[string]string{"model.pte": "qwen3-0.6b", "/m/llama/model.pte": "llama", "x/tiny.pte": "tiny"} {
-		if got := ModelName(in); got != want {
-			t.Errorf("ModelName(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
