@@ -108,6 +108,10 @@ func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Mess
 	return s.db.SaveTranscript(ctx, id, sms, runlog.Title(msgs))
 }
 
+// Settings are stored as runlog.ChatSettings, the shape etchat run
+// --interactive writes too; the conversion fails to compile if they drift.
+var _ = runlog.ChatSettings(Settings{})
+
 func (s *storeAdapter) SaveSettings(ctx context.Context, id int64, set Settings) error {
 	js, err := json.Marshal(set)
 	if err != nil {

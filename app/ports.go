@@ -182,8 +182,8 @@ type Backend struct {
 	Library   LibraryStore
 	Chats     ChatStore
 	Opener    Opener
-	// DB is the open database (nil when StoreErr is set), for views that
-	// use the store directly (app/benchmarks).
+	// DB is the open database (nil when StoreErr is set); the Benchmarks
+	// tab's run history is served from it (benchstore.Runs).
 	DB *store.DB
 	// OpenEngine opens an engine by choice for benchmarks; nil: the
 	// window's opener (engine registry, runner library preference).

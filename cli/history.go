@@ -43,8 +43,8 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 	if *limit < 0 {
 		return Usagef("invalid value %d for flag -limit: must be 0 or more", *limit)
 	}
-	if *kind != "" && *kind != "chat" && *kind != "bench" {
-		return Usagef("invalid value %q for flag -kind: want chat or bench", *kind)
+	if *kind != "" && !store.KnownRunKind(*kind) {
+		return Usagef("invalid value %q for flag -kind: want %s", *kind, strings.Join(store.RunKinds, " or "))
 	}
 	modes := 0
 	for _, on := range []bool{*exportConv != "", *exportRuns, *importFile != "", *check} {
@@ -236,7 +236,7 @@ func listRuns(ctx context.Context, w io.Writer, db *store.DB, f store.RunFilter,
 	fmt.Fprintln(tw, "ID\tSTARTED\tKIND\tMODEL\tENGINE\tTEST\tPREFILL t/s\tDECODE t/s\tTTFT ms\tt/s")
 	for _, r := range rs {
 		test, ts := "-", "-"
-		if r.Kind == "bench" {
+		if r.Kind == store.RunBench {
 			test = benchName(r.Bench)
 			ts = fmt.Sprintf("%.2f ± %.2f", r.Bench.AvgTokS, r.Bench.StddevTokS)
 		}

@@ -16,6 +16,7 @@ import (
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
 	"etchat/inference/cpu"
+	"etchat/internal/benchstore"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -33,7 +34,7 @@ func testDB(t *testing.T) *store.DB {
 func testVM(t *testing.T, db *store.DB) *ViewModel {
 	t.Helper()
 	return New(Deps{
-		DB:         db,
+		Runs:       benchstore.NewRuns(db),
 		OpenEngine: func(string) (inference.Engine, error) { return cpu.New(cpu.Options{}), nil },
 		Machine:    &bench.Machine{CPU: "Test CPU", Cores: 2, OS: "linux"},
 		AppVersion: "test",
@@ -325,25 +326,6 @@ func TestStartRefusalSaysWhatToDo(t *testing.T) {
 		if err == nil || !strings.Contains(Explain(err), c.want) || !strings.Contains(vm.Run().Status, c.want) {
 			t.Errorf("%s %s: %v; status %q", filepath.Base(c.pte), c.prompts, err, vm.Run().Status)
 		}
-	}
-}
-
-// Tests of two runs whose caches differ (bf16, fp32) are matched by kind
-// and size, the cache shown as a column.
-func TestMatchTableIgnoresTheCache(t *testing.T) {
-	mk := func(np, ng int, dtype string, ts float64) *bench.Result {
-		r := &bench.Result{Test: bench.Test{NPrompt: np, NGen: ng, Cache: bench.Cache{DType: dtype}}}
-		tok := max(np, ng)
-		r.Reps = []bench.Rep{{Ns: int64(float64(tok) / ts * 1e9)}}
-		return r
-	}
-	base := []*bench.Result{mk(32, 0, "bf16", 100), mk(0, 16, "bf16", 50)}
-	cand := []*bench.Result{mk(32, 0, "fp32", 80), mk(0, 16, "fp32", 55)}
-	text := MatchTable(base, cand)
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "pp32") || !strings.Contains(lines[1], "-20.0%") ||
-		!strings.HasPrefix(lines[2], "tg16") || !strings.Contains(lines[2], "+10.0%") {
-		t.Errorf("match table:\n%s", text)
 	}
 }
 

@@ -3,9 +3,9 @@ package runlog
 import (
 	"context"
 	"fmt"
-	"strings"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 

@@ -114,3 +114,21 @@ func ShortTitle(text string) string {
 	}
 	return t
 }
+
+// ChatSettings are a conversation's settings as the store keeps them (its
+// settings column, and a chat run's config): the app's settings sheet, and
+// what etchat run --interactive ran with, so that either reopens the other's
+// conversations. app.Settings converts to it field for field.
+type ChatSettings struct {
+	Engine          string  `json:"engine"`
+	Capacity        int     `json:"capacity"`
+	StorageDType    string  `json:"storage_dtype"`
+	InitialCapacity int     `json:"initial_capacity"`
+	Windows         string  `json:"windows"`
+	Temperature     float64 `json:"temperature"`
+	TopK            int     `json:"top_k"`
+	TopP            float64 `json:"top_p"`
+	Seed            int64   `json:"seed"`
+	MaxNewTokens    int     `json:"max_new_tokens"`
+	SystemPrompt    string  `json:"system_prompt"`
+}
