@@ -33,8 +33,12 @@ func testDB(t *testing.T) *store.DB {
 
 func testVM(t *testing.T, db *store.DB) *ViewModel {
 	t.Helper()
+	var runs Runs // nil without a database: a nil *benchstore.Runs would not be
+	if db != nil {
+		runs = benchstore.NewRuns(db)
+	}
 	return New(Deps{
-		Runs:       benchstore.NewRuns(db),
+		Runs:       runs,
 		OpenEngine: func(string) (inference.Engine, error) { return cpu.New(cpu.Options{}), nil },
 		Machine:    &bench.Machine{CPU: "Test CPU", Cores: 2, OS: "linux"},
 		AppVersion: "test",
