@@ -13,7 +13,6 @@ import (
 
 	"etchat/inference"
 	"etchat/inference/engine"
-	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/internal/runlog"
 	"etchat/store"
@@ -118,7 +117,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if cfg != nil {
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, cfg.Summary())
-	} else if o.cache.policy() != (kvcache.Policy{StorageDType: "bf16", InitialCapacity: -1}) {
+	} else if !o.cache.isDefault() {
 		fmt.Fprintf(out, "[cache] in-graph: the program keeps its own cache of %d tokens; the --kv-* flags do not apply\n", capacity)
 	}
 	fmt.Fprintf(out, "[mem]   after load  : %s\n", mib(memLoad.ActiveBytes))
@@ -236,7 +235,7 @@ func (o *runOpts) validate() error {
 	if _, err := engine.Canonical(o.engine); err != nil {
 		return Usagef("invalid value %q for flag -engine: %v", o.engine, err)
 	}
-	return checkPolicy(o.cache.policy())
+	return o.cache.check()
 }
 
 func parseIDs(s string) ([]int, error) {

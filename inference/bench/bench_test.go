@@ -161,12 +161,12 @@ func TestDoesNotFitBeforeRunning(t *testing.T) {
 func TestBadOptions(t *testing.T) {
 	base := opts(t, fixtures.Llama3, []int{8}, []int{2}, 1)
 	cases := map[string]func(o *Options){
-		"at least 1":         func(o *Options) { o.Reps = 0 },
-		"negative":           func(o *Options) { o.Prompts = []int{-1} },
-		"no tests":           func(o *Options) { o.Prompts, o.Gens = []int{0}, nil },
-		"no such file":       func(o *Options) { o.PTE = "/nonexistent/model.pte" },
-		"unknown kv storage": func(o *Options) { o.Caches = []CacheSpec{{DType: "int4"}} },
-		"no engine":          func(o *Options) { o.Engine = nil },
+		"at least 1":                        func(o *Options) { o.Reps = 0 },
+		"negative":                          func(o *Options) { o.Prompts = []int{-1} },
+		"no tests":                          func(o *Options) { o.Prompts, o.Gens = []int{0}, nil },
+		"no such file":                      func(o *Options) { o.PTE = "/nonexistent/model.pte" },
+		"storage dtype \"int4\" is unknown": func(o *Options) { o.Caches = []CacheSpec{{DType: "int4"}} },
+		"no engine":                         func(o *Options) { o.Engine = nil },
 	}
 	for want, mod := range cases {
 		o := base
