@@ -381,3 +381,35 @@ func TestTreeWritesAreAtomic(t *testing.T) {
 		})
 	}
 }
+
+// The store's errors are typed: an operation error naming the step, which
+// Explain reads by type, never by its text.
+func TestErrorsAreTyped(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "etchat.db"), Options{driver: "sqlite-faults"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var oe *OpError
+	_, err = db.GetConversation(ctx, 42)
+	if !errors.As(err, &oe) || !errors.Is(err, ErrNotFound) || err.Error() != "store: conversation 42: not found" ||
+		Explain(err) != "conversation 42: not found (it may have been deleted; list what exists with 'etchat history')" {
+		t.Errorf("not found: %v / %q", err, Explain(err))
+	}
+	_, err = db.AddMessage(ctx, Message{ConversationID: 1, Role: "robot"})
+	if !errors.As(err, &oe) || !errors.Is(err, ErrInvalid) || Explain(err) != `invalid: message role "robot" is not one of system, user, assistant, tool (nothing was changed)` {
+		t.Errorf("invalid: %v / %q", err, Explain(err))
+	}
+	faults.arm(1)
+	_, err = db.ListRuns(ctx, RunFilter{})
+	faults.arm(0)
+	if !errors.As(err, &oe) || oe.Op != "list runs" || !errors.Is(err, errInjected) || err.Error() != "store: list runs: injected fault" {
+		t.Errorf("a failed step: %v (%+v)", err, oe)
+	}
+	// Wrapped by a caller, it keeps its type and its message.
+	outer := fmt.Errorf("saving: %w", err)
+	if !errors.As(outer, &oe) || Explain(outer) != "saving: store: list runs: injected fault" {
+		t.Errorf("wrapped: %q", Explain(outer))
+	}
+}
