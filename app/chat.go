@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"etchat/app/advice"
 	"etchat/inference"
-	"etchat/inference/engine"
 	"etchat/inference/modelinfo"
 	"etchat/internal/runlog"
 	"etchat/store"
@@ -502,30 +502,9 @@ func loadError(m *ModelInfo, s Settings, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	next := "check the settings sheet, or pick another engine"
-	var (
-		lib   *engine.LibraryError
-		na    *engine.NotAvailableError
-		unk   *engine.UnknownError
-		tok   *inference.TokenizerError
-		tmpl  *inference.TemplateError
-		vocab *inference.VocabMismatchError
-		cache *inference.CacheConfigError
-		unsup *inference.UnsupportedModelError
-	)
-	switch {
-	case errors.As(err, &lib), errors.As(err, &na), errors.Is(err, inference.ErrNoEngine):
-		next = "choose the cpu engine in the settings sheet, or set the runner library path in Preferences"
-	case errors.As(err, &unk):
-		next = "choose one of " + strings.Join(engine.Choices(), ", ") + " in the settings sheet"
-	case errors.As(err, &tok), errors.As(err, &vocab):
-		next = "put the model's own tokenizer.json next to the .pte and Rescan in the Models tab"
-	case errors.As(err, &tmpl):
-		next = "check the chat template in tokenizer_config.json next to the .pte"
-	case errors.As(err, &cache):
-		next = "change the cache fields in the settings sheet"
-	case errors.As(err, &unsup):
-		next = "this file cannot be run: export it with the off-graph cache (export_llm_hf.py --use-offgraph-cache)"
+	next := advice.For(err, "the settings sheet")
+	if next == "" {
+		next = "check the settings sheet, or pick another engine"
 	}
 	return fmt.Errorf("could not load %s on the %s engine: %v — %s", ModelName(m.Path), s.Engine, err, next)
 }

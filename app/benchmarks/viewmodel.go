@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,11 +24,11 @@ import (
 	"sync"
 	"time"
 
+	"etchat/app/advice"
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
 	"etchat/inference/engine"
-	"etchat/inference/pte"
 
 	gonumplot "gonum.org/v1/plot"
 )
@@ -96,29 +95,16 @@ func (f Form) Options() (bench.Options, error) {
 	return o, nil
 }
 
-// Explain is err, from starting a run, with what to do next.
+// Explain is err, from starting a run, with what to do next: a field of
+// the form by name, else the app's advice for the error's type.
 func Explain(err error) string {
 	msg := err.Error()
-	var (
-		fe    *FieldError
-		unsup *inference.UnsupportedModelError
-		tok   *inference.TokenizerError
-		vocab *inference.VocabMismatchError
-		lib   *engine.LibraryError
-	)
-	switch {
-	case errors.As(err, &fe):
+	var fe *FieldError
+	if errors.As(err, &fe) {
 		return msg + " — correct the " + fe.Field + " field and press Start again"
-	case errors.Is(err, fs.ErrNotExist):
-		return msg + " — the file is not there: pick a model of the library, or browse to the .pte"
-	case errors.Is(err, bench.ErrDoesNotFit):
-		return msg + " — use smaller sizes or depths, or a larger KV capacity"
-	case errors.Is(err, pte.ErrFormat), errors.As(err, &unsup):
-		return msg + " — this is not an ExecuTorch program etchat can run: pick another model (the Models tab says which ones run)"
-	case errors.As(err, &tok), errors.As(err, &vocab):
-		return msg + " — put the model's tokenizer.json next to the .pte, or empty the Tokenizer field"
-	case errors.As(err, &lib), errors.Is(err, inference.ErrNoEngine):
-		return msg + " — choose the cpu engine, or set the runner library in Preferences"
+	}
+	if next := advice.For(err, "the form"); next != "" {
+		return msg + " — " + next
 	}
 	return msg + " — check the form's fields and press Start again"
 }

@@ -237,15 +237,14 @@ func Build(l Layout, p Policy) (*Config, error) {
 		return nil, fmt.Errorf("cache layout: %w", err)
 	}
 	bad := p.Validate()
-	// The model's own limit on the capacity, once the value is in range.
-	if bad == nil || !hasField(bad, FieldCapacity) {
-		switch {
-		case p.Capacity > 0 && l.MaxCtxLen > 0 && p.Capacity > l.MaxCtxLen:
-			bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity %d is more than the model's context: at most %d, the model was exported for %d tokens",
-				p.Capacity, l.MaxCtxLen, l.MaxCtxLen))
-		case p.Capacity == 0 && l.MaxCtxLen <= 0:
-			bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity not given and the model publishes no get_max_ctx_len: give one"))
-		}
+	// The model's own limit on the capacity, the tighter one when both are
+	// passed: it is the one to heed.
+	switch {
+	case p.Capacity > 0 && l.MaxCtxLen > 0 && p.Capacity > l.MaxCtxLen:
+		bad = errors.Join(withoutField(bad, FieldCapacity), fieldErr(FieldCapacity,
+			"capacity %d is more than the model's context: at most %d, the model was exported for %d tokens", p.Capacity, l.MaxCtxLen, l.MaxCtxLen))
+	case p.Capacity == 0 && l.MaxCtxLen <= 0:
+		bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity not given and the model publishes no get_max_ctx_len: give one"))
 	}
 	if bad != nil {
 		return nil, sortFields(bad)
@@ -276,13 +275,15 @@ func Build(l Layout, p Policy) (*Config, error) {
 	return cfg, nil
 }
 
-func hasField(err error, f Field) bool {
+// withoutField is err's field errors but those of f.
+func withoutField(err error, f Field) error {
+	var keep []error
 	for _, fe := range FieldErrors(err) {
-		if fe.Field == f {
-			return true
+		if fe.Field != f {
+			keep = append(keep, fe)
 		}
 	}
-	return false
+	return errors.Join(keep...)
 }
 
 // sortFields puts a joined error's field errors in field order (capacity,

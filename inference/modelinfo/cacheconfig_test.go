@@ -158,7 +158,7 @@ func TestCacheConfigErrors(t *testing.T) {
 		{"negative window", policy(func(p *kvcache.Policy) { p.Windows = "-1" }), `windows "-1": "-1" is not a window size`},
 		{"empty window entry", policy(func(p *kvcache.Policy) { p.Windows = "8,,0" }), `windows "8,,0": "" is not a window size`},
 		{"negative capacity", policy(func(p *kvcache.Policy) { p.Capacity = -5 }), "capacity -5 is negative"},
-		{"huge capacity", policy(func(p *kvcache.Policy) { p.Capacity = 1 << 30 }), "above the limit"},
+		{"huge capacity", policy(func(p *kvcache.Policy) { p.Capacity = 1 << 30 }), "is more than the model's context"}, // the tighter limit
 		{"negative initial", policy(func(p *kvcache.Policy) { p.InitialCapacity = -2 }), "initial capacity -2 is negative"},
 	}
 	for _, c := range cases {
