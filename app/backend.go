@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"etchat/app/advice"
 	"etchat/store"
 )
 
@@ -57,15 +58,17 @@ func DBPath(flagPath string, prefs *Prefs, getenv func(string) string) (string, 
 
 // explainStoreErr turns a failure to open the database into what to do.
 func explainStoreErr(path string, err error) error {
-	switch {
-	case errors.Is(err, store.ErrBusy):
-		return fmt.Errorf("the database %s is locked by another etchat: close the other window or command, then restart; "+
-			"until then the app runs but saves nothing (%v)", path, err)
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrTooNew):
+	next := advice.For(err, "Preferences")
+	if next == "" {
+		next = "choose another file in Preferences or pass --db, then restart"
+	}
+	if errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrTooNew) { // the store's message names the file and the way out
 		return fmt.Errorf("%v — the app runs but saves nothing until then", err)
 	}
-	return fmt.Errorf("the database %s could not be opened (%v); choose another file in Preferences or pass --db, then restart — "+
-		"until then the app runs but saves nothing", path, err)
+	if errors.Is(err, store.ErrBusy) {
+		return fmt.Errorf("the database %s is locked by another etchat (%v): %s; until then the app runs but saves nothing", path, err, next)
+	}
+	return fmt.Errorf("the database %s could not be opened (%v): %s — until then the app runs but saves nothing", path, err, next)
 }
 
 // OpenBackend opens the database and wires the real packages. A database

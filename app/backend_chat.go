@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
 	"sync"
 
 	"etchat/inference"
@@ -58,7 +57,7 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	var conv *inference.Conversation
 	if len(history) > 0 {
 		cs.prefill = func(done, total int) { progress(Progress{Stage: "rebuilding", Done: done, Total: total}) }
-		conv, err = m.ResumeConversation(ctx, restored(history, m.Chat.TurnEndIDs), gen)
+		conv, err = m.ResumeConversation(ctx, inference.Restored(history, m.Chat.TurnEndIDs), gen)
 	} else {
 		conv, err = m.NewConversation(s.SystemPrompt, gen)
 	}
@@ -78,28 +77,6 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 
 func samplingOf(s Settings) sampler.Sampling {
 	return sampler.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, Seed: uint64(s.Seed)}
-}
-
-// restored are stored messages as the conversation resumes them: each
-// message's tokens placed after the previous ones, and a reply's generated
-// tokens its tokens without a committed turn end (turnEnd).
-func restored(msgs []Message, turnEnd []int) []Message {
-	out := make([]Message, len(msgs))
-	pos := 0
-	for i, m := range msgs {
-		m.IDs = append([]int(nil), m.IDs...)
-		m.Start = pos
-		if m.Role == inference.RoleAssistant && len(m.Generated) == 0 {
-			gen := m.IDs
-			if n := len(gen); n > 0 && slices.Contains(turnEnd, gen[n-1]) {
-				gen = gen[:n-1]
-			}
-			m.Generated = append([]int(nil), gen...)
-		}
-		out[i] = m
-		pos += len(m.IDs)
-	}
-	return out
 }
 
 // convSession is a Session over inference.Conversation. mu holds one
@@ -189,7 +166,7 @@ func (c *convSession) Reset(ctx context.Context) error {
 func (c *convSession) Switch(ctx context.Context, msgs []Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := c.conv.Switch(ctx, restored(msgs, c.gen.TurnEndIDs))
+	_, err := c.conv.Switch(ctx, inference.Restored(msgs, c.gen.TurnEndIDs))
 	return err
 }
 

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"etchat/app/advice"
 	"etchat/inference"
-	"etchat/inference/engine"
 	"etchat/inference/modelinfo"
+	"etchat/internal/runlog"
+	"etchat/store"
 )
 
 // ChatState is everything the chat view draws, copied out of the
@@ -442,7 +443,7 @@ func (c *Chat) newConversation(ctx context.Context, m *ModelInfo, s Settings) (S
 	}
 	var id int64
 	if c.store != nil {
-		id, err = c.store.CreateConversation(ctx, m.Path, "New conversation", s)
+		id, err = c.store.CreateConversation(ctx, m.Path, store.DefaultTitle, s)
 		if err != nil {
 			sess.Close()
 			return nil, fmt.Errorf("the conversation could not be saved: %w", err)
@@ -450,7 +451,7 @@ func (c *Chat) newConversation(ctx context.Context, m *ModelInfo, s Settings) (S
 	}
 	c.mu.Lock()
 	c.replaceLocked(sess)
-	c.st.ConvID, c.st.Title, c.st.Settings = id, "New conversation", s
+	c.st.ConvID, c.st.Title, c.st.Settings = id, store.DefaultTitle, s
 	c.mu.Unlock()
 	return sess, c.ReloadConversations(ctx)
 }
@@ -542,30 +543,9 @@ func loadError(m *ModelInfo, s Settings, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	next := "check the settings sheet, or pick another engine"
-	var (
-		lib   *engine.LibraryError
-		na    *engine.NotAvailableError
-		unk   *engine.UnknownError
-		tok   *inference.TokenizerError
-		tmpl  *inference.TemplateError
-		vocab *inference.VocabMismatchError
-		cache *inference.CacheConfigError
-		unsup *inference.UnsupportedModelError
-	)
-	switch {
-	case errors.As(err, &lib), errors.As(err, &na), errors.Is(err, engine.ErrNotAvailable):
-		next = "choose the cpu engine in the settings sheet, or set the runner library path in Preferences"
-	case errors.As(err, &unk):
-		next = "choose one of " + strings.Join(engine.Choices(), ", ") + " in the settings sheet"
-	case errors.As(err, &tok), errors.As(err, &vocab):
-		next = "put the model's own tokenizer.json next to the .pte and Rescan in the Models tab"
-	case errors.As(err, &tmpl):
-		next = "check the chat template in tokenizer_config.json next to the .pte"
-	case errors.As(err, &cache):
-		next = "change the cache fields in the settings sheet"
-	case errors.As(err, &unsup):
-		next = "this file cannot be run: export it with the off-graph cache (export_llm_hf.py --use-offgraph-cache)"
+	next := advice.For(err, "the settings sheet")
+	if next == "" {
+		next = "check the settings sheet, or pick another engine"
 	}
 	return fmt.Errorf("could not load %s on the %s engine: %v — %s", ModelName(m.Path), s.Engine, err, next)
 }
@@ -680,7 +660,7 @@ func (c *Chat) save(ctx context.Context, sess Session) error {
 	if err := c.store.SaveTranscript(ctx, id, msgs); err != nil {
 		return fmt.Errorf("the conversation could not be saved: %w", err)
 	}
-	if title == "New conversation" {
+	if title == store.DefaultTitle {
 		if i := firstUser(msgs); i >= 0 {
 			c.mu.Lock()
 			c.st.Title = Title(msgs[i].Text)
@@ -717,17 +697,7 @@ func firstUser(msgs []Message) int {
 }
 
 // Title shortens a first message to a conversation title.
-func Title(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
-	if utf8.RuneCountInString(t) > 48 {
-		r := []rune(t)
-		t = string(r[:47]) + "…"
-	}
-	if t == "" {
-		t = "Untitled"
-	}
-	return t
-}
+func Title(text string) string { return runlog.ShortTitle(text) }
 
 // Send sends text as the next user turn and streams the reply. With no
 // conversation open it starts one (with the chat's current settings).

@@ -241,7 +241,7 @@ func TestChatApplySettingsKeepsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Wait()
-	if len(*errs) != 1 || !strings.Contains((*errs)[0].Error(), "kv-windows") || !strings.Contains((*errs)[0].Error(), "settings sheet") {
+	if len(*errs) != 1 || !strings.Contains((*errs)[0].Error(), `windows "x"`) || !strings.Contains((*errs)[0].Error(), "settings sheet") {
 		t.Errorf("errors %v", *errs)
 	}
 	if st := c.State(); !st.Loaded || st.Capacity != 64 || st.Err == "" {

@@ -203,7 +203,7 @@ func TestCapacityCappedAtTheModelsContext(t *testing.T) {
 	lib.Select(path)
 	lib.SetEstimate("200", "bf16")
 	d, _ := lib.Details()
-	if !strings.Contains(d.CacheErr, "above the model's maximum context of 128") {
+	if !strings.Contains(d.CacheErr, "is more than the model's context: at most 128") {
 		t.Errorf("estimate: %q", d.CacheErr)
 	}
 }

@@ -603,11 +603,6 @@ func (l *Library) Details() (Details, bool) {
 			d.Memory = "No estimate: " + d.CacheErr
 			return d, true
 		}
-		if m.MaxCtxLen > 0 && n > m.MaxCtxLen {
-			d.CacheErr = fmt.Sprintf("capacity %d is above the model's maximum context of %d tokens: it was exported for at most %d", n, m.MaxCtxLen, m.MaxCtxLen)
-			d.Memory = "No estimate: " + d.CacheErr
-			return d, true
-		}
 		p.Capacity = n
 	}
 	cfg, err := m.CacheConfig(p)

@@ -214,7 +214,7 @@ func TestLibraryDetailsFollowEstimate(t *testing.T) {
 	}
 	lib.SetEstimate("", "fp64")
 	d, _ = lib.Details()
-	if !strings.Contains(d.CacheErr, "unknown kv storage dtype") {
+	if !strings.Contains(d.CacheErr, "is unknown: choose bf16, fp16 or fp32") {
 		t.Errorf("bad dtype: %q", d.CacheErr)
 	}
 

@@ -3,13 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/modelinfo"
+	"etchat/internal/runlog"
 	"etchat/store"
 )
 
@@ -25,28 +24,10 @@ import (
 type ModelInfo = modelinfo.Info
 
 // kindBadge is the library's short label of a kind.
-func kindBadge(k modelinfo.Kind) string {
-	switch k {
-	case modelinfo.OffGraph:
-		return "off-graph"
-	case modelinfo.InGraph:
-		return "in-graph"
-	case modelinfo.Unsupported:
-		return "not runnable"
-	}
-	return "unreadable"
-}
+func kindBadge(k modelinfo.Kind) string { return runlog.KindLabel(k) }
 
 // ModelName is the display name of a model path.
-func ModelName(path string) string {
-	base := filepath.Base(path)
-	if strings.EqualFold(base, "model.pte") {
-		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != string(filepath.Separator) {
-			return dir
-		}
-	}
-	return strings.TrimSuffix(base, filepath.Ext(base))
-}
+func ModelName(path string) string { return modelinfo.DisplayName(path) }
 
 // Inspector reads a .pte file's metadata.
 type Inspector interface {
@@ -73,12 +54,10 @@ type Reply = inference.Reply
 
 // StopIncomplete is the stop reason of a reply that etchat saved while it
 // streamed and never finished (stored with the partial flag).
-const StopIncomplete = "incomplete"
+const StopIncomplete = runlog.StopIncomplete
 
 // IsPartial reports whether m is such a reply.
-func IsPartial(m Message) bool {
-	return m.Role == inference.RoleAssistant && m.StopReason == StopIncomplete
-}
+func IsPartial(m Message) bool { return runlog.IsPartial(m) }
 
 // Progress reports long work: loading a model or prefilling a prompt.
 type Progress struct {
@@ -204,8 +183,8 @@ type Backend struct {
 	Library   LibraryStore
 	Chats     ChatStore
 	Opener    Opener
-	// DB is the open database (nil when StoreErr is set), for views that
-	// use the store directly (app/benchmarks).
+	// DB is the open database (nil when StoreErr is set); the Benchmarks
+	// tab's run history is served from it (benchstore.Runs).
 	DB *store.DB
 	// OpenEngine opens an engine by choice for benchmarks; nil: the
 	// window's opener (engine registry, runner library preference).

@@ -246,7 +246,8 @@ func (f *SettingsForm) Evaluate() Result {
 	s.InitialCapacity = intField("InitialCapacity", f.InitialCapacity, -1, 0)
 	s.Windows = strings.TrimSpace(f.Windows)
 	if f.CacheEditable() {
-		r.Cache = f.evaluateCache(s.Policy(), bad, r.ErrorFor("Capacity") != "" || r.ErrorFor("InitialCapacity") != "")
+		reported := func(field string) bool { return r.ErrorFor(field) != "" }
+		r.Cache = f.evaluateCache(s.Policy(), bad, reported, reported("Capacity") || reported("InitialCapacity"))
 	}
 
 	s.Temperature = floatField("Temperature", f.Temperature, 0, 0, 10)
@@ -270,55 +271,34 @@ func (f *SettingsForm) Evaluate() Result {
 	return r
 }
 
-// evaluateCache checks the cache fields one by one, so that every wrong
-// field is named (not only the first the builder meets), and builds the
-// config with the one builder the engines use. parseFailed: a number did
-// not parse (already reported).
-func (f *SettingsForm) evaluateCache(p kvcache.Policy, bad func(field, msg string), parseFailed bool) *kvcache.Config {
-	n := 0
-	report := func(field, msg string) { bad(field, msg); n++ }
-	if limit := f.model.MaxCtxLen; limit > 0 && p.Capacity > limit {
-		report("Capacity", fmt.Sprintf("at most %d: the model was exported for %d tokens of context (empty = %d)", limit, limit, limit))
-	}
-	if p.StorageDType != "" {
-		if _, err := kvcache.ParseDType(p.StorageDType); err != nil {
-			report("StorageDType", fmt.Sprintf("%q is not a storage dtype: choose bf16, fp16 or fp32", p.StorageDType))
-		}
-	}
-	if strings.TrimSpace(p.Windows) != "" {
-		if _, err := kvcache.ParseWindows(p.Windows); err != nil {
-			report("Windows", fmt.Sprintf("%q: give window sizes separated by commas (whole numbers ≥ 0; 0 = flat), e.g. 512 or 8,8,0", p.Windows))
-		}
-	}
-	if n > 0 || parseFailed {
-		return nil
-	}
+// evaluateCache builds the config with the one builder the engines use,
+// which names every wrong field (the model's context bounds the capacity
+// there too). parseFailed: a number did not parse (already reported, and
+// the config is not built from a guess).
+func (f *SettingsForm) evaluateCache(p kvcache.Policy, bad func(field, msg string), reported func(field string) bool, parseFailed bool) *kvcache.Config {
 	cfg, err := f.model.CacheConfig(p)
 	if err == nil {
+		if parseFailed {
+			return nil
+		}
 		return cfg
 	}
-	// The builder refused the combination: name each field that it refuses
-	// on its own, against the model's defaults.
-	def := kvcache.DefaultPolicy()
-	for _, c := range []struct {
-		field string
-		set   func(*kvcache.Policy)
-	}{
-		{"Capacity", func(q *kvcache.Policy) { q.Capacity = p.Capacity }},
-		{"InitialCapacity", func(q *kvcache.Policy) { q.InitialCapacity = p.InitialCapacity }},
-		{"Windows", func(q *kvcache.Policy) { q.Windows = p.Windows }},
-		{"StorageDType", func(q *kvcache.Policy) { q.StorageDType = p.StorageDType }},
-	} {
-		q := def
-		c.set(&q)
-		if _, ferr := f.model.CacheConfig(q); ferr != nil {
-			report(c.field, ferr.Error())
+	fes := kvcache.FieldErrors(err)
+	for _, fe := range fes {
+		if field := settingsField[fe.Field]; !reported(field) {
+			bad(field, fe.Msg)
 		}
 	}
-	if n == 0 { // only the combination fails
-		report("Capacity", err.Error())
+	if len(fes) == 0 { // the file's layout, not a field
+		bad("Capacity", err.Error())
 	}
 	return nil
+}
+
+// settingsField is the sheet's field of each cache policy field.
+var settingsField = map[kvcache.Field]string{
+	kvcache.FieldCapacity: "Capacity", kvcache.FieldStorageDType: "StorageDType",
+	kvcache.FieldWindows: "Windows", kvcache.FieldInitialCapacity: "InitialCapacity",
 }
 
 func contains(list []string, s string) bool {

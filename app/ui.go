@@ -19,6 +19,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"etchat/app/benchmarks"
+	"etchat/internal/benchstore"
 	"etchat/resources"
 )
 
@@ -256,7 +257,7 @@ func (u *UI) newBenchmarksTab() fyne.CanvasObject {
 	if open == nil {
 		open = NewOpener(u.Prefs).(*engineOpener).OpenEngine
 	}
-	u.BenchVM = benchmarks.New(benchmarks.Deps{DB: u.Backend.DB, OpenEngine: open, AppVersion: Version})
+	u.BenchVM = benchmarks.New(benchmarks.Deps{Runs: benchstore.NewRuns(u.Backend.DB), OpenEngine: open, AppVersion: Version})
 	u.BenchVM.SetLibrary(BenchModels(u.Library.Entries()))
 	u.Library.Subscribe(func() { u.BenchVM.SetLibrary(BenchModels(u.Library.Entries())) })
 	return benchmarks.NewViewWith(u.ctx, u.BenchVM, u.Win, func(f func()) { u.do(f) })

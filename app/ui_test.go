@@ -382,7 +382,7 @@ func TestSettingsSheet(t *testing.T) {
 	below := fyne.CurrentApp().Driver().AbsolutePositionForObject(s.entries["Temperature"])
 	test.Type(s.entries["Windows"], "4,x")
 	settle(u)
-	if msg := s.errs["Windows"]; !strings.Contains(msg.Text, `"4,x": give window sizes`) || !apply.Disabled() ||
+	if msg := s.errs["Windows"]; !strings.Contains(msg.Text, `"4,x": "x" is not a window size`) || !apply.Disabled() ||
 		!strings.HasPrefix(s.summary.Text, "One field to fix before applying:\nWindows: ") {
 		t.Errorf("windows message %q, apply disabled %v, summary %q", msg.Text, apply.Disabled(), s.summary.Text)
 	}

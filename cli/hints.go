@@ -2,9 +2,11 @@ package cli
 
 import (
 	"errors"
+	"strings"
 
 	"etchat/inference"
 	"etchat/inference/engine"
+	"etchat/inference/kvcache"
 	"etchat/store"
 )
 
@@ -30,12 +32,17 @@ func hint(err error) string {
 	case errors.Is(err, engine.ErrNotAvailable):
 		return "use --engine cpu, which every build has"
 	case errors.As(err, &cache):
-		flag := map[string]string{inference.CacheFieldCapacity: "--kv-max-capacity", inference.CacheFieldStorageDType: "--kv-storage-dtype",
-			inference.CacheFieldWindows: "--kv-windows", inference.CacheFieldInitialCapacity: "--kv-initial-capacity"}[cache.Field]
-		if flag == "" {
-			flag = "the --kv-* flags"
+		var flags []string
+		for _, fe := range kvcache.FieldErrors(cache) {
+			flags = append(flags, "--"+cacheFlag[fe.Field])
 		}
-		return "check " + flag + " against what 'etchat inspect FILE.pte' reports for this model"
+		switch {
+		case len(flags) == 0 && cache.Field != "":
+			flags = []string{"--" + cacheFlag[cache.Field]}
+		case len(flags) == 0:
+			flags = []string{"the --kv-* flags"}
+		}
+		return "check " + strings.Join(flags, ", ") + " against what 'etchat inspect FILE.pte' reports for this model"
 	case errors.As(err, &tok):
 		if tok.Given {
 			return "check the --tokenizer path: it must be the model's tokenizer.json"

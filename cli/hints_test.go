@@ -9,6 +9,7 @@ import (
 
 	"etchat/inference"
 	"etchat/inference/engine"
+	"etchat/inference/kvcache"
 	"etchat/store"
 )
 
@@ -27,6 +28,8 @@ func TestHint(t *testing.T) {
 		{&engine.NotAvailableError{Name: "mlx"}, "use --engine cpu"},
 		{wrap(&inference.CacheConfigError{Err: misleading}), "--kv-* flags"},
 		{wrap(&inference.CacheConfigError{Field: inference.CacheFieldWindows, Err: misleading}), "check --kv-windows against"},
+		{wrap(&inference.CacheConfigError{Field: inference.CacheFieldCapacity, Err: errors.Join(&kvcache.FieldError{Field: kvcache.FieldCapacity, Msg: "too big"},
+			&kvcache.FieldError{Field: kvcache.FieldWindows, Msg: "x"})}), "check --kv-max-capacity, --kv-windows against"},
 		{wrap(&inference.TokenizerError{Path: "x", Err: os.ErrNotExist}), "next to the .pte"},
 		{wrap(&inference.TokenizerError{Path: "x", Given: true, Err: misleading}), "check the --tokenizer path"},
 		{wrap(&inference.VocabMismatchError{}), "exported with this model"},

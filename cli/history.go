@@ -43,8 +43,8 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 	if *limit < 0 {
 		return Usagef("invalid value %d for flag -limit: must be 0 or more", *limit)
 	}
-	if *kind != "" && *kind != "chat" && *kind != "bench" && *kind != store.KindAPI {
-		return Usagef("invalid value %q for flag -kind: want chat, bench or api", *kind)
+	if *kind != "" && !store.KnownRunKind(*kind) {
+		return Usagef("invalid value %q for flag -kind: want %s", *kind, strings.Join(store.RunKinds, " or "))
 	}
 	modes := 0
 	for _, on := range []bool{*exportConv != "", *exportRuns, *importFile != "", *check} {
@@ -237,10 +237,10 @@ func listRuns(ctx context.Context, w io.Writer, db *store.DB, f store.RunFilter,
 	for _, r := range rs {
 		test, ts := "-", "-"
 		switch r.Kind {
-		case "bench":
+		case store.RunBench:
 			test = benchName(r.Bench)
 			ts = fmt.Sprintf("%.2f ± %.2f", r.Bench.AvgTokS, r.Bench.StddevTokS)
-		case store.KindAPI:
+		case store.RunAPI:
 			test = apiTest(r)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.0f\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Kind,

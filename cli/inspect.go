@@ -46,10 +46,10 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 		fs.Usage()
 		return Usagef("no .pte file given")
 	}
-	p := cf.policy()
-	if err := checkPolicy(p); err != nil {
+	if err := cf.check(); err != nil {
 		return err
 	}
+	p := cf.policy()
 
 	docs := make([]*InspectDoc, 0, len(files))
 	failed := 0
@@ -80,25 +80,6 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 	}
 	if failed > 0 {
 		return errSilentFailure
-	}
-	return nil
-}
-
-// checkPolicy turns a malformed cache flag into a usage error naming it.
-func checkPolicy(p kvcache.Policy) error {
-	if p.Capacity < 0 || p.Capacity > kvcache.MaxCapacity {
-		return Usagef("invalid --kv-max-capacity %d: want 0 (the model's get_max_ctx_len) up to %d", p.Capacity, kvcache.MaxCapacity)
-	}
-	if p.InitialCapacity < -1 || p.InitialCapacity > kvcache.MaxCapacity {
-		return Usagef("invalid --kv-initial-capacity %d: want -1 (default 512) or 0 up to %d", p.InitialCapacity, kvcache.MaxCapacity)
-	}
-	if _, err := kvcache.ParseDType(p.StorageDType); err != nil {
-		return Usagef("invalid --kv-storage-dtype: %v", err)
-	}
-	if strings.TrimSpace(p.Windows) != "" {
-		if _, err := kvcache.ParseWindows(p.Windows); err != nil {
-			return Usagef("%v", err)
-		}
 	}
 	return nil
 }

@@ -232,7 +232,7 @@ func TestInspectFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", bad, code, stderr)
 		}
 	}
-	if code, _, stderr := inspectRun(t, "--kv-storage-dtype", "int8", gemma); !strings.Contains(stderr, "--kv-storage-dtype") {
+	if code, _, stderr := inspectRun(t, "--kv-storage-dtype", "int8", gemma); !strings.Contains(stderr, "flag -kv-storage-dtype") {
 		t.Errorf("bad dtype message: %d %s", code, stderr)
 	}
 }

@@ -8,16 +8,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"etchat/inference"
 	"etchat/inference/engine"
-	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/inference/sampler"
+	"etchat/internal/runlog"
 	"etchat/store"
 )
 
@@ -56,7 +54,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&o.engine, "engine", engine.Auto, "engine: "+engine.Help())
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at end-of-sequence tokens: generate exactly --max-new-tokens")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object (prompt_ids, generated_ids, text, stats) instead of the report")
-	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database")
+	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database; with --interactive also the conversation, as the app keeps it")
 	o.cache.register(fs)
 	if err := parseFlags(fs, gflagsSpellings(fs, args)); err != nil {
 		return err
@@ -120,7 +118,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if cfg != nil {
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, cfg.Summary())
-	} else if o.cache.policy() != (kvcache.Policy{StorageDType: "bf16", InitialCapacity: -1}) {
+	} else if !o.cache.isDefault() {
 		fmt.Fprintf(out, "[cache] in-graph: the program keeps its own cache of %d tokens; the --kv-* flags do not apply\n", capacity)
 	}
 	fmt.Fprintf(out, "[mem]   after load  : %s\n", mib(memLoad.ActiveBytes))
@@ -128,7 +126,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	gen := m.Generation(o.maxNew, sampler.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed})
 	gen.IgnoreEOS = o.ignoreEOS
 	if o.interactive {
-		return interact(ctx, env, m, gen)
+		var log *chatLog
+		if o.db != "" {
+			if log, err = openChatLog(ctx, env, &o, m); err != nil {
+				return fmt.Errorf("opening %s to save the chat: %w", o.db, err)
+			}
+			defer log.Close()
+		}
+		return interact(ctx, env, m, gen, log)
 	}
 	gen.TurnEndIDs = nil // a one-shot run commits nothing after its reply
 	sampler, err := sampler.New(gen.Sampling)
@@ -193,7 +198,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	if o.db != "" {
-		if err := o.save(ctx, env, sel, st, m.LoadStart); err != nil {
+		if err := o.save(ctx, env, sel, st); err != nil {
 			return fmt.Errorf("saving the run to %s: %w", o.db, err)
 		}
 	}
@@ -231,7 +236,7 @@ func (o *runOpts) validate() error {
 	if _, err := engine.Canonical(o.engine); err != nil {
 		return Usagef("invalid value %q for flag -engine: %v", o.engine, err)
 	}
-	return checkPolicy(o.cache.policy())
+	return o.cache.check()
 }
 
 func parseIDs(s string) ([]int, error) {
@@ -281,7 +286,7 @@ func b2i(b bool) int {
 }
 
 // save records the run in the store.
-func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, st *inference.Stats, started time.Time) error {
+func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, st *inference.Stats) error {
 	path, err := store.ResolvePath(o.db, env.Getenv)
 	if err != nil {
 		return err
@@ -295,25 +300,20 @@ func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, s
 	if err != nil {
 		return err
 	}
-	abs, _ := filepath.Abs(o.pte)
-	config, _ := json.Marshal(map[string]any{
+	run := runlog.Run(store.RunChat, runlog.Model{Path: o.pte, SHA256: sum}, sel.Name, *st)
+	run.AppVersion = Version
+	run.Config, _ = json.Marshal(map[string]any{
 		"max_new_tokens": o.maxNew, "temperature": o.temperature, "top_k": o.topK, "top_p": o.topP, "seed": o.seed,
 		"device": sel.Device, "engine_reason": sel.Reason, "chat": o.chat, "ignore_eos": o.ignoreEOS, "warmup": o.warmup, "prompt_ids": o.promptIDs != "",
 		"kv_max_capacity": o.cache.capacity, "kv_storage_dtype": o.cache.dtype, "kv_initial_capacity": o.cache.initial, "kv_windows": o.cache.windows,
 	})
-	_, err = db.InsertRun(ctx, store.Run{
-		Kind: "chat", Engine: sel.Name, ModelSHA256: sum, ModelPath: abs, ModelName: filepath.Base(o.pte),
-		Config: config, AppVersion: Version, Started: started, Ended: time.Now(),
-		Stats: st.Stats, PrefillTokS: st.PrefillRate, DecodeTokS: st.DecodeRate, TTFTMs: st.TTFTSeconds * 1000,
-		Memory: store.Memory{AfterLoad: st.MemAfterLoad.ActiveBytes, AfterPrefill: st.MemAfterPrefill.ActiveBytes,
-			AfterDecode: st.MemAfterDecode.ActiveBytes, Peak: st.PeakBytes},
-	}, nil)
+	_, err = db.InsertRun(ctx, run, nil)
 	return err
 }
 
 // interact is --interactive: a Conversation on stdin, with the runner's
-// commands.
-func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.Options) error {
+// commands. With log (--db), every change is saved as it happens.
+func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.Options, log *chatLog) error {
 	conv, err := m.NewConversation("", gen)
 	if err != nil {
 		return err
@@ -339,6 +339,7 @@ func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.O
 			if err := conv.Reset(); err != nil {
 				return err
 			}
+			log.save(ctx, conv)
 			fmt.Fprintln(out, "[cleared]")
 			continue
 		case line == "/undo" || strings.HasPrefix(line, "/undo "):
@@ -365,6 +366,7 @@ func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.O
 					note = ", re-prefilled: a sliding-window layer had dropped those cells"
 				}
 				fmt.Fprintf(out, "[rewound to %d%s]\n", u.Len, note)
+				log.save(ctx, conv)
 			}
 			continue
 		case strings.TrimSpace(line) == "":
@@ -391,6 +393,9 @@ func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.O
 			}
 			continue
 		}
+		// A reply cut off (Ctrl-C) is kept too: the context may be done.
+		log.save(context.WithoutCancel(ctx), conv)
+		log.reply(context.WithoutCancel(ctx), r)
 		note := ""
 		if r.Capped {
 			note = ", generation capped by capacity"

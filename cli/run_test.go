@@ -166,6 +166,11 @@ func TestRunBadInput(t *testing.T) {
 		{"bad ids", []string{"--pte", pte, "--prompt-ids", "1,x"}, 2, "prompt-ids"},
 		{"id beyond vocab", []string{"--pte", pte, "--prompt-ids", "1,999999"}, 2, "vocabulary"},
 		{"bad dtype", []string{"--pte", pte, "--kv-storage-dtype", "int4"}, 2, "kv-storage-dtype"},
+		{"every bad cache flag", []string{"--pte", pte, "--kv-storage-dtype", "int4", "--kv-windows", "8,x", "--kv-initial-capacity", "-2"}, 2,
+			"flag -kv-storage-dtype: storage dtype \"int4\" is unknown: choose bf16, fp16 or fp32\ninvalid value for flag -kv-windows"},
+		// The app refuses a capacity above the model's context (128 tokens); so does the CLI.
+		{"capacity above the context", []string{"--pte", pte, "--kv-max-capacity", "129"}, 1, "capacity 129 is more than the model's context: at most 128"},
+		{"capacity above the context: hint", []string{"--pte", pte, "--kv-max-capacity", "4096"}, 1, "hint: check --kv-max-capacity against"},
 		{"no pte", []string{"--prompt", "x"}, 2, "--pte"},
 		{"bad chat", []string{"--pte", pte, "--chat", "nosuch"}, 2, "chat"},
 		{"missing file", []string{"--pte", filepath.Join(dir, "nope.pte")}, 1, "nope.pte"},

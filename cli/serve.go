@@ -67,7 +67,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if _, err := engine.Canonical(*eng); err != nil {
 		return Usagef("invalid value %q for flag -engine: %v", *eng, err)
 	}
-	if err := checkPolicy(cache.policy()); err != nil {
+	if err := cache.check(); err != nil {
 		return err
 	}
 	if *apiKey == "" && env.Getenv != nil {

@@ -587,3 +587,28 @@ func TestConversationTranscriptIsTheCacheOnFixtures(t *testing.T) {
 		}
 	}
 }
+
+// Restored places stored messages one after another and takes a reply's
+// generated tokens from its tokens, turn end excluded, without touching
+// its input.
+func TestRestored(t *testing.T) {
+	in := []Message{
+		{Role: RoleUser, Text: "hi", IDs: []int{1, 2, 3}, Start: 40},
+		{Role: RoleAssistant, Text: "yo", IDs: []int{4, 5, 99}},
+		{Role: RoleUser, Text: "again"},
+		{Role: RoleAssistant, Text: "x", IDs: []int{6}, Generated: []int{6, 7}},
+	}
+	out := Restored(in, []int{99})
+	for i, want := range []int{0, 3, 6, 6} {
+		if out[i].Start != want {
+			t.Errorf("message %d starts at %d, want %d", i, out[i].Start, want)
+		}
+	}
+	if !slices.Equal(out[1].Generated, []int{4, 5}) || !slices.Equal(out[3].Generated, []int{6, 7}) || out[0].Generated != nil {
+		t.Errorf("generated: %v, %v, %v", out[0].Generated, out[1].Generated, out[3].Generated)
+	}
+	out[0].IDs[0] = -1
+	if in[0].IDs[0] != 1 || in[0].Start != 40 || in[1].Generated != nil {
+		t.Errorf("Restored changed its input: %+v", in)
+	}
+}

@@ -2,6 +2,9 @@ package inference
 
 import (
 	"fmt"
+	"strings"
+
+	"etchat/inference/kvcache"
 )
 
 // The errors below are what a user fixes (a flag, a file); the edges (the
@@ -14,22 +17,35 @@ func (e *UnsupportedModelError) Error() string {
 	return fmt.Sprintf("%s: etchat cannot run this program: %s", e.Path, e.Reason)
 }
 
-// CacheConfigError: the cache policy does not fit the model. Field names
-// the policy field at fault (one of the CacheField constants).
+// CacheConfigError: the cache policy does not fit the model. Err is
+// kvcache.Build's, one *kvcache.FieldError per bad field
+// (kvcache.FieldErrors lists them); Field is the first of them ("" when the
+// fault is the file's layout, not a field).
 type CacheConfigError struct {
-	Field string
+	Field kvcache.Field
 	Err   error
 }
 
 // The cache policy's fields, as CacheConfigError names them.
 const (
-	CacheFieldCapacity        = "capacity"
-	CacheFieldStorageDType    = "storage_dtype"
-	CacheFieldWindows         = "windows"
-	CacheFieldInitialCapacity = "initial_capacity"
+	CacheFieldCapacity        = kvcache.FieldCapacity
+	CacheFieldStorageDType    = kvcache.FieldStorageDType
+	CacheFieldWindows         = kvcache.FieldWindows
+	CacheFieldInitialCapacity = kvcache.FieldInitialCapacity
 )
 
-func (e *CacheConfigError) Error() string { return "cache config: " + e.Err.Error() }
+// Error is one line: several field errors are joined with "; ".
+func (e *CacheConfigError) Error() string {
+	fes := kvcache.FieldErrors(e.Err)
+	if len(fes) < 2 {
+		return "cache config: " + e.Err.Error()
+	}
+	msgs := make([]string, len(fes))
+	for i, fe := range fes {
+		msgs[i] = fe.Msg
+	}
+	return "cache config: " + strings.Join(msgs, "; ")
+}
 func (e *CacheConfigError) Unwrap() error { return e.Err }
 
 // TokenizerError: the tokenizer is missing or unreadable. Given says it

@@ -172,31 +172,14 @@ func (m *Model) configure(p kvcache.Policy) error {
 	}
 	cfg, err := m.Info.CacheConfig(p)
 	if err != nil {
-		return &CacheConfigError{Field: m.faultyField(p), Err: err}
+		e := &CacheConfigError{Err: err}
+		if fes := kvcache.FieldErrors(err); len(fes) > 0 {
+			e.Field = fes[0].Field
+		}
+		return e
 	}
 	m.Cache = cfg
 	return nil
-}
-
-// faultyField is the first field of p, in the order the cache builder
-// checks them, whose value alone makes the build fail.
-func (m *Model) faultyField(p kvcache.Policy) string {
-	q := kvcache.DefaultPolicy()
-	for _, f := range []struct {
-		name string
-		set  func()
-	}{
-		{CacheFieldCapacity, func() { q.Capacity = p.Capacity }},
-		{CacheFieldStorageDType, func() { q.StorageDType = p.StorageDType }},
-		{CacheFieldWindows, func() { q.Windows = p.Windows }},
-		{CacheFieldInitialCapacity, func() { q.InitialCapacity = p.InitialCapacity }},
-	} {
-		f.set()
-		if _, err := m.Info.CacheConfig(q); err != nil {
-			return f.name
-		}
-	}
-	return ""
 }
 
 // WithPolicy is a copy of a prepared model with another cache policy (a

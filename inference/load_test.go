@@ -104,16 +104,20 @@ func TestLoadTypedErrors(t *testing.T) {
 	pte := filepath.Join(dir, "model.pte")
 	for _, c := range []struct {
 		p     kvcache.Policy
-		field string
+		field kvcache.Field
+		n     int // fields at fault
 	}{
-		{kvcache.Policy{StorageDType: "int3"}, CacheFieldStorageDType},
-		{kvcache.Policy{Capacity: -5, StorageDType: "int3"}, CacheFieldCapacity},
-		{kvcache.Policy{Windows: "x"}, CacheFieldWindows},
-		{kvcache.Policy{InitialCapacity: -7}, CacheFieldInitialCapacity},
+		{kvcache.Policy{StorageDType: "int3"}, CacheFieldStorageDType, 1},
+		{kvcache.Policy{Capacity: -5, StorageDType: "int3"}, CacheFieldCapacity, 2},
+		{kvcache.Policy{Windows: "x"}, CacheFieldWindows, 1},
+		{kvcache.Policy{InitialCapacity: -7}, CacheFieldInitialCapacity, 1},
+		{kvcache.Policy{Capacity: 129, InitialCapacity: -1}, CacheFieldCapacity, 1}, // the model's context is 128
+		{kvcache.Policy{Capacity: 4096, StorageDType: "fp8", Windows: "8,", InitialCapacity: -2}, CacheFieldCapacity, 4},
 	} {
 		var ce *CacheConfigError
-		if _, err := Load(bg, pte, LoadOptions{Engine: "cpu", Policy: c.p}); !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("policy %+v: %v (field %q), want field %s", c.p, err, ce, c.field)
+		_, err := Load(bg, pte, LoadOptions{Engine: "cpu", Policy: c.p})
+		if !errors.As(err, &ce) || ce.Field != c.field || len(kvcache.FieldErrors(err)) != c.n {
+			t.Errorf("policy %+v: %v (%+v), want field %s first of %d", c.p, err, ce, c.field, c.n)
 		}
 	}
 	var te *TokenizerError

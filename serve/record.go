@@ -54,7 +54,7 @@ func (s *Server) record(e *entry, req *request, body []byte, o *outcome) {
 	if e.loaded.Cache != nil {
 		cfg["kv_max_capacity"], cfg["kv_storage_dtype"] = e.loaded.Cache.Capacity, e.policy.StorageDType
 	}
-	run := store.Run{Kind: store.KindAPI, Engine: e.loaded.Engine.Name, ModelSHA256: modelSHA(e.path), ModelName: e.id,
+	run := store.Run{Kind: store.RunAPI, Engine: e.loaded.Engine.Name, ModelSHA256: modelSHA(e.path), ModelName: e.id,
 		AppVersion: s.opts.Version, Started: o.started, Ended: time.Now()}
 	run.ModelPath, _ = filepath.Abs(e.path)
 	if o.err != nil {

@@ -304,7 +304,7 @@ func openStore(t *testing.T) *store.DB {
 func waitRuns(t *testing.T, db *store.DB, n int) []store.Run {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		runs, err := db.ListRuns(context.Background(), store.RunFilter{Kind: store.KindAPI})
+		runs, err := db.ListRuns(context.Background(), store.RunFilter{Kind: store.RunAPI})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestRunsStored(t *testing.T) {
 		r := runs[0] // newest first: the repeat, which found its prompt cached
 		var cfg map[string]any
 		json.Unmarshal(r.Config, &cfg)
-		if r.Kind != store.KindAPI || r.ModelName != llamaID || r.Engine != "cpu" || r.Stats.NumGeneratedTokens != 5 ||
+		if r.Kind != store.RunAPI || r.ModelName != llamaID || r.Engine != "cpu" || r.Stats.NumGeneratedTokens != 5 ||
 			r.Stats.NumPromptTokens == 0 || num(cfg["cached_tokens"]) != int(r.Stats.NumPromptTokens)-1 || cfg["endpoint"] != "/v1/chat/completions" ||
 			r.ModelSHA256 == "" || r.Error != "" || r.Stats.FirstTokenMs == 0 {
 			t.Errorf("run %+v config %s", r, r.Config)

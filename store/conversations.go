@@ -112,7 +112,7 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c Conversation, setting
 		var id int64
 		err := tx.QueryRowContext(ctx, "SELECT id FROM conversations WHERE uid = ?", c.UID).Scan(&id)
 		if err == nil {
-			return 0, fmt.Errorf("store: conversation %s is already here as conversation %d: %w", c.UID, id, ErrConflict)
+			return 0, errf("conversation %s is already here as conversation %d: %w", c.UID, id, ErrConflict)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return 0, err
@@ -317,7 +317,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m Message, stats any, now in
 			return 0, err
 		}
 		if conv != m.ConversationID {
-			return 0, fmt.Errorf("store: parent message %d is in conversation %d, not %d: %w", m.ParentID, conv, m.ConversationID, ErrConflict)
+			return 0, errf("parent message %d is in conversation %d, not %d: %w", m.ParentID, conv, m.ConversationID, ErrConflict)
 		}
 		parent = m.ParentID
 	}
@@ -358,7 +358,7 @@ func (db *DB) UpdateMessage(ctx context.Context, m Message) error {
 			return err
 		}
 		if m.ConversationID != 0 && m.ConversationID != conv {
-			return fmt.Errorf("store: message %d is in conversation %d, not %d: %w", m.ID, conv, m.ConversationID, ErrConflict)
+			return errf("message %d is in conversation %d, not %d: %w", m.ID, conv, m.ConversationID, ErrConflict)
 		}
 		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_ms = ? WHERE id = ?", now, conv)
 		return err
@@ -460,7 +460,7 @@ func (db *DB) SetCurrentLeaf(ctx context.Context, convID, msgID int64) error {
 				return err
 			}
 			if conv != convID {
-				return fmt.Errorf("store: message %d is in conversation %d, not %d: %w", msgID, conv, convID, ErrConflict)
+				return errf("message %d is in conversation %d, not %d: %w", msgID, conv, convID, ErrConflict)
 			}
 			leaf = msgID
 		}

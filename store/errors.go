@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 
 	"modernc.org/sqlite"
 )
@@ -61,6 +60,36 @@ func (e *fileError) Error() string {
 
 func (e *fileError) Unwrap() []error { return []error{e.kind, e.cause} }
 
+// OpError is a failed store operation: Op names it ("add message"; "" when
+// the fault is the record's, named in Err), Err says why and wraps the
+// class (ErrNotFound, ErrConflict, ErrInvalid, …). Its message starts
+// "store: ". Faults of the database file as a whole are a *fileError.
+type OpError struct {
+	Op  string
+	Err error
+}
+
+func (e *OpError) Error() string { return "store: " + e.detail() }
+
+// detail is the message without the "store: " prefix.
+func (e *OpError) detail() string {
+	if e.Op == "" {
+		return e.Err.Error()
+	}
+	return e.Op + ": " + e.Err.Error()
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// errf is an OpError whose message says it all.
+func errf(format string, a ...any) error { return &OpError{Err: fmt.Errorf(format, a...)} }
+
+// invalidError: the caller passed a malformed record; reason says how.
+type invalidError struct{ reason string }
+
+func (e *invalidError) Error() string        { return ErrInvalid.Error() + ": " + e.reason }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
 // SQLite primary result codes the store distinguishes.
 const (
 	sqliteBusy       = 5
@@ -80,11 +109,9 @@ func (db *DB) wrap(op string, err error) error {
 		return nil
 	}
 	var fe *fileError
-	if errors.As(err, &fe) {
+	var oe *OpError
+	if errors.As(err, &fe) || errors.As(err, &oe) {
 		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -94,19 +121,16 @@ func (db *DB) wrap(op string, err error) error {
 		case sqliteCorrupt, sqliteNotADB:
 			return corruptError(db.path, err)
 		case sqliteConstraint:
-			return fmt.Errorf("store: %s: %w: %v", op, ErrConflict, err)
+			return &OpError{Op: op, Err: fmt.Errorf("%w: %v", ErrConflict, err)}
 		case sqliteReadOnly:
-			return fmt.Errorf("store: %s: database %s is read-only (%v); nothing was saved: check the file's and its folder's permissions, or point --db or %s at another file", op, db.path, err, EnvVar)
+			return &OpError{Op: op, Err: fmt.Errorf("database %s is read-only (%v); nothing was saved: check the file's and its folder's permissions, or point --db or %s at another file", db.path, err, EnvVar)}
 		case sqliteFull:
-			return fmt.Errorf("store: %s: the disk holding %s is full (%v); nothing was saved by this step: free some space and try again", op, db.path, err)
+			return &OpError{Op: op, Err: fmt.Errorf("the disk holding %s is full (%v); nothing was saved by this step: free some space and try again", db.path, err)}
 		case sqliteCantOpen:
-			return fmt.Errorf("store: %s: cannot open database %s (%v): check that its folder exists and is writable, or point --db or %s at another file", op, db.path, err, EnvVar)
+			return &OpError{Op: op, Err: fmt.Errorf("cannot open database %s (%v): check that its folder exists and is writable, or point --db or %s at another file", db.path, err, EnvVar)}
 		}
 	}
-	if strings.HasPrefix(err.Error(), "store: ") {
-		return err
-	}
-	return fmt.Errorf("store: %s: %w", op, err)
+	return &OpError{Op: op, Err: err}
 }
 
 // Explain turns an error from the store into one sentence for a user: what
@@ -119,7 +143,10 @@ func Explain(err error) string {
 	if errors.As(err, &fe) {
 		return fe.Error()
 	}
-	msg := strings.TrimPrefix(err.Error(), "store: ")
+	msg := err.Error()
+	if oe, ok := err.(*OpError); ok {
+		msg = oe.detail()
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return msg + " (it may have been deleted; list what exists with 'etchat history')"
@@ -133,10 +160,8 @@ func Explain(err error) string {
 	return msg
 }
 
-func notFound(what string, id int64) error {
-	return fmt.Errorf("store: %s %d: %w", what, id, ErrNotFound)
-}
+func notFound(what string, id int64) error { return errf("%s %d: %w", what, id, ErrNotFound) }
 
 func invalid(format string, a ...any) error {
-	return fmt.Errorf("store: %w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+	return &OpError{Err: &invalidError{reason: fmt.Sprintf(format, a...)}}
 }

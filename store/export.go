@@ -261,7 +261,11 @@ func checkImport(c ExportConversation) error {
 			return fmt.Errorf("message %d: parent %d does not come before it", m.ID, m.Parent)
 		}
 		if _, err := checkMessage(Message{Role: m.Role, PosStart: m.PosStart, PosEnd: m.PosEnd, Stats: m.Stats}); err != nil {
-			return fmt.Errorf("message %d: %v", m.ID, strings.TrimPrefix(err.Error(), "store: invalid: "))
+			var ie *invalidError
+			if errors.As(err, &ie) {
+				return fmt.Errorf("message %d: %s", m.ID, ie.reason)
+			}
+			return fmt.Errorf("message %d: %v", m.ID, err)
 		}
 		seen[m.ID] = true
 	}

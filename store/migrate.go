@@ -35,7 +35,7 @@ func migrations() ([]migration, error) {
 		num, _, ok := strings.Cut(name, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || !strings.HasSuffix(name, ".sql") {
-			return nil, fmt.Errorf("store: migration file %q is not named NNNN_name.sql", name)
+			return nil, errf("migration file %q is not named NNNN_name.sql", name)
 		}
 		b, err := migrationFS.ReadFile(path.Join("migrations", name))
 		if err != nil {
@@ -46,7 +46,7 @@ func migrations() ([]migration, error) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
 		if m.version != i+1 {
-			return nil, fmt.Errorf("store: migration %s: want version %d", m.name, i+1)
+			return nil, errf("migration %s: want version %d", m.name, i+1)
 		}
 	}
 	return ms, nil
@@ -112,7 +112,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		return db.wrap("migrate", err)
 	}
 	if mode != "wal" {
-		return fmt.Errorf("store: database %s: cannot use write-ahead logging (journal mode %q); is it on a network drive?", db.path, mode)
+		return errf("database %s: cannot use write-ahead logging (journal mode %q); is it on a network drive?", db.path, mode)
 	}
 	for _, m := range ms {
 		if m.version <= have {

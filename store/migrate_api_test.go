@@ -81,12 +81,12 @@ func TestMigration0004KeepsRunsAndAdmitsAPI(t *testing.T) {
 		}
 	}
 
-	api, err := db.InsertRun(ctx, Run{Kind: KindAPI, Engine: "cpu", ModelName: "Llama", Config: []byte(`{"cached_tokens":5}`),
+	api, err := db.InsertRun(ctx, Run{Kind: RunAPI, Engine: "cpu", ModelName: "Llama", Config: []byte(`{"cached_tokens":5}`),
 		Stats: Stats{NumPromptTokens: 9, NumGeneratedTokens: 4}}, nil)
-	if err != nil || api.Kind != KindAPI {
+	if err != nil || api.Kind != RunAPI {
 		t.Fatalf("inserting an api run: %+v, %v", api, err)
 	}
-	got, err := db.ListRuns(ctx, RunFilter{Kind: KindAPI})
+	got, err := db.ListRuns(ctx, RunFilter{Kind: RunAPI})
 	if err != nil || len(got) != 1 || got[0].ID != api.ID || string(got[0].Config) != `{"cached_tokens":5}` {
 		t.Errorf("api runs: %+v, %v", got, err)
 	}

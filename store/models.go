@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -92,7 +91,7 @@ func (db *DB) GetModel(ctx context.Context, id int64) (Model, error) {
 func (db *DB) ModelByPath(ctx context.Context, path string) (Model, error) {
 	m, err := scanModel(db.sql.QueryRowContext(ctx, "SELECT "+modelCols+" FROM models WHERE path = ?", path))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Model{}, fmt.Errorf("store: model %s: %w", path, ErrNotFound)
+		return Model{}, errf("model %s: %w", path, ErrNotFound)
 	}
 	return m, db.wrap("get model", err)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,14 +38,26 @@ type BenchTest struct {
 	StddevTokS  float64 `json:"stddev_tok_s"`
 }
 
-// KindAPI is the kind of a run that answered a request to etchat serve
-// (migration 0004 admits it).
-const KindAPI = "api"
+// Run kinds: what produced a run.
+const (
+	RunChat  = "chat"  // one reply: a chat in the app or etchat run
+	RunBench = "bench" // one benchmark test (its repetitions are samples)
+	RunAPI   = "api"   // one request to etchat serve (migration 0004 admits it)
+)
 
-func validKind(k string) bool { return k == "chat" || k == "bench" || k == KindAPI }
+// RunKinds are the kinds the schema admits.
+var RunKinds = []string{RunChat, RunBench, RunAPI}
 
-// Run is one generation (Kind "chat"), one benchmark test (Kind "bench")
-// or one request to the server (Kind KindAPI).
+// KnownRunKind reports whether kind is one of RunKinds.
+func KnownRunKind(kind string) bool { return slices.Contains(RunKinds, kind) }
+
+// badKind is the error for a kind outside RunKinds.
+func badKind(kind string) error {
+	return invalid("run kind %q is not %s", kind, strings.Join(RunKinds, " or "))
+}
+
+// Run is one generation (Kind RunChat), one benchmark test (RunBench) or
+// one request to the server (RunAPI).
 type Run struct {
 	ID             int64           `json:"id"`
 	Kind           string          `json:"kind"`
@@ -141,8 +154,8 @@ func finite(v float64) float64 {
 // Avg/StddevTokS to the mean and sample standard deviation of the samples'
 // TokS. Samples numbered 0 are numbered 1, 2, … in order.
 func (db *DB) InsertRun(ctx context.Context, r Run, samples []Sample) (Run, error) {
-	if !validKind(r.Kind) {
-		return Run{}, invalid("run kind %q is not chat, bench or api", r.Kind)
+	if !KnownRunKind(r.Kind) {
+		return Run{}, badKind(r.Kind)
 	}
 	config, err := jsonText("run config", r.Config, "{}")
 	if err != nil {
@@ -266,7 +279,7 @@ func meanStddev(ss []Sample) (mean, sd float64) {
 type RunFilter struct {
 	ModelSHA string    // exact sha256
 	Model    string    // a sha256 prefix or a model name (case-insensitive)
-	Kind     string    // "chat", "bench" or "api"
+	Kind     string    // one of RunKinds
 	Since    time.Time // started at or after
 	Limit    int       // at most this many, newest first; 0: no limit
 }
@@ -284,8 +297,8 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 		args = append(args, len(f.Model), f.Model, f.Model)
 	}
 	if f.Kind != "" {
-		if !validKind(f.Kind) {
-			return nil, invalid("run kind %q is not chat, bench or api", f.Kind)
+		if !KnownRunKind(f.Kind) {
+			return nil, badKind(f.Kind)
 		}
 		where = append(where, "kind = ?")
 		args = append(args, f.Kind)

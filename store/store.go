@@ -118,6 +118,10 @@ type Options struct {
 	// BusyTimeout is how long a write waits for another writer before
 	// failing with ErrBusy; zero means 5 s.
 	BusyTimeout time.Duration
+
+	// driver is the database/sql driver's name; "" is modernc's "sqlite".
+	// Tests wrap it to fail statements on purpose.
+	driver string
 }
 
 // DB is an open etchat database. It is safe for concurrent use.
@@ -136,11 +140,11 @@ const sqliteMagic = "SQLite format 3\x00"
 // ErrTooNew.
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if path == "" {
-		return nil, errors.New("store: empty database path")
+		return nil, errf("empty database path")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("store: database path %q: %w", path, err)
+		return nil, errf("database path %q: %w", path, err)
 	}
 	if err := prepareFile(abs); err != nil {
 		return nil, err
@@ -158,9 +162,13 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
-	sdb, err := sql.Open("sqlite", u.String()+"?"+q.Encode())
+	drv := opt.driver
+	if drv == "" {
+		drv = "sqlite"
+	}
+	sdb, err := sql.Open(drv, u.String()+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", abs, err)
+		return nil, errf("open %s: %w", abs, err)
 	}
 	db := &DB{sql: sdb, path: abs, now: opt.Now}
 	if db.now == nil {
@@ -184,26 +192,26 @@ func prepareFile(path string) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return fmt.Errorf("store: cannot create the folder for the database: %w", err)
+			return errf("cannot create the folder for the database: %w", err)
 		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("store: cannot create the database: %w", err)
+			return errf("cannot create the database: %w", err)
 		}
 		if f != nil {
 			return f.Close()
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("store: database %s: %w", path, err)
+		return errf("database %s: %w", path, err)
 	case fi.IsDir():
-		return fmt.Errorf("store: database path %s is a folder; pass --db with a file name: %w", path, ErrCorrupt)
+		return errf("database path %s is a folder; pass --db with a file name: %w", path, ErrCorrupt)
 	case fi.Size() == 0:
 		return nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("store: database %s: %w", path, err)
+		return errf("database %s: %w", path, err)
 	}
 	defer f.Close()
 	head := make([]byte, len(sqliteMagic))

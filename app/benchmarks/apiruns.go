@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"etchat/store"
 )
 
 // apiRows are the requests etchat serve (or the app's Serve switch)
@@ -14,8 +13,8 @@ import (
 // endpoint with the prompt tokens it found cached, t/s the decode rate,
 // one repetition. They have no benchmark result, so the trend chart and
 // the comparison leave them out.
-func apiRows(ctx context.Context, db *store.DB) ([]Row, error) {
-	runs, err := db.ListRuns(ctx, store.RunFilter{Kind: store.KindAPI, Limit: 2000})
+func apiRows(ctx context.Context, src Runs) ([]Row, error) {
+	runs, err := src.APIRuns(ctx, 2000)
 	if err != nil {
 		return nil, err
 	}

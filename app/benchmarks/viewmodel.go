@@ -12,10 +12,10 @@ package benchmarks
 import (
 	"context"
 	"errors"
+	"etchat/store"
 	"fmt"
 	"image"
 	"image/color"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,13 +25,11 @@ import (
 	"sync"
 	"time"
 
+	"etchat/app/advice"
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/bench/plot"
 	"etchat/inference/engine"
-	"etchat/inference/pte"
-	"etchat/internal/benchstore"
-	"etchat/store"
 
 	gonumplot "gonum.org/v1/plot"
 )
@@ -98,38 +96,39 @@ func (f Form) Options() (bench.Options, error) {
 	return o, nil
 }
 
-// Explain is err, from starting a run, with what to do next.
+// Explain is err, from starting a run, with what to do next: a field of
+// the form by name, else the app's advice for the error's type.
 func Explain(err error) string {
 	msg := err.Error()
-	var (
-		fe    *FieldError
-		unsup *inference.UnsupportedModelError
-		tok   *inference.TokenizerError
-		vocab *inference.VocabMismatchError
-		lib   *engine.LibraryError
-	)
-	switch {
-	case errors.As(err, &fe):
+	var fe *FieldError
+	if errors.As(err, &fe) {
 		return msg + " — correct the " + fe.Field + " field and press Start again"
-	case errors.Is(err, fs.ErrNotExist):
-		return msg + " — the file is not there: pick a model of the library, or browse to the .pte"
-	case errors.Is(err, bench.ErrDoesNotFit):
-		return msg + " — use smaller sizes or depths, or a larger KV capacity"
-	case errors.Is(err, pte.ErrFormat), errors.As(err, &unsup):
-		return msg + " — this is not an ExecuTorch program etchat can run: pick another model (the Models tab says which ones run)"
-	case errors.As(err, &tok), errors.As(err, &vocab):
-		return msg + " — put the model's tokenizer.json next to the .pte, or empty the Tokenizer field"
-	case errors.As(err, &lib), errors.Is(err, engine.ErrNotAvailable):
-		return msg + " — choose the cpu engine, or set the runner library in Preferences"
+	}
+	if next := advice.For(err, "the form"); next != "" {
+		return msg + " — " + next
 	}
 	return msg + " — check the form's fields and press Start again"
 }
 
+// Runs is what the view-model needs of the stored run history
+// (internal/benchstore serves it from the database).
+type Runs interface {
+	// Save stores results as bench runs and sets their RunID.
+	Save(ctx context.Context, results []*bench.Result) error
+	// List returns up to limit stored bench results, newest first.
+	List(ctx context.Context, limit int) ([]*bench.Result, error)
+	// Select returns the stored results a selector picks; an error when
+	// none match.
+	Select(ctx context.Context, sel bench.Selector) ([]*bench.Result, error)
+	// APIRuns returns up to limit stored runs of etchat serve, newest first.
+	APIRuns(ctx context.Context, limit int) ([]store.Run, error)
+}
+
 // Deps are what the view-model works with. Zero fields have defaults.
 type Deps struct {
-	// DB stores and lists runs; nil: runs are not saved and there is no
+	// Runs stores and lists runs; nil: runs are not saved and there is no
 	// history (the view says why).
-	DB *store.DB
+	Runs Runs
 	// OpenEngine picks an engine by kind; nil = inference.OpenEngine.
 	OpenEngine func(kind string) (engine.Engine, error)
 	// Machine describes this computer; nil = bench.DetectMachine.
@@ -383,8 +382,8 @@ func (vm *ViewModel) Start(ctx context.Context) error {
 		vm.changed()
 	}
 	o.Result = func(r *bench.Result) {
-		if vm.deps.DB != nil && saveErr == nil {
-			saveErr = benchstore.Save(rctx, vm.deps.DB, []*bench.Result{r})
+		if vm.deps.Runs != nil && saveErr == nil {
+			saveErr = vm.deps.Runs.Save(rctx, []*bench.Result{r})
 		}
 	}
 	go func() {
@@ -401,14 +400,14 @@ func (vm *ViewModel) Start(ctx context.Context) error {
 			vm.status = fmt.Sprintf("Canceled after %d of %d tests.", len(results), vm.progress.Tests)
 		case err != nil:
 			vm.status = "Failed: " + err.Error()
-		case vm.deps.DB == nil:
+		case vm.deps.Runs == nil:
 			vm.status = fmt.Sprintf("Done: %d tests (not saved: no database).", len(results))
 		default:
 			vm.status = fmt.Sprintf("Done: %d tests, saved.", len(results))
 		}
 		vm.mu.Unlock()
 		vm.changed()
-		if vm.deps.DB != nil && len(results) > 0 {
+		if vm.deps.Runs != nil && len(results) > 0 {
 			_ = vm.Refresh(ctx) // the error shows in the history
 		}
 	}()
@@ -485,23 +484,20 @@ func (vm *ViewModel) ResultRows() [][]string {
 func (vm *ViewModel) Refresh(ctx context.Context) error {
 	var rows []Row
 	var err error
-	if vm.deps.DB == nil {
+	if vm.deps.Runs == nil {
 		err = errors.New("the run history is not available: the database is not open")
 	} else {
-		var runs []store.Run
-		if runs, err = vm.deps.DB.ListRuns(ctx, store.RunFilter{Kind: "bench", Limit: 2000}); err == nil {
-			var rs []*bench.Result
-			if rs, err = benchstore.Load(ctx, vm.deps.DB, runs); err == nil {
-				for _, r := range rs {
-					rows = append(rows, Row{RunID: r.RunID, Started: r.TestTime, Model: r.Model.Name, Engine: r.Engine,
-						Test: r.Test.Name(), Cache: r.Test.Cache.String(), AvgTS: r.AvgTS(), SDTS: r.StddevTS(),
-						TTFTMs: r.AvgTTFTMs(), Reps: len(r.Reps), Batch: r.Batch, result: r})
-				}
+		var rs []*bench.Result
+		if rs, err = vm.deps.Runs.List(ctx, 2000); err == nil {
+			for _, r := range rs {
+				rows = append(rows, Row{RunID: r.RunID, Started: r.TestTime, Model: r.Model.Name, Engine: r.Engine,
+					Test: r.Test.Name(), Cache: r.Test.Cache.String(), AvgTS: r.AvgTS(), SDTS: r.StddevTS(),
+					TTFTMs: r.AvgTTFTMs(), Reps: len(r.Reps), Batch: r.Batch, result: r})
 			}
 		}
 		if err == nil {
 			var api []Row
-			if api, err = apiRows(ctx, vm.deps.DB); err == nil {
+			if api, err = apiRows(ctx, vm.deps.Runs); err == nil {
 				rows = append(rows, api...)
 			}
 		}
@@ -696,7 +692,7 @@ func (vm *ViewModel) Compare(ctx context.Context, baseline, candidate string) er
 }
 
 func (vm *ViewModel) compare(ctx context.Context, baseline, candidate string) error {
-	if vm.deps.DB == nil {
+	if vm.deps.Runs == nil {
 		return errors.New("no database: nothing to compare")
 	}
 	var sides [2][]*bench.Result
@@ -706,13 +702,13 @@ func (vm *ViewModel) compare(ctx context.Context, baseline, candidate string) er
 		if err != nil {
 			return &FieldError{name, err}
 		}
-		if sides[i], err = benchstore.Select(ctx, vm.deps.DB, sel); err != nil {
+		if sides[i], err = vm.deps.Runs.Select(ctx, sel); err != nil {
 			return &FieldError{name, err}
 		}
 	}
 	changes := bench.Compare(sides[0], sides[1], bench.CompareOptions{})
 	var b strings.Builder
-	b.WriteString(MatchTable(sides[0], sides[1]))
+	b.WriteString(bench.MatchTable(sides[0], sides[1]))
 	b.WriteString("\nSame test and cache, with significance:\n")
 	n, err := bench.WriteComparison(&b, sides[0], sides[1], changes)
 	if err != nil {
@@ -742,49 +738,4 @@ func (vm *ViewModel) CompareChart(sz plot.Size) (image.Image, error) {
 		return nil, err
 	}
 	return themed(p, sz, vm.chartFG, vm.chartBG), nil
-}
-
-// testKey is a test's kind and size without its cache: pp/tg and the
-// sizes and depth.
-func testKey(t bench.Test) string { t.Cache = bench.Cache{}; return t.Name() }
-
-// MatchTable lines up two runs' tests by kind and size (pp128, tg64, …),
-// whatever their cache configuration, which is a column: comparing a bf16
-// cache with an fp32 one compares the same tests.
-func MatchTable(base, cand []*bench.Result) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-16s %-26s %10s   %-26s %10s %8s\n", "test", "baseline cache", "t/s", "candidate cache", "t/s", "change")
-	seen := map[string]bool{}
-	var keys []string
-	for _, r := range append(append([]*bench.Result(nil), base...), cand...) {
-		if k := testKey(r.Test); !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	find := func(rs []*bench.Result, k string) *bench.Result {
-		for _, r := range rs {
-			if testKey(r.Test) == k {
-				return r
-			}
-		}
-		return nil
-	}
-	for _, k := range keys {
-		bs, cs := find(base, k), find(cand, k)
-		col := func(r *bench.Result) (string, string) {
-			if r == nil {
-				return "—", "—"
-			}
-			return r.Test.Cache.String(), fmt.Sprintf("%.2f", r.AvgTS())
-		}
-		bc, bt := col(bs)
-		cc, ct := col(cs)
-		change := "—"
-		if bs != nil && cs != nil && bs.AvgTS() > 0 {
-			change = fmt.Sprintf("%+.1f%%", 100*(cs.AvgTS()-bs.AvgTS())/bs.AvgTS())
-		}
-		fmt.Fprintf(&b, "%-16s %-26s %10s   %-26s %10s %8s\n", k, bc, bt, cc, ct, change)
-	}
-	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 	"etchat/inference/bench/plot"
 	"etchat/inference/cpu"
 	"etchat/inference/engine"
+	"etchat/internal/benchstore"
 	"etchat/internal/fixtures"
 	"etchat/store"
 )
@@ -32,8 +33,12 @@ func testDB(t *testing.T) *store.DB {
 
 func testVM(t *testing.T, db *store.DB) *ViewModel {
 	t.Helper()
+	var runs Runs // nil without a database: a nil *benchstore.Runs would not be
+	if db != nil {
+		runs = benchstore.NewRuns(db)
+	}
 	return New(Deps{
-		DB:         db,
+		Runs:       runs,
 		OpenEngine: func(string) (engine.Engine, error) { return cpu.New(cpu.Options{}), nil },
 		Machine:    &bench.Machine{CPU: "Test CPU", Cores: 2, OS: "linux"},
 		AppVersion: "test",
@@ -328,25 +333,6 @@ func TestStartRefusalSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// Tests of two runs whose caches differ (bf16, fp32) are matched by kind
-// and size, the cache shown as a column.
-func TestMatchTableIgnoresTheCache(t *testing.T) {
-	mk := func(np, ng int, dtype string, ts float64) *bench.Result {
-		r := &bench.Result{Test: bench.Test{NPrompt: np, NGen: ng, Cache: bench.Cache{DType: dtype}}}
-		tok := max(np, ng)
-		r.Reps = []bench.Rep{{Ns: int64(float64(tok) / ts * 1e9)}}
-		return r
-	}
-	base := []*bench.Result{mk(32, 0, "bf16", 100), mk(0, 16, "bf16", 50)}
-	cand := []*bench.Result{mk(32, 0, "fp32", 80), mk(0, 16, "fp32", 55)}
-	text := MatchTable(base, cand)
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "pp32") || !strings.Contains(lines[1], "-20.0%") ||
-		!strings.HasPrefix(lines[2], "tg16") || !strings.Contains(lines[2], "+10.0%") {
-		t.Errorf("match table:\n%s", text)
-	}
-}
-
 func TestSizesFollowTheModelsContext(t *testing.T) {
 	if p, g := SizesFor(128); p != "32" || g != "16" {
 		t.Errorf("ctx 128: pp%s tg%s", p, g)
@@ -379,7 +365,7 @@ func TestSizesFollowTheModelsContext(t *testing.T) {
 func TestHistoryShowsAPIRuns(t *testing.T) {
 	db := testDB(t)
 	ctx := context.Background()
-	if _, err := db.InsertRun(ctx, store.Run{Kind: store.KindAPI, Engine: "cpu", ModelName: "served-model",
+	if _, err := db.InsertRun(ctx, store.Run{Kind: store.RunAPI, Engine: "cpu", ModelName: "served-model",
 		Config: []byte(`{"endpoint":"/v1/chat/completions","cached_tokens":17}`), DecodeTokS: 321.5, TTFTMs: 12.5}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -520,7 +520,7 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 		batch = NewBatch(now())
 	}
 	model := Model{
-		Path: p.info.Path, Name: ModelName(p.info.Path), SHA256: p.info.SHA256,
+		Path: p.info.Path, Name: modelinfo.DisplayName(p.info.Path), SHA256: p.info.SHA256,
 		Size: p.info.Weights.Bytes, Params: p.info.Weights.Params, Kind: string(p.info.Kind),
 		Chunk: p.info.PrefillChunk, MaxCtx: p.info.MaxCtxLen, Vocab: p.info.VocabSize,
 		TokenSrc: p.toks.Source,
@@ -621,22 +621,6 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 		}
 	}
 	return out, nil
-}
-
-// ModelName is a model's display name, as the app's library shows it: the
-// file name without extension, or the folder's name when the file is the
-// usual model.pte.
-func ModelName(path string) string {
-	base := filepath.Base(path)
-	if strings.EqualFold(base, "model.pte") {
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs // "model.pte" in the model's own folder is named by that folder too
-		}
-		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != string(filepath.Separator) {
-			return dir
-		}
-	}
-	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // NewBatch names one invocation's set of results.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,12 +161,12 @@ func TestDoesNotFitBeforeRunning(t *testing.T) {
 func TestBadOptions(t *testing.T) {
 	base := opts(t, fixtures.Llama3, []int{8}, []int{2}, 1)
 	cases := map[string]func(o *Options){
-		"at least 1":         func(o *Options) { o.Reps = 0 },
-		"negative":           func(o *Options) { o.Prompts = []int{-1} },
-		"no tests":           func(o *Options) { o.Prompts, o.Gens = []int{0}, nil },
-		"no such file":       func(o *Options) { o.PTE = "/nonexistent/model.pte" },
-		"unknown kv storage": func(o *Options) { o.Caches = []CacheSpec{{DType: "int4"}} },
-		"no engine":          func(o *Options) { o.Engine = nil },
+		"at least 1":                        func(o *Options) { o.Reps = 0 },
+		"negative":                          func(o *Options) { o.Prompts = []int{-1} },
+		"no tests":                          func(o *Options) { o.Prompts, o.Gens = []int{0}, nil },
+		"no such file":                      func(o *Options) { o.PTE = "/nonexistent/model.pte" },
+		"storage dtype \"int4\" is unknown": func(o *Options) { o.Caches = []CacheSpec{{DType: "int4"}} },
+		"no engine":                         func(o *Options) { o.Engine = nil },
 	}
 	for want, mod := range cases {
 		o := base
@@ -398,20 +396,6 @@ func TestForwardPattern(t *testing.T) {
 	}
 	if rec.clear != 6 {
 		t.Errorf("%d clears, want one per repetition and warmup (6)", rec.clear)
-	}
-}
-
-// A model.pte is named by its folder, also when given relative to it.
-func TestModelName(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "qwen3-0.6b")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(dir)
-	for in, want := range map[string]string{"model.pte": "qwen3-0.6b", "/m/llama/model.pte": "llama", "x/tiny.pte": "tiny"} {
-		if got := ModelName(in); got != want {
-			t.Errorf("ModelName(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

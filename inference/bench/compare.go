@@ -475,3 +475,48 @@ func WriteComparison(w io.Writer, base, cand []*Result, changes []Change) (int, 
 	_, err := fmt.Fprintf(w, "\n%d of %d tests changed beyond the noise (** flag: Welch's t-test or Mann-Whitney U on the repetitions' t/s).\n", flagged, len(changes))
 	return flagged, err
 }
+
+// testKey is a test's kind and size without its cache: pp/tg and the
+// sizes and depth.
+func testKey(t Test) string { t.Cache = Cache{}; return t.Name() }
+
+// MatchTable lines up two runs' tests by kind and size (pp128, tg64, …),
+// whatever their cache configuration, which is a column: comparing a bf16
+// cache with an fp32 one compares the same tests.
+func MatchTable(base, cand []*Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %-26s %10s   %-26s %10s %8s\n", "test", "baseline cache", "t/s", "candidate cache", "t/s", "change")
+	seen := map[string]bool{}
+	var keys []string
+	for _, r := range append(append([]*Result(nil), base...), cand...) {
+		if k := testKey(r.Test); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	find := func(rs []*Result, k string) *Result {
+		for _, r := range rs {
+			if testKey(r.Test) == k {
+				return r
+			}
+		}
+		return nil
+	}
+	for _, k := range keys {
+		bs, cs := find(base, k), find(cand, k)
+		col := func(r *Result) (string, string) {
+			if r == nil {
+				return "—", "—"
+			}
+			return r.Test.Cache.String(), fmt.Sprintf("%.2f", r.AvgTS())
+		}
+		bc, bt := col(bs)
+		cc, ct := col(cs)
+		change := "—"
+		if bs != nil && cs != nil && bs.AvgTS() > 0 {
+			change = fmt.Sprintf("%+.1f%%", 100*(cs.AvgTS()-bs.AvgTS())/bs.AvgTS())
+		}
+		fmt.Fprintf(&b, "%-16s %-26s %10s   %-26s %10s %8s\n", k, bc, bt, cc, ct, change)
+	}
+	return b.String()
+}

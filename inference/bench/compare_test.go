@@ -90,3 +90,22 @@ func TestCompareFewReps(t *testing.T) {
 		t.Errorf("%+v", ch)
 	}
 }
+
+// Tests of two runs whose caches differ (bf16, fp32) are matched by kind
+// and size, the cache shown as a column.
+func TestMatchTableIgnoresTheCache(t *testing.T) {
+	mk := func(np, ng int, dtype string, ts float64) *Result {
+		r := &Result{Test: Test{NPrompt: np, NGen: ng, Cache: Cache{DType: dtype}}}
+		tok := max(np, ng)
+		r.Reps = []Rep{{Ns: int64(float64(tok) / ts * 1e9)}}
+		return r
+	}
+	base := []*Result{mk(32, 0, "bf16", 100), mk(0, 16, "bf16", 50)}
+	cand := []*Result{mk(32, 0, "fp32", 80), mk(0, 16, "fp32", 55)}
+	text := MatchTable(base, cand)
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "pp32") || !strings.Contains(lines[1], "-20.0%") ||
+		!strings.HasPrefix(lines[2], "tg16") || !strings.Contains(lines[2], "+10.0%") {
+		t.Errorf("match table:\n%s", text)
+	}
+}

@@ -3,6 +3,7 @@ package kvcache
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,8 +142,13 @@ type Policy struct {
 	Windows         string // "" = the model's own; "512" or "8,8,0" repeats over layers
 }
 
-// DefaultPolicy is the runner's defaults.
-func DefaultPolicy() Policy { return Policy{InitialCapacity: -1} }
+// DefaultStorageDType is the runner's KV storage dtype.
+const DefaultStorageDType = BFloat16
+
+// DefaultPolicy is the runner's defaults, as every front end offers them.
+func DefaultPolicy() Policy {
+	return Policy{StorageDType: DefaultStorageDType.Flag(), InitialCapacity: -1}
+}
 
 // DefaultInitialCapacity is ExecuTorch CacheConfig's default pool size.
 const DefaultInitialCapacity = 512
@@ -151,37 +157,113 @@ const DefaultInitialCapacity = 512
 // overflow (2^24 tokens is far beyond any exported context).
 const MaxCapacity = 1 << 24
 
+// Field names a Policy field in errors; the front ends map it to their own
+// control (a flag, a settings field).
+type Field string
+
+// The Policy's fields.
+const (
+	FieldCapacity        Field = "capacity"
+	FieldStorageDType    Field = "storage_dtype"
+	FieldWindows         Field = "windows"
+	FieldInitialCapacity Field = "initial_capacity"
+)
+
+// FieldError is one Policy field whose value is refused; Msg says why, in
+// a sentence that names the field by its meaning (never a flag).
+type FieldError struct {
+	Field Field
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Msg }
+
+func fieldErr(f Field, format string, a ...any) *FieldError {
+	return &FieldError{Field: f, Msg: fmt.Sprintf(format, a...)}
+}
+
+// FieldErrors are the field errors in err (Build's joined error), in field
+// order; none when err has none.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case *FieldError:
+			out = append(out, x)
+		case interface{ Unwrap() []error }:
+			for _, c := range x.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// Validate checks the rules that hold whatever the model: each field's own
+// range and spelling. The error joins one *FieldError per bad field. Build
+// applies it first; a front end may call it before any file is read.
+func (p Policy) Validate() error {
+	var errs []error
+	switch {
+	case p.Capacity < 0:
+		errs = append(errs, fieldErr(FieldCapacity, "capacity %d is negative", p.Capacity))
+	case p.Capacity > MaxCapacity:
+		errs = append(errs, fieldErr(FieldCapacity, "capacity %d is above the limit %d", p.Capacity, MaxCapacity))
+	}
+	if p.StorageDType != "" {
+		if _, err := ParseDType(p.StorageDType); err != nil {
+			errs = append(errs, fieldErr(FieldStorageDType, "storage dtype %q is unknown: choose bf16, fp16 or fp32", p.StorageDType))
+		}
+	}
+	if strings.TrimSpace(p.Windows) != "" {
+		if _, err := ParseWindows(p.Windows); err != nil {
+			errs = append(errs, &FieldError{Field: FieldWindows, Msg: err.Error()})
+		}
+	}
+	switch {
+	case p.InitialCapacity < -1:
+		errs = append(errs, fieldErr(FieldInitialCapacity, "initial capacity %d is negative (-1 takes the default, %d)", p.InitialCapacity, DefaultInitialCapacity))
+	case p.InitialCapacity > MaxCapacity:
+		errs = append(errs, fieldErr(FieldInitialCapacity, "initial capacity %d is above the limit %d", p.InitialCapacity, MaxCapacity))
+	}
+	return errors.Join(errs...)
+}
+
 // Build is the one cache-config builder: the CLI flags, the settings sheet,
 // the library's memory estimate and both engines all go through it, so the
-// numbers the user sees are the numbers the engine uses.
+// numbers the user sees are the numbers the engine uses, and one set of
+// rules refuses a policy. A refused policy's error joins one *FieldError per
+// bad field (FieldErrors lists them); a bad layout is the file's fault and
+// a plain error.
 func Build(l Layout, p Policy) (*Config, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("cache layout: %w", err)
 	}
-	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity}
-
+	bad := p.Validate()
+	// The model's own limit on the capacity, the tighter one when both are
+	// passed: it is the one to heed.
 	switch {
-	case p.Capacity < 0:
-		return nil, fmt.Errorf("capacity %d is negative", p.Capacity)
-	case p.Capacity > MaxCapacity:
-		return nil, fmt.Errorf("capacity %d is above the limit %d", p.Capacity, MaxCapacity)
-	case p.Capacity > 0:
-		cfg.Capacity = p.Capacity
-	case l.MaxCtxLen > 0:
+	case p.Capacity > 0 && l.MaxCtxLen > 0 && p.Capacity > l.MaxCtxLen:
+		bad = errors.Join(withoutField(bad, FieldCapacity), fieldErr(FieldCapacity,
+			"capacity %d is more than the model's context: at most %d, the model was exported for %d tokens", p.Capacity, l.MaxCtxLen, l.MaxCtxLen))
+	case p.Capacity == 0 && l.MaxCtxLen <= 0:
+		bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity not given and the model publishes no get_max_ctx_len: give one"))
+	}
+	if bad != nil {
+		return nil, sortFields(bad)
+	}
+
+	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity, Capacity: p.Capacity, DType: DefaultStorageDType}
+	if cfg.Capacity == 0 {
 		cfg.Capacity = l.MaxCtxLen
-	default:
-		return nil, errors.New("capacity not given and the model publishes no get_max_ctx_len")
 	}
-
-	dt := BFloat16
 	if p.StorageDType != "" {
-		var err error
-		if dt, err = ParseDType(p.StorageDType); err != nil {
-			return nil, err
-		}
+		cfg.DType, _ = ParseDType(p.StorageDType) // Validate accepted it
 	}
-	cfg.DType = dt
-
 	cfg.Layers = make([]Layer, len(l.KVHeads))
 	for i := range cfg.Layers {
 		cfg.Layers[i] = Layer{Kind: Flat, KVHeads: l.KVHeads[i], HeadDim: l.HeadDims[i]}
@@ -191,23 +273,42 @@ func Build(l Layout, p Policy) (*Config, error) {
 	}
 	if strings.TrimSpace(p.Windows) != "" {
 		if err := cfg.overrideWindows(p.Windows); err != nil {
-			return nil, err
+			return nil, &FieldError{Field: FieldWindows, Msg: err.Error()}
 		}
 	}
-
-	switch {
-	case p.InitialCapacity < -1:
-		return nil, fmt.Errorf("initial capacity %d is negative", p.InitialCapacity)
-	case p.InitialCapacity > MaxCapacity:
-		return nil, fmt.Errorf("initial capacity %d is above the limit %d", p.InitialCapacity, MaxCapacity)
-	case p.InitialCapacity >= 0:
+	if p.InitialCapacity >= 0 {
 		cfg.InitialCapacity = p.InitialCapacity
 	}
 	return cfg, nil
 }
 
-// ParseWindows reads a --kv-windows spec: comma-separated non-negative
-// window sizes (0 = flat).
+// withoutField is err's field errors but those of f.
+func withoutField(err error, f Field) error {
+	var keep []error
+	for _, fe := range FieldErrors(err) {
+		if fe.Field != f {
+			keep = append(keep, fe)
+		}
+	}
+	return errors.Join(keep...)
+}
+
+// sortFields puts a joined error's field errors in field order (capacity,
+// storage dtype, windows, initial capacity), so messages read the same
+// whichever rule found them.
+func sortFields(err error) error {
+	order := []Field{FieldCapacity, FieldStorageDType, FieldWindows, FieldInitialCapacity}
+	fes := FieldErrors(err)
+	sort.SliceStable(fes, func(i, j int) bool { return slices.Index(order, fes[i].Field) < slices.Index(order, fes[j].Field) })
+	errs := make([]error, len(fes))
+	for i, fe := range fes {
+		errs[i] = fe
+	}
+	return errors.Join(errs...)
+}
+
+// ParseWindows reads a window spec: comma-separated non-negative window
+// sizes (0 = flat).
 func ParseWindows(spec string) ([]int, error) {
 	parts := strings.Split(spec, ",")
 	out := make([]int, 0, len(parts))
@@ -215,7 +316,7 @@ func ParseWindows(spec string) ([]int, error) {
 		s = strings.TrimSpace(s)
 		w, err := strconv.Atoi(s)
 		if err != nil || w < 0 || w > MaxCapacity {
-			return nil, fmt.Errorf("invalid --kv-windows %q: %q is not a window size (a whole number ≥ 0; 0 = flat)", spec, s)
+			return nil, fmt.Errorf("windows %q: %q is not a window size (give whole numbers ≥ 0 separated by commas, 0 = flat; e.g. 512 or 8,8,0)", spec, s)
 		}
 		out = append(out, w)
 	}

@@ -1,6 +1,8 @@
 package modelinfo
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,12 +163,12 @@ func TestCacheConfigErrors(t *testing.T) {
 		policy kvcache.Policy
 		want   string
 	}{
-		{"unknown dtype", policy(func(p *kvcache.Policy) { p.StorageDType = "int8" }), `unknown kv storage dtype "int8" (bf16|fp16|fp32)`},
-		{"windows not numbers", policy(func(p *kvcache.Policy) { p.Windows = "8,x" }), `invalid --kv-windows "8,x": "x" is not a window size`},
-		{"negative window", policy(func(p *kvcache.Policy) { p.Windows = "-1" }), `invalid --kv-windows "-1": "-1" is not a window size`},
-		{"empty window entry", policy(func(p *kvcache.Policy) { p.Windows = "8,,0" }), `invalid --kv-windows "8,,0": "" is not a window size`},
+		{"unknown dtype", policy(func(p *kvcache.Policy) { p.StorageDType = "int8" }), `storage dtype "int8" is unknown: choose bf16, fp16 or fp32`},
+		{"windows not numbers", policy(func(p *kvcache.Policy) { p.Windows = "8,x" }), `windows "8,x": "x" is not a window size`},
+		{"negative window", policy(func(p *kvcache.Policy) { p.Windows = "-1" }), `windows "-1": "-1" is not a window size`},
+		{"empty window entry", policy(func(p *kvcache.Policy) { p.Windows = "8,,0" }), `windows "8,,0": "" is not a window size`},
 		{"negative capacity", policy(func(p *kvcache.Policy) { p.Capacity = -5 }), "capacity -5 is negative"},
-		{"huge capacity", policy(func(p *kvcache.Policy) { p.Capacity = 1 << 30 }), "above the limit"},
+		{"huge capacity", policy(func(p *kvcache.Policy) { p.Capacity = 1 << 30 }), "is more than the model's context"}, // the tighter limit
 		{"negative initial", policy(func(p *kvcache.Policy) { p.InitialCapacity = -2 }), "initial capacity -2 is negative"},
 	}
 	for _, c := range cases {
@@ -176,6 +178,28 @@ func TestCacheConfigErrors(t *testing.T) {
 				t.Errorf("got %v (%v), want an error containing %q", err, cfg, c.want)
 			}
 		})
+	}
+
+	// The model's context bounds the capacity; every bad field is named,
+	// each by a typed error, and no message names a command-line flag.
+	limit := info.MaxCtxLen
+	if _, err := info.CacheConfig(policy(func(p *kvcache.Policy) { p.Capacity = limit })); err != nil {
+		t.Errorf("capacity = the model's context (%d): %v", limit, err)
+	}
+	_, err := info.CacheConfig(kvcache.Policy{Capacity: limit + 1, StorageDType: "int8", Windows: "x", InitialCapacity: -9})
+	fes := kvcache.FieldErrors(err)
+	var fields []kvcache.Field
+	for _, fe := range fes {
+		fields = append(fields, fe.Field)
+		if strings.Contains(fe.Msg, "--") {
+			t.Errorf("%s names a flag: %s", fe.Field, fe.Msg)
+		}
+	}
+	if want := []kvcache.Field{kvcache.FieldCapacity, kvcache.FieldStorageDType, kvcache.FieldWindows, kvcache.FieldInitialCapacity}; !slices.Equal(fields, want) {
+		t.Errorf("fields at fault %v, want %v (%v)", fields, want, err)
+	}
+	if len(fes) > 0 && !strings.Contains(fes[0].Msg, fmt.Sprintf("at most %d", limit)) {
+		t.Errorf("capacity above the context: %s", fes[0].Msg)
 	}
 
 	in := loadFixture(t, fixtures.InGraph)

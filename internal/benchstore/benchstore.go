@@ -48,7 +48,7 @@ func ToRun(r *bench.Result) (store.Run, []store.Sample, error) {
 		return store.Run{}, nil, err
 	}
 	run := store.Run{
-		Kind: "bench", Engine: r.Engine, ModelSHA256: r.Model.SHA256, ModelPath: r.Model.Path, ModelName: r.Model.Name,
+		Kind: store.RunBench, Engine: r.Engine, ModelSHA256: r.Model.SHA256, ModelPath: r.Model.Path, ModelName: r.Model.Name,
 		Config: cfg, Machine: mach, AppVersion: r.AppVersion, Started: r.TestTime, Ended: r.Ended,
 		Stats:  r.Reps[len(r.Reps)-1].Stats,
 		Memory: store.Memory{Peak: r.PeakMem()},
@@ -82,7 +82,7 @@ func Save(ctx context.Context, db *store.DB, results []*bench.Result) error {
 // saved by another writer (no etchat bench config) is rebuilt from the
 // store's columns, its timings from the samples' rates.
 func FromRun(run store.Run, samples []store.Sample) (*bench.Result, error) {
-	if run.Kind != "bench" {
+	if run.Kind != store.RunBench {
 		return nil, fmt.Errorf("run %d is a %s run, not a benchmark", run.ID, run.Kind)
 	}
 	var cfg runConfig
@@ -125,7 +125,7 @@ func FromRun(run store.Run, samples []store.Sample) (*bench.Result, error) {
 func Load(ctx context.Context, db *store.DB, runs []store.Run) ([]*bench.Result, error) {
 	out := make([]*bench.Result, 0, len(runs))
 	for _, run := range runs {
-		if run.Kind != "bench" {
+		if run.Kind != store.RunBench {
 			continue
 		}
 		full, samples, err := db.GetRun(ctx, run.ID)
@@ -139,4 +139,35 @@ func Load(ctx context.Context, db *store.DB, runs []store.Run) ([]*bench.Result,
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Runs is the stored benchmark history of one database, as the Benchmarks
+// view-model's port wants it.
+type Runs struct{ db *store.DB }
+
+// NewRuns serves db's benchmark history.
+func NewRuns(db *store.DB) *Runs { return &Runs{db: db} }
+
+// Save stores each result as a bench run and sets its RunID.
+func (r *Runs) Save(ctx context.Context, results []*bench.Result) error {
+	return Save(ctx, r.db, results)
+}
+
+// List reads up to limit stored bench results (0: all), newest first.
+func (r *Runs) List(ctx context.Context, limit int) ([]*bench.Result, error) {
+	runs, err := r.db.ListRuns(ctx, store.RunFilter{Kind: store.RunBench, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	return Load(ctx, r.db, runs)
+}
+
+// Select reads the stored results a selector picks (see Select).
+func (r *Runs) Select(ctx context.Context, sel bench.Selector) ([]*bench.Result, error) {
+	return Select(ctx, r.db, sel)
+}
+
+// APIRuns returns up to limit stored runs of etchat serve, newest first.
+func (r *Runs) APIRuns(ctx context.Context, limit int) ([]store.Run, error) {
+	return r.db.ListRuns(ctx, store.RunFilter{Kind: store.RunAPI, Limit: limit})
 }

@@ -26,7 +26,7 @@ func Select(ctx context.Context, db *store.DB, sel bench.Selector) ([]*bench.Res
 			results = append(results, r)
 		}
 	} else {
-		runs, err := db.ListRuns(ctx, store.RunFilter{Kind: "bench", Model: sel.Model, Since: sel.Since})
+		runs, err := db.ListRuns(ctx, store.RunFilter{Kind: store.RunBench, Model: sel.Model, Since: sel.Since})
 		if err != nil {
 			return nil, err
 		}

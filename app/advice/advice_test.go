@@ -1,0 +1,42 @@
+package advice
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"etchat/inference"
+	"etchat/inference/bench"
+	"etchat/inference/engine"
+	"etchat/store"
+)
+
+// Advice follows the error's type through wrapping; its text (here made to
+// mislead) plays no part.
+func TestFor(t *testing.T) {
+	misleading := errors.New("tokenizer dtype engine database busy")
+	wrap := func(err error) error { return fmt.Errorf("loading: %w", err) }
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{wrap(&engine.LibraryError{Problem: engine.LibraryMissing, Err: misleading}), "choose the cpu engine in the sheet, or set the runner library path in Preferences"},
+		{wrap(&engine.UnknownError{Name: "tpu"}), "choose one of"},
+		{wrap(&inference.TokenizerError{Path: "x", Err: fs.ErrNotExist}), "tokenizer.json next to the .pte"},
+		{wrap(&inference.VocabMismatchError{}), "tokenizer.json next to the .pte"},
+		{wrap(&inference.CacheConfigError{Err: misleading}), "change the cache fields in the sheet"},
+		{wrap(&inference.UnsupportedModelError{}), "export_llm_hf.py"},
+		{wrap(bench.ErrDoesNotFit), "smaller sizes"},
+		{wrap(fs.ErrNotExist), "the file is not there"},
+		{wrap(store.ErrBusy), "close the other window"},
+		{misleading, ""},
+		{nil, ""},
+	} {
+		got := For(c.err, "the sheet")
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("%v: %q, want %q", c.err, got, c.want)
+		}
+	}
+}
