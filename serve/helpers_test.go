@@ -32,7 +32,7 @@ const llamaID = "llama3-tiny-offgraph"
 // testPolicy gives the llama3 fixture (get_max_ctx_len 128) room for a
 // multi-turn replay and for streams long enough to interrupt; random
 // weights do not mind positions past 128.
-var testPolicy = kvcache.Policy{Capacity: 1024, InitialCapacity: -1}
+var testPolicy = kvcache.Policy{Capacity: 128, InitialCapacity: -1}
 
 func llamaPTE(t testing.TB) string {
 	return filepath.Join(fixtures.Unpacked(t, fixtures.Llama3), "model.pte")

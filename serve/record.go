@@ -1,18 +1,18 @@
 package serve
 
-// The one place the server records a run: each admitted request becomes a
-// store run of kind "api" with ExecuTorch's stats and the cached-token
-// count. Kept in this file alone so that it can move to a shared run
-// recorder.
+// The server's run records: each admitted request becomes a store run of
+// kind "api", built by runlog like every other front end's, with the
+// request's settings and the cached-token count in its config.
 
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"sync"
 	"time"
 
+	"etchat/inference"
 	"etchat/inference/modelinfo"
+	"etchat/internal/runlog"
 	"etchat/store"
 )
 
@@ -54,23 +54,24 @@ func (s *Server) record(e *entry, req *request, body []byte, o *outcome) {
 	if e.loaded.Cache != nil {
 		cfg["kv_max_capacity"], cfg["kv_storage_dtype"] = e.loaded.Cache.Capacity, e.policy.StorageDType
 	}
-	run := store.Run{Kind: store.RunAPI, Engine: e.loaded.Engine.Name, ModelSHA256: modelSHA(e.path), ModelName: e.id,
-		AppVersion: s.opts.Version, Started: o.started, Ended: time.Now()}
-	run.ModelPath, _ = filepath.Abs(e.path)
-	if o.err != nil {
-		run.Error = o.err.Error()
-	}
+	var st inference.Stats
 	if o.res != nil && o.res.Result != nil {
-		st := o.res.Stats
+		st = o.res.Stats
 		e.loaded.StatsBase(&st)
 		cfg["cached_tokens"], cfg["reprefilled"] = o.res.Cached, o.res.Reprefilled
-		// The stats count the whole prompt; the prefill rate is over the
-		// tokens actually fed.
+		// The stats count the tokens actually fed; the run counts the
+		// whole prompt, cached part included.
 		cfg["prefilled_tokens"] = st.NumPromptTokens
-		run.Stats, run.PrefillTokS, run.DecodeTokS, run.TTFTMs = st.Stats, st.PrefillRate, st.DecodeRate, st.TTFTSeconds*1000
+	}
+	run := runlog.Run(store.RunAPI, runlog.Model{Path: e.path, SHA256: modelSHA(e.path)}, e.loaded.Engine.Name, st)
+	run.ModelName, run.AppVersion = e.id, s.opts.Version // the name clients ask for
+	if o.res != nil && o.res.Result != nil {
 		run.Stats.NumPromptTokens = int64(len(o.prompt))
-		run.Memory = store.Memory{AfterLoad: st.MemAfterLoad.ActiveBytes, AfterPrefill: st.MemAfterPrefill.ActiveBytes,
-			AfterDecode: st.MemAfterDecode.ActiveBytes, Peak: st.PeakBytes}
+	} else {
+		run.Started = o.started // nothing ran: the record's time is the request's
+	}
+	if o.err != nil {
+		run.Error = o.err.Error()
 	}
 	if s.opts.LogRequests {
 		cfg["request"] = json.RawMessage(body)

@@ -76,7 +76,7 @@ func streamTurn(t *testing.T, url string, body map[string]any) turnResult {
 	return r
 }
 
-// TestPrefixReuseReplay replays a 10-turn chat the way a client does —
+// TestPrefixReuseReplay replays a 7-turn chat the way a client does —
 // each request resends the whole history with the assistant turns as the
 // server returned them — against a server with prefix reuse and one
 // without, side by side. With reuse every turn's cached_tokens is exactly
@@ -86,8 +86,10 @@ func streamTurn(t *testing.T, url string, body map[string]any) turnResult {
 func TestPrefixReuseReplay(t *testing.T) {
 	_, withTS := newServer(t, Options{})
 	_, withoutTS := newServer(t, Options{NoPrefixReuse: true})
-	questions := []string{"Hi", "How are you?", "Tell me more", "Why?", "And then", "Really", "Go on", "What next", "Explain", "Thanks"}
-	const replyTokens = 12
+	// Seven turns of four-token replies fill most of the fixture's 128-token
+	// context (the cache may not exceed what the model was exported for).
+	questions := []string{"Hi", "How are you?", "Tell me more", "Why?", "And then", "Really", "Go on"}
+	const replyTokens = 4
 	var history []inference.Message
 	var prev turnResult
 	var ttftWith, ttftWithout []time.Duration
@@ -122,7 +124,7 @@ func TestPrefixReuseReplay(t *testing.T) {
 		history = append(history, inference.Message{Role: inference.RoleAssistant, Text: with.text})
 		prev = with
 	}
-	t.Logf("median TTFT, turns 2-10: with reuse %v, without %v", median(ttftWith), median(ttftWithout))
+	t.Logf("median TTFT, turns 2-%d: with reuse %v, without %v", len(questions), median(ttftWith), median(ttftWithout))
 }
 
 func commonPrefixLen(a, b []int) int {

@@ -377,7 +377,7 @@ func TestShutdownCancelsAndStores(t *testing.T) {
 	defer resp.Body.Close()
 	buf := make([]byte, 256)
 	resp.Body.Read(buf)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	if err := s.Shutdown(ctx); err != nil {
