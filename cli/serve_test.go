@@ -108,7 +108,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func TestServeOpenAIClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: the openai client test needs Node 20 or later")
+		t.Skip("node is not installed: the openai client test needs Node 18 or later")
 	}
 	dir, _ := filepath.Abs(filepath.Join("..", "tests", "openai-client"))
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
