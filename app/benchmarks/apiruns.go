@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
 )
 
 // apiRows are the requests etchat serve (or the app's Serve switch)
