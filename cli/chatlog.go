@@ -28,13 +28,9 @@ type chatLog struct {
 
 // openChatLog opens the database of --db and puts the model in its library.
 func openChatLog(ctx context.Context, env *Env, o *runOpts, m *inference.Model) (*chatLog, error) {
-	path, err := store.ResolvePath(o.db, env.Getenv)
+	db, err := openStore(ctx, env, o.db)
 	if err != nil {
 		return nil, err
-	}
-	db, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		return nil, storeError(err)
 	}
 	abs, err := filepath.Abs(o.pte)
 	if err != nil {

@@ -83,12 +83,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 
 	var db *store.DB
 	if !*noSave || len(paths) == 0 {
-		path, err := store.ResolvePath(*dbPath, env.Getenv)
-		if err != nil {
+		var err error
+		if db, err = openStore(ctx, env, *dbPath); err != nil {
 			return err
-		}
-		if db, err = store.Open(ctx, path, store.Options{}); err != nil {
-			return storeError(err)
 		}
 		defer db.Close()
 	}
