@@ -419,10 +419,7 @@ func (db *DB) CurrentPath(ctx context.Context, convID int64) (Conversation, []Me
 	var path []Message
 	err := db.read(ctx, "load conversation", func(tx *sql.Tx) error {
 		var err error
-		c, err = scanConv(tx.QueryRowContext(ctx, "SELECT "+convCols+" FROM conversations c WHERE c.id = ?", convID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("conversation", convID)
-		}
+		c, err = convTx(ctx, tx, convID)
 		if err != nil || c.CurrentLeaf == 0 {
 			return err
 		}

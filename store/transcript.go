@@ -57,10 +57,7 @@ func (db *DB) SaveTranscript(ctx context.Context, convID int64, msgs []Message, 
 		}
 	}
 	return db.write(ctx, "save transcript", func(tx *sql.Tx) error {
-		c, err := scanConv(tx.QueryRowContext(ctx, "SELECT "+convCols+" FROM conversations c WHERE c.id = ?", convID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("conversation", convID)
-		}
+		c, err := convTx(ctx, tx, convID)
 		if err != nil {
 			return err
 		}
@@ -68,70 +65,125 @@ func (db *DB) SaveTranscript(ctx context.Context, convID int64, msgs []Message, 
 		if err != nil {
 			return err
 		}
-		now := db.nowMS()
-		changed := false
-		update := func(sm Message, stats any) error {
-			changed = true
-			_, err := tx.ExecContext(ctx, `UPDATE messages SET text = ?, token_ids = ?, pos_start = ?, pos_end = ?, stats = ?, partial = ?, updated_ms = ?
-				WHERE id = ?`, sm.Text, encodeTokens(sm.TokenIDs), sm.PosStart, sm.PosEnd, stats, sm.Partial, now, sm.ID)
+		w := &transcriptWrite{ctx: ctx, tx: tx, convID: convID, now: db.nowMS(), stats: stats}
+		common, err := w.keep(path, msgs)
+		if err != nil {
 			return err
 		}
-		common := 0
-		for common < len(path) && common < len(msgs) && sameMessage(path[common], msgs[common]) {
-			common++
-		}
-		// The kept messages take the tokens they hold now.
-		pos := 0
-		for i := range common {
-			sm, m := path[i], msgs[i]
-			if !slices.Equal(sm.TokenIDs, m.TokenIDs) || sm.PosStart != pos {
-				sm.TokenIDs, sm.PosStart, sm.PosEnd, sm.Stats = m.TokenIDs, pos, pos+len(m.TokenIDs), m.Stats
-				if err := update(sm, stats[i]); err != nil {
-					return err
-				}
-			}
-			pos += len(m.TokenIDs)
-		}
-		var parent int64
-		if common > 0 {
-			parent = path[common-1].ID
-		}
 		if common == len(path)-1 && common < len(msgs) && continues(path[common], msgs[common]) {
-			m, sm := msgs[common], path[common]
-			sm.Text, sm.TokenIDs, sm.PosStart, sm.PosEnd, sm.Partial, sm.Stats = m.Text, m.TokenIDs, pos, pos+len(m.TokenIDs), m.Partial, m.Stats
-			if err := update(sm, stats[common]); err != nil {
+			if err := w.grow(path[common], msgs[common], common); err != nil {
 				return err
 			}
-			parent, pos = sm.ID, sm.PosEnd
 			common++
 		}
-		for i := common; i < len(msgs); i++ {
-			m := msgs[i]
-			sm := Message{ConversationID: convID, ParentID: parent, Role: m.Role, Text: m.Text,
-				TokenIDs: m.TokenIDs, PosStart: pos, PosEnd: pos + len(m.TokenIDs), Partial: m.Partial}
-			id, err := insertMessage(ctx, tx, sm, stats[i], now)
-			if err != nil {
-				return err
-			}
-			changed = true
-			parent, pos = id, sm.PosEnd
+		if err := w.add(msgs, common); err != nil {
+			return err
 		}
-		if parent != c.CurrentLeaf {
-			changed = true
-		}
-		if title != "" && (c.Title == "" || c.Title == DefaultTitle) && c.Title != title {
-			c.Title, changed = title, true
-		}
-		if !changed {
-			return nil
-		}
-		var leaf any
-		if parent != 0 {
-			leaf = parent
-		}
-		_, err = tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, title = ?, updated_ms = ? WHERE id = ?", leaf, c.Title, now, convID)
-		return err
+		return w.finish(c, title)
 	})
+}
+
+// transcriptWrite is one SaveTranscript inside its transaction: where the
+// next message goes and whether anything changed (a transcript that changes
+// nothing writes nothing).
+type transcriptWrite struct {
+	ctx    context.Context
+	tx     *sql.Tx
+	convID int64
+	now    int64
+	stats  []any // each message's stats as checkMessage encoded them
+	// parent is the id the next message hangs from (0: a root), pos its
+	// first cache position.
+	parent  int64
+	pos     int
+	changed bool
+}
+
+// keep finds the longest stored prefix of path that matches msgs and gives
+// its messages the tokens they hold now; it returns the prefix's length.
+func (w *transcriptWrite) keep(path, msgs []Message) (int, error) {
+	common := 0
+	for common < len(path) && common < len(msgs) && sameMessage(path[common], msgs[common]) {
+		common++
+	}
+	for i := range common {
+		sm, m := path[i], msgs[i]
+		if !slices.Equal(sm.TokenIDs, m.TokenIDs) || sm.PosStart != w.pos {
+			sm.TokenIDs, sm.PosStart, sm.PosEnd, sm.Stats = m.TokenIDs, w.pos, w.pos+len(m.TokenIDs), m.Stats
+			if err := w.update(sm, w.stats[i]); err != nil {
+				return 0, err
+			}
+		}
+		w.pos += len(m.TokenIDs)
+	}
+	if common > 0 {
+		w.parent = path[common-1].ID
+	}
+	return common, nil
+}
+
+// grow updates the stored reply sm, saved while it streamed, in place to m
+// (message i of the transcript).
+func (w *transcriptWrite) grow(sm, m Message, i int) error {
+	sm.Text, sm.TokenIDs, sm.PosStart, sm.PosEnd, sm.Partial, sm.Stats = m.Text, m.TokenIDs, w.pos, w.pos+len(m.TokenIDs), m.Partial, m.Stats
+	if err := w.update(sm, w.stats[i]); err != nil {
+		return err
+	}
+	w.parent, w.pos = sm.ID, sm.PosEnd
+	return nil
+}
+
+// add inserts msgs[from:] as a new branch, each under the one before.
+func (w *transcriptWrite) add(msgs []Message, from int) error {
+	for i := from; i < len(msgs); i++ {
+		m := msgs[i]
+		sm := Message{ConversationID: w.convID, ParentID: w.parent, Role: m.Role, Text: m.Text,
+			TokenIDs: m.TokenIDs, PosStart: w.pos, PosEnd: w.pos + len(m.TokenIDs), Partial: m.Partial}
+		id, err := insertMessage(w.ctx, w.tx, sm, w.stats[i], w.now)
+		if err != nil {
+			return err
+		}
+		w.changed = true
+		w.parent, w.pos = id, sm.PosEnd
+	}
+	return nil
+}
+
+func (w *transcriptWrite) update(sm Message, stats any) error {
+	w.changed = true
+	_, err := w.tx.ExecContext(w.ctx, `UPDATE messages SET text = ?, token_ids = ?, pos_start = ?, pos_end = ?, stats = ?, partial = ?, updated_ms = ?
+		WHERE id = ?`, sm.Text, encodeTokens(sm.TokenIDs), sm.PosStart, sm.PosEnd, stats, sm.Partial, w.now, sm.ID)
+	return err
+}
+
+// finish makes the last message written the current leaf and names the
+// conversation title while it has no name of its own, when any of that, or
+// a message, changed.
+func (w *transcriptWrite) finish(c Conversation, title string) error {
+	if w.parent != c.CurrentLeaf {
+		w.changed = true
+	}
+	if title != "" && (c.Title == "" || c.Title == DefaultTitle) && c.Title != title {
+		c.Title, w.changed = title, true
+	}
+	if !w.changed {
+		return nil
+	}
+	var leaf any
+	if w.parent != 0 {
+		leaf = w.parent
+	}
+	_, err := w.tx.ExecContext(w.ctx, "UPDATE conversations SET current_leaf_id = ?, title = ?, updated_ms = ? WHERE id = ?", leaf, c.Title, w.now, w.convID)
+	return err
+}
+
+// convTx is conversation convID inside tx.
+func convTx(ctx context.Context, tx *sql.Tx, convID int64) (Conversation, error) {
+	c, err := scanConv(tx.QueryRowContext(ctx, "SELECT "+convCols+" FROM conversations c WHERE c.id = ?", convID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Conversation{}, notFound("conversation", convID)
+	}
+	return c, err
 }
 
 // siblings are the alternatives of a stored message: its parent's
