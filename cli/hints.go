@@ -22,27 +22,11 @@ func hint(err error) string {
 	)
 	switch {
 	case errors.As(err, &lib):
-		switch lib.Problem {
-		case engine.LibraryMissing:
-			return "build the native library with scripts/build-native and set ETCHAT_RUNNER to the path it prints (docs/native-engine.md), or use --engine cpu"
-		case engine.LibraryABIMismatch:
-			return "the library was built from another etchat: rebuild it from this checkout with scripts/build-native, or use --engine cpu"
-		}
-		return "the library does not load on this machine (see the loader's message above): rebuild it here with scripts/build-native, or use --engine cpu"
+		return libraryHint(lib)
 	case errors.Is(err, engine.ErrNotAvailable):
 		return "use --engine cpu, which every build has"
 	case errors.As(err, &cache):
-		var flags []string
-		for _, fe := range kvcache.FieldErrors(cache) {
-			flags = append(flags, "--"+cacheFlag[fe.Field])
-		}
-		switch {
-		case len(flags) == 0 && cache.Field != "":
-			flags = []string{"--" + cacheFlag[cache.Field]}
-		case len(flags) == 0:
-			flags = []string{"the --kv-* flags"}
-		}
-		return "check " + strings.Join(flags, ", ") + " against what 'etchat inspect FILE.pte' reports for this model"
+		return cacheHint(cache)
 	case errors.As(err, &tok):
 		if tok.Given {
 			return "check the --tokenizer path: it must be the model's tokenizer.json"
@@ -60,6 +44,33 @@ func hint(err error) string {
 		return "move the damaged database aside, or point --db at another file"
 	}
 	return ""
+}
+
+// libraryHint is what to do when the native library does not load, by
+// what went wrong.
+func libraryHint(lib *engine.LibraryError) string {
+	switch lib.Problem {
+	case engine.LibraryMissing:
+		return "build the native library with scripts/build-native and set ETCHAT_RUNNER to the path it prints (docs/native-engine.md), or use --engine cpu"
+	case engine.LibraryABIMismatch:
+		return "the library was built from another etchat: rebuild it from this checkout with scripts/build-native, or use --engine cpu"
+	}
+	return "the library does not load on this machine (see the loader's message above): rebuild it here with scripts/build-native, or use --engine cpu"
+}
+
+// cacheHint names the flags of the cache fields the policy refused.
+func cacheHint(cache *inference.CacheConfigError) string {
+	var flags []string
+	for _, fe := range kvcache.FieldErrors(cache) {
+		flags = append(flags, "--"+cacheFlag[fe.Field])
+	}
+	switch {
+	case len(flags) == 0 && cache.Field != "":
+		flags = []string{"--" + cacheFlag[cache.Field]}
+	case len(flags) == 0:
+		flags = []string{"the --kv-* flags"}
+	}
+	return "check " + strings.Join(flags, ", ") + " against what 'etchat inspect FILE.pte' reports for this model"
 }
 
 // explained is a store error with the store's advice as its message; it

@@ -70,14 +70,6 @@ func reason(out []string) string {
 // run copies the plain go test output of r to w and returns the skips.
 func run(r io.Reader, w io.Writer) ([]Skip, error) {
 	s := summary{pkgs: map[string]*pkg{}, skips: map[string]*Skip{}}
-	get := func(name string) *pkg {
-		p := s.pkgs[name]
-		if p == nil {
-			p = &pkg{tests: map[string]*test{}}
-			s.pkgs[name] = p
-		}
-		return p
-	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -90,62 +82,14 @@ func run(r io.Reader, w io.Writer) ([]Skip, error) {
 		if err := json.Unmarshal(line, &e); err != nil {
 			return nil, fmt.Errorf("not go test -json output: %v: %.80s", err, line)
 		}
-		switch e.Action {
-		case "build-output":
+		switch {
+		case e.Action == "build-output":
 			fmt.Fprint(w, e.Output)
-			continue
-		case "build-fail":
-			continue
-		}
-		p := get(e.Package)
-		if e.Test == "" {
-			switch e.Action {
-			case "output":
-				p.lines = append(p.lines, e.Output)
-			case "pass", "skip": // ok, or no test files: the summary line alone
-				for _, l := range p.lines {
-					if strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "?   ") {
-						fmt.Fprint(w, l)
-					}
-				}
-				delete(s.pkgs, e.Package)
-			case "fail":
-				for _, n := range p.order {
-					for _, l := range p.tests[n].output {
-						if t := strings.TrimSpace(l); !strings.HasPrefix(t, "=== ") {
-							fmt.Fprint(w, l)
-						}
-					}
-				}
-				for _, l := range p.lines {
-					if strings.TrimSpace(l) != "PASS" {
-						fmt.Fprint(w, l)
-					}
-				}
-				delete(s.pkgs, e.Package)
-			}
-			continue
-		}
-		t := p.tests[e.Test]
-		if t == nil {
-			t = &test{name: e.Test}
-			p.tests[e.Test] = t
-		}
-		switch e.Action {
-		case "output":
-			t.output = append(t.output, e.Output)
-		case "fail":
-			p.order = append(p.order, e.Test)
-		case "skip":
-			why := reason(t.output)
-			g := s.skips[why]
-			if g == nil {
-				g = &Skip{Reason: why}
-				s.skips[why] = g
-			}
-			g.Tests = append(g.Tests, e.Package+"."+e.Test)
-		case "pass":
-			t.output = nil // only a failure's output is shown
+		case e.Action == "build-fail":
+		case e.Test == "":
+			s.packageEvent(w, e)
+		default:
+			s.testEvent(e)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -158,6 +102,89 @@ func run(r io.Reader, w io.Writer) ([]Skip, error) {
 			fmt.Fprint(w, l)
 		}
 	}
+	return s.sortedSkips(), nil
+}
+
+// pkg is the package's record, started at its first event.
+func (s *summary) pkg(name string) *pkg {
+	p := s.pkgs[name]
+	if p == nil {
+		p = &pkg{tests: map[string]*test{}}
+		s.pkgs[name] = p
+	}
+	return p
+}
+
+// packageEvent takes an event of a package's own (not a test's): its
+// output is held until the package finishes, and then printed as go test
+// prints it.
+func (s *summary) packageEvent(w io.Writer, e event) {
+	p := s.pkg(e.Package)
+	switch e.Action {
+	case "output":
+		p.lines = append(p.lines, e.Output)
+	case "pass", "skip": // ok, or no test files: the summary line alone
+		p.printPassed(w)
+		delete(s.pkgs, e.Package)
+	case "fail":
+		p.printFailed(w)
+		delete(s.pkgs, e.Package)
+	}
+}
+
+func (p *pkg) printPassed(w io.Writer) {
+	for _, l := range p.lines {
+		if strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "?   ") {
+			fmt.Fprint(w, l)
+		}
+	}
+}
+
+// printFailed prints the failed tests' output, then the package's own.
+func (p *pkg) printFailed(w io.Writer) {
+	for _, n := range p.order {
+		for _, l := range p.tests[n].output {
+			if t := strings.TrimSpace(l); !strings.HasPrefix(t, "=== ") {
+				fmt.Fprint(w, l)
+			}
+		}
+	}
+	for _, l := range p.lines {
+		if strings.TrimSpace(l) != "PASS" {
+			fmt.Fprint(w, l)
+		}
+	}
+}
+
+// testEvent takes an event of one test: its output is kept while a
+// failure may need it, and a skip joins the group of its reason.
+func (s *summary) testEvent(e event) {
+	p := s.pkg(e.Package)
+	t := p.tests[e.Test]
+	if t == nil {
+		t = &test{name: e.Test}
+		p.tests[e.Test] = t
+	}
+	switch e.Action {
+	case "output":
+		t.output = append(t.output, e.Output)
+	case "fail":
+		p.order = append(p.order, e.Test)
+	case "skip":
+		why := reason(t.output)
+		g := s.skips[why]
+		if g == nil {
+			g = &Skip{Reason: why}
+			s.skips[why] = g
+		}
+		g.Tests = append(g.Tests, e.Package+"."+e.Test)
+	case "pass":
+		t.output = nil // only a failure's output is shown
+	}
+}
+
+// sortedSkips are the skip groups, the largest first, then by reason.
+func (s *summary) sortedSkips() []Skip {
 	var out []Skip
 	for _, g := range s.skips {
 		out = append(out, *g)
@@ -168,7 +195,7 @@ func run(r io.Reader, w io.Writer) ([]Skip, error) {
 		}
 		return out[i].Reason < out[j].Reason
 	})
-	return out, nil
+	return out
 }
 
 // Line is the skip group as one line: how many, a few of them, and why.
