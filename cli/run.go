@@ -37,8 +37,54 @@ type runOpts struct {
 // summary, memory lines, streamed text, then the stats report; or chats on
 // stdin with --interactive.
 func runRun(ctx context.Context, env *Env, args []string) error {
+	o, err := parseRunFlags(env, args)
+	if err != nil {
+		return err
+	}
+	var ids []int
+	if o.promptIDs != "" {
+		if ids, err = parseIDs(o.promptIDs); err != nil {
+			return err
+		}
+	}
+
+	// Everything that can be wrong with the files is found before the
+	// model is loaded.
+	m, err := o.prepare(ids == nil)
+	if err != nil {
+		return err
+	}
+	if o.interactive && m.Cache == nil {
+		return fmt.Errorf("%s is an %s model; --interactive needs an off-graph KV cache (re-export with --use-offgraph-cache)", o.pte, m.Info.Kind)
+	}
+	if !o.interactive {
+		if ids, err = o.promptTokens(m, ids); err != nil {
+			return err
+		}
+	}
+
+	if err := m.Open(ctx); err != nil {
+		return err
+	}
+	defer m.Close()
+	out := env.Stdout // the report; with --json it goes to stderr
+	if o.asJSON {
+		out = env.Stderr
+	}
+	o.printLoaded(out, m)
+
+	gen := m.Generation(o.maxNew, sampler.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed})
+	gen.IgnoreEOS = o.ignoreEOS
+	if o.interactive {
+		return o.interact(ctx, env, m, gen)
+	}
+	return o.oneShot(ctx, env, out, m, gen, ids)
+}
+
+// parseRunFlags reads etchat run's flags and checks them.
+func parseRunFlags(env *Env, args []string) (*runOpts, error) {
 	fs := newFlags(env, "run", runSynopsis)
-	var o runOpts
+	o := &runOpts{getenv: env.Getenv}
 	fs.StringVar(&o.pte, "pte", "", "model .pte file (required)")
 	fs.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json (default: the one next to the .pte)")
 	fs.StringVar(&o.prompt, "prompt", "The quick brown fox", "prompt to generate from")
@@ -57,128 +103,84 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database; with --interactive also the conversation, as the app keeps it")
 	o.cache.register(fs)
 	if err := parseFlags(fs, gflagsSpellings(fs, args)); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return Usagef("unexpected argument %q (flags only; the model is --pte)", fs.Arg(0))
+		return nil, Usagef("unexpected argument %q (flags only; the model is --pte)", fs.Arg(0))
 	}
 	if err := o.validate(); err != nil {
-		return err
+		return nil, err
 	}
-	var ids []int
-	if o.promptIDs != "" {
+	return o, nil
+}
+
+// promptTokens is the one-shot prompt: ids (--prompt-ids) as given, else
+// --prompt as the chat template renders it; checked against the
+// vocabulary and the capacity before the model loads.
+func (o *runOpts) promptTokens(m *inference.Model, ids []int) ([]int, error) {
+	if ids == nil {
 		var err error
-		if ids, err = parseIDs(o.promptIDs); err != nil {
-			return err
+		if ids, err = m.Chat.Encode(o.prompt); err != nil {
+			return nil, err
 		}
 	}
+	if len(ids) == 0 {
+		return nil, Usagef("the prompt is empty")
+	}
+	for _, id := range ids {
+		if m.Info.VocabSize > 0 && id >= m.Info.VocabSize {
+			return nil, Usagef("invalid --prompt-ids: token %d is outside the model's vocabulary (%d)", id, m.Info.VocabSize)
+		}
+	}
+	if capacity := m.Capacity(); capacity > 0 && len(ids)+1 > capacity {
+		return nil, fmt.Errorf("%w: the prompt is %d tokens; with one generated token it does not fit the cache capacity %d", inference.ErrPromptTooLong, len(ids), capacity)
+	}
+	return ids, nil
+}
 
-	// Everything that can be wrong with the files is found before the
-	// model is loaded.
-	o.getenv = env.Getenv
-	m, err := o.prepare(ids == nil)
-	if err != nil {
-		return err
-	}
-	info, cfg, chat := m.Info, m.Cache, m.Chat
-	if o.interactive && cfg == nil {
-		return fmt.Errorf("%s is an %s model; --interactive needs an off-graph KV cache (re-export with --use-offgraph-cache)", o.pte, info.Kind)
-	}
-	capacity := m.Capacity()
-
-	out := env.Stdout // the report; with --json it goes to stderr
-	if o.asJSON {
-		out = env.Stderr
-	}
-	if !o.interactive {
-		if ids == nil {
-			if ids, err = chat.Encode(o.prompt); err != nil {
-				return err
-			}
-		}
-		if len(ids) == 0 {
-			return Usagef("the prompt is empty")
-		}
-		for _, id := range ids {
-			if info.VocabSize > 0 && id >= info.VocabSize {
-				return Usagef("invalid --prompt-ids: token %d is outside the model's vocabulary (%d)", id, info.VocabSize)
-			}
-		}
-		if capacity > 0 && len(ids)+1 > capacity {
-			return fmt.Errorf("%w: the prompt is %d tokens; with one generated token it does not fit the cache capacity %d", inference.ErrPromptTooLong, len(ids), capacity)
-		}
-	}
-
-	if err := m.Open(ctx); err != nil {
-		return err
-	}
-	defer m.Close()
-	sel, sess, memLoad := m.Engine, m.Session, m.MemAfterLoad
-	fmt.Fprintln(out, sel.String())
-	if cfg != nil {
+// printLoaded is the report's head: the engine chosen, the cache and the
+// memory after load.
+func (o *runOpts) printLoaded(out io.Writer, m *inference.Model) {
+	fmt.Fprintln(out, m.Engine.String())
+	if m.Cache != nil {
 		fmt.Fprintln(out)
-		fmt.Fprintln(out, cfg.Summary())
+		fmt.Fprintln(out, m.Cache.Summary())
 	} else if !o.cache.isDefault() {
-		fmt.Fprintf(out, "[cache] in-graph: the program keeps its own cache of %d tokens; the --kv-* flags do not apply\n", capacity)
+		fmt.Fprintf(out, "[cache] in-graph: the program keeps its own cache of %d tokens; the --kv-* flags do not apply\n", m.Capacity())
 	}
-	fmt.Fprintf(out, "[mem]   after load  : %s\n", mib(memLoad.ActiveBytes))
+	fmt.Fprintf(out, "[mem]   after load  : %s\n", mib(m.MemAfterLoad.ActiveBytes))
+}
 
-	gen := m.Generation(o.maxNew, sampler.Sampling{Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed})
-	gen.IgnoreEOS = o.ignoreEOS
-	if o.interactive {
-		var log *chatLog
-		if o.db != "" {
-			if log, err = openChatLog(ctx, env, &o, m); err != nil {
-				return fmt.Errorf("opening %s to save the chat: %w", o.db, err)
-			}
-			defer log.Close()
+// interact is --interactive, saving the chat with --db.
+func (o *runOpts) interact(ctx context.Context, env *Env, m *inference.Model, gen inference.Options) error {
+	var log *chatLog
+	if o.db != "" {
+		var err error
+		if log, err = openChatLog(ctx, env, o, m); err != nil {
+			return fmt.Errorf("opening %s to save the chat: %w", o.db, err)
 		}
-		return interact(ctx, env, m, gen, log)
+		defer log.Close()
 	}
+	return interact(ctx, env, m, gen, log)
+}
+
+// oneShot generates from ids and reports the run: the footprint and stats
+// on out, the --json document on stdout, the record with --db.
+func (o *runOpts) oneShot(ctx context.Context, env *Env, out io.Writer, m *inference.Model, gen inference.Options, ids []int) error {
 	gen.TurnEndIDs = nil // a one-shot run commits nothing after its reply
-	sampler, err := sampler.New(gen.Sampling)
+	smp, err := sampler.New(gen.Sampling)
 	if err != nil {
 		return Usagef("%v", err)
 	}
-	gen.Sampler = sampler
-
-	var res *inference.Result
-	for iter := 0; iter < 1+b2i(o.warmup); iter++ {
-		measured := iter == 1 || !o.warmup
-		if iter > 0 {
-			if err := sess.Clear(); err != nil {
-				return err
-			}
-		}
-		g := gen
-		if measured {
-			g.OnPrefill = func(done, total int) {
-				if done == total {
-					fmt.Fprintln(out)
-					footprint(out, "after prefill", sess, memLoad)
-					fmt.Fprintln(out)
-				}
-			}
-			if !o.asJSON {
-				g.OnToken = func(t inference.Token) error {
-					_, err := io.WriteString(env.Stdout, t.Text)
-					return err
-				}
-			}
-		}
-		var genErr error
-		res, genErr = inference.Generate(ctx, sess, ids, g)
-		if res == nil {
-			return genErr
-		}
-		if genErr != nil && !errors.Is(genErr, context.Canceled) {
-			return genErr
-		}
+	gen.Sampler = smp
+	res, err := o.generate(ctx, env, out, m, gen, ids)
+	if res == nil || err != nil {
+		return err
 	}
 	st := &res.Stats
 	m.StatsBase(st)
 	fmt.Fprint(out, "\n\n")
-	footprint(out, "after decode ", sess, memLoad)
+	footprint(out, "after decode ", m.Session, m.MemAfterLoad)
 	if res.Capped {
 		fmt.Fprintf(out, "[generation capped by capacity: %d of %d tokens]\n", res.Budget, o.maxNew)
 	}
@@ -186,23 +188,70 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	st.PrintReport(out)
 
 	if o.asJSON {
-		doc := runDoc{Engine: sel.Name, Device: sel.Device, PromptIDs: ids, GeneratedIDs: res.GeneratedIDs, Text: res.Text,
-			StopReason: res.StopReason, Capped: res.Capped, Seed: sampler.Seed(), Stats: *st}
-		if doc.GeneratedIDs == nil {
-			doc.GeneratedIDs = []int{}
-		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(doc); err != nil {
+		if err := writeRunDoc(env.Stdout, m.Engine, ids, res, smp.Seed()); err != nil {
 			return err
 		}
 	}
 	if o.db != "" {
-		if err := o.save(ctx, env, sel, st); err != nil {
+		if err := o.save(ctx, env, m.Engine, st); err != nil {
 			return fmt.Errorf("saving the run to %s: %w", o.db, err)
 		}
 	}
 	return ctx.Err()
+}
+
+// generate runs the prompt, after one unmeasured run with --warmup. Only
+// the measured run streams its text and reports the footprint after
+// prefill. A run stopped by the context is a result, not an error.
+func (o *runOpts) generate(ctx context.Context, env *Env, out io.Writer, m *inference.Model, gen inference.Options, ids []int) (*inference.Result, error) {
+	var res *inference.Result
+	for iter := 0; iter < 1+b2i(o.warmup); iter++ {
+		if iter > 0 {
+			if err := m.Session.Clear(); err != nil {
+				return nil, err
+			}
+		}
+		g := gen
+		if iter == 1 || !o.warmup {
+			o.measure(&g, env, out, m)
+		}
+		var err error
+		res, err = inference.Generate(ctx, m.Session, ids, g)
+		if res == nil || err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// measure hooks the measured run: the footprint once the prompt is in,
+// and the text streamed to stdout unless --json holds it.
+func (o *runOpts) measure(g *inference.Options, env *Env, out io.Writer, m *inference.Model) {
+	g.OnPrefill = func(done, total int) {
+		if done == total {
+			fmt.Fprintln(out)
+			footprint(out, "after prefill", m.Session, m.MemAfterLoad)
+			fmt.Fprintln(out)
+		}
+	}
+	if !o.asJSON {
+		g.OnToken = func(t inference.Token) error {
+			_, err := io.WriteString(env.Stdout, t.Text)
+			return err
+		}
+	}
+}
+
+// writeRunDoc writes etchat run --json's object.
+func writeRunDoc(w io.Writer, sel inference.Selection, ids []int, res *inference.Result, seed uint64) error {
+	doc := runDoc{Engine: sel.Name, Device: sel.Device, PromptIDs: ids, GeneratedIDs: res.GeneratedIDs, Text: res.Text,
+		StopReason: res.StopReason, Capped: res.Capped, Seed: seed, Stats: res.Stats}
+	if doc.GeneratedIDs == nil {
+		doc.GeneratedIDs = []int{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(doc)
 }
 
 // runDoc is etchat run --json's object.
