@@ -20,87 +20,32 @@ const historySynopsis = `[--db PATH] [--json] [--runs [--kind chat|bench|api]] [
        etchat history --import FILE
        etchat history --check`
 
+// historyOpts are etchat history's flags.
+type historyOpts struct {
+	db, model, kind, format  string
+	exportConv, importFile   string
+	asJSON, runs, exportRuns bool
+	check                    bool
+	limit                    int
+	convIDs                  []int64 // --export-conversation ID; nil for all
+}
+
 // runHistory lists, exports and imports stored conversations and runs.
 func runHistory(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "history", historySynopsis)
-	dbPath := fs.String("db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	runs := fs.Bool("runs", false, "list runs (chat, benchmark and server-request measurements) instead of conversations")
-	model := fs.String("model", "", "only this model: a sha256 prefix or a model name")
-	kind := fs.String("kind", "", "with --runs or --export-runs: only chat, bench or api (etchat serve) runs")
-	limit := fs.Int("limit", 50, "list at most N, newest first (0: all)")
-	exportConv := fs.String("export-conversation", "", "write conversation ID (or all) to stdout")
-	exportRuns := fs.Bool("export-runs", false, "write runs to stdout")
-	format := fs.String("format", "", "export format: json or md for conversations (default json), csv or json for runs (default csv)")
-	importFile := fs.String("import", "", "import conversations from an etchat JSON export (- for stdin)")
-	check := fs.Bool("check", false, "check the database file for damage (SQLite integrity_check)")
-	if err := parseFlags(fs, args); err != nil {
+	o, err := parseHistoryFlags(env, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return Usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if *limit < 0 {
-		return Usagef("invalid value %d for flag -limit: must be 0 or more", *limit)
-	}
-	if *kind != "" && !store.KnownRunKind(*kind) {
-		return Usagef("invalid value %q for flag -kind: want %s", *kind, strings.Join(store.RunKinds, " or "))
-	}
-	modes := 0
-	for _, on := range []bool{*exportConv != "", *exportRuns, *importFile != "", *check} {
-		if on {
-			modes++
-		}
-	}
-	if modes > 1 || (modes == 1 && *runs) {
-		return Usagef("use one of --runs, --export-conversation, --export-runs, --import, --check at a time")
-	}
-	switch {
-	case *exportConv != "":
-		if *format == "" {
-			*format = "json"
-		}
-		if *format != "json" && *format != "md" {
-			return Usagef("invalid value %q for flag -format: conversations export as json or md", *format)
-		}
-	case *exportRuns:
-		if *format == "" {
-			*format = "csv"
-		}
-		if *format != "csv" && *format != "json" {
-			return Usagef("invalid value %q for flag -format: runs export as csv or json", *format)
-		}
-	case *format != "":
-		return Usagef("flag -format goes with --export-conversation or --export-runs")
-	}
-	var convIDs []int64
-	if *exportConv != "" && *exportConv != "all" {
-		id, err := strconv.ParseInt(*exportConv, 10, 64)
-		if err != nil || id <= 0 {
-			return Usagef("invalid value %q for flag -export-conversation: want a conversation id (see 'etchat history') or all", *exportConv)
-		}
-		convIDs = []int64{id}
-	}
-
-	path := *dbPath
+	path := o.db
 	if path == "" {
-		p, err := store.DefaultPath(env.Getenv)
-		if err != nil {
+		if path, err = store.DefaultPath(env.Getenv); err != nil {
 			return err
 		}
-		path = p
 	}
 	// Reading commands never create a database where there is none.
-	if *importFile == "" {
+	if o.importFile == "" {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			if *asJSON || *exportConv != "" || *exportRuns {
-				if *exportConv != "" && convIDs != nil {
-					return fmt.Errorf("no database at %s, so no conversation %d", path, convIDs[0])
-				}
-				return emptyOutput(env.Stdout, *asJSON || *format == "json", *exportRuns && *format == "csv")
-			}
-			fmt.Fprintf(env.Stdout, "No history yet: there is no database at %s.\n", path)
-			return nil
+			return o.noDatabase(env.Stdout, path)
 		}
 	}
 	db, err := store.Open(ctx, path, store.Options{})
@@ -108,41 +53,150 @@ func runHistory(ctx context.Context, env *Env, args []string) error {
 		return storeError(err)
 	}
 	defer db.Close()
-	filter := store.RunFilter{Model: *model, Kind: *kind, Limit: *limit}
-
-	switch {
-	case *check:
-		if err = db.IntegrityCheck(ctx); err == nil {
-			v, _ := db.Version(ctx)
-			fmt.Fprintf(env.Stdout, "ok: %s (schema version %d)\n", db.File(), v)
-		}
-	case *importFile != "":
-		err = historyImport(ctx, env, db, *importFile)
-	case *exportConv != "":
-		if *format == "md" {
-			err = db.ExportMarkdown(ctx, env.Stdout, convIDs...)
-		} else {
-			err = db.ExportJSON(ctx, env.Stdout, convIDs...)
-		}
-	case *exportRuns:
-		filter.Limit = 0
-		if *format == "json" {
-			err = db.ExportRunsJSON(ctx, env.Stdout, filter)
-		} else {
-			var rs []store.Run
-			if rs, err = db.ListRuns(ctx, filter); err == nil {
-				err = store.WriteRunsCSV(env.Stdout, rs)
-			}
-		}
-	case *runs:
-		err = listRuns(ctx, env.Stdout, db, filter, *asJSON)
-	default:
-		err = listConversations(ctx, env.Stdout, db, *model, *limit, *asJSON)
-	}
-	if err != nil {
+	if err := o.run(ctx, env, db); err != nil {
 		return storeError(err)
 	}
 	return nil
+}
+
+// parseHistoryFlags reads etchat history's flags and checks that they
+// make one command.
+func parseHistoryFlags(env *Env, args []string) (*historyOpts, error) {
+	fs := newFlags(env, "history", historySynopsis)
+	o := &historyOpts{}
+	fs.StringVar(&o.db, "db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
+	fs.BoolVar(&o.asJSON, "json", false, "print JSON instead of a table")
+	fs.BoolVar(&o.runs, "runs", false, "list runs (chat, benchmark and server-request measurements) instead of conversations")
+	fs.StringVar(&o.model, "model", "", "only this model: a sha256 prefix or a model name")
+	fs.StringVar(&o.kind, "kind", "", "with --runs or --export-runs: only chat, bench or api (etchat serve) runs")
+	fs.IntVar(&o.limit, "limit", 50, "list at most N, newest first (0: all)")
+	fs.StringVar(&o.exportConv, "export-conversation", "", "write conversation ID (or all) to stdout")
+	fs.BoolVar(&o.exportRuns, "export-runs", false, "write runs to stdout")
+	fs.StringVar(&o.format, "format", "", "export format: json or md for conversations (default json), csv or json for runs (default csv)")
+	fs.StringVar(&o.importFile, "import", "", "import conversations from an etchat JSON export (- for stdin)")
+	fs.BoolVar(&o.check, "check", false, "check the database file for damage (SQLite integrity_check)")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if o.limit < 0 {
+		return nil, Usagef("invalid value %d for flag -limit: must be 0 or more", o.limit)
+	}
+	if o.kind != "" && !store.KnownRunKind(o.kind) {
+		return nil, Usagef("invalid value %q for flag -kind: want %s", o.kind, strings.Join(store.RunKinds, " or "))
+	}
+	if err := o.checkModes(); err != nil {
+		return nil, err
+	}
+	if err := o.checkFormat(); err != nil {
+		return nil, err
+	}
+	if o.exportConv != "" && o.exportConv != "all" {
+		id, err := strconv.ParseInt(o.exportConv, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, Usagef("invalid value %q for flag -export-conversation: want a conversation id (see 'etchat history') or all", o.exportConv)
+		}
+		o.convIDs = []int64{id}
+	}
+	return o, nil
+}
+
+// checkModes refuses two commands at once.
+func (o *historyOpts) checkModes() error {
+	modes := 0
+	for _, on := range []bool{o.exportConv != "", o.exportRuns, o.importFile != "", o.check} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 || (modes == 1 && o.runs) {
+		return Usagef("use one of --runs, --export-conversation, --export-runs, --import, --check at a time")
+	}
+	return nil
+}
+
+// checkFormat gives --format its export's default and refuses a format
+// that export does not write, or one without an export.
+func (o *historyOpts) checkFormat() error {
+	switch {
+	case o.exportConv != "":
+		if o.format == "" {
+			o.format = "json"
+		}
+		if o.format != "json" && o.format != "md" {
+			return Usagef("invalid value %q for flag -format: conversations export as json or md", o.format)
+		}
+	case o.exportRuns:
+		if o.format == "" {
+			o.format = "csv"
+		}
+		if o.format != "csv" && o.format != "json" {
+			return Usagef("invalid value %q for flag -format: runs export as csv or json", o.format)
+		}
+	case o.format != "":
+		return Usagef("flag -format goes with --export-conversation or --export-runs")
+	}
+	return nil
+}
+
+// noDatabase answers a reading command when there is no database at path:
+// empty output for a machine, a sentence for a person; asking for one
+// conversation is an error.
+func (o *historyOpts) noDatabase(w io.Writer, path string) error {
+	if !o.asJSON && o.exportConv == "" && !o.exportRuns {
+		fmt.Fprintf(w, "No history yet: there is no database at %s.\n", path)
+		return nil
+	}
+	if o.convIDs != nil {
+		return fmt.Errorf("no database at %s, so no conversation %d", path, o.convIDs[0])
+	}
+	return emptyOutput(w, o.asJSON || o.format == "json", o.exportRuns && o.format == "csv")
+}
+
+// run is the command the flags chose, on db.
+func (o *historyOpts) run(ctx context.Context, env *Env, db *store.DB) error {
+	filter := store.RunFilter{Model: o.model, Kind: o.kind, Limit: o.limit}
+	switch {
+	case o.check:
+		return historyCheck(ctx, env.Stdout, db)
+	case o.importFile != "":
+		return historyImport(ctx, env, db, o.importFile)
+	case o.exportConv != "" && o.format == "md":
+		return db.ExportMarkdown(ctx, env.Stdout, o.convIDs...)
+	case o.exportConv != "":
+		return db.ExportJSON(ctx, env.Stdout, o.convIDs...)
+	case o.exportRuns:
+		filter.Limit = 0
+		return exportRuns(ctx, env.Stdout, db, filter, o.format)
+	case o.runs:
+		return listRuns(ctx, env.Stdout, db, filter, o.asJSON)
+	}
+	return listConversations(ctx, env.Stdout, db, o.model, o.limit, o.asJSON)
+}
+
+// historyCheck is --check: SQLite's integrity check, and the schema
+// version when the file is sound.
+func historyCheck(ctx context.Context, w io.Writer, db *store.DB) error {
+	if err := db.IntegrityCheck(ctx); err != nil {
+		return err
+	}
+	v, _ := db.Version(ctx)
+	fmt.Fprintf(w, "ok: %s (schema version %d)\n", db.File(), v)
+	return nil
+}
+
+// exportRuns is --export-runs in format (csv or json).
+func exportRuns(ctx context.Context, w io.Writer, db *store.DB, f store.RunFilter, format string) error {
+	if format == "json" {
+		return db.ExportRunsJSON(ctx, w, f)
+	}
+	rs, err := db.ListRuns(ctx, f)
+	if err != nil {
+		return err
+	}
+	return store.WriteRunsCSV(w, rs)
 }
 
 func emptyOutput(w io.Writer, asJSON, csvHeader bool) error {
