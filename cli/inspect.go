@@ -328,27 +328,55 @@ func bytesStr(n int64) string {
 	return humanize.IBytes(uint64(n))
 }
 
-// writeReport prints the readable report.
+// writeReport prints the readable report: one labelled section after
+// another.
 func writeReport(w io.Writer, d *InspectDoc) {
-	row := func(label, format string, a ...any) {
-		fmt.Fprintf(w, "  %-12s%s\n", label, fmt.Sprintf(format, a...))
-	}
-	more := func(format string, a ...any) { fmt.Fprintf(w, "  %-12s%s\n", "", fmt.Sprintf(format, a...)) }
+	r := report{w}
+	r.head(d)
+	r.methods(d)
+	r.limits(d)
+	r.delegates(d.Delegates)
+	r.weights(d.Weights, d.Quantization)
+	r.mlx(d.MLX)
+	r.cache(d)
+	r.companions(d.Companions)
+}
 
-	fmt.Fprintf(w, "%s  (%s, %s bytes)\n", d.Path, bytesStr(d.SizeBytes), humanize.Comma(d.SizeBytes))
-	if d.SHA256 != "" {
-		row("sha256", "%s", d.SHA256)
+// report writes the readable report's rows: a label, then the value; more
+// continues the row above.
+type report struct{ w io.Writer }
+
+func (r report) row(label, format string, a ...any) {
+	fmt.Fprintf(r.w, "  %-12s%s\n", label, fmt.Sprintf(format, a...))
+}
+
+func (r report) more(format string, a ...any) { r.row("", format, a...) }
+
+// firstLabel is label for a list's first row, "" for the rest.
+func firstLabel(i int, label string) string {
+	if i == 0 {
+		return label
 	}
-	row("kind", "%s: %s", d.Kind, d.KindReason)
+	return ""
+}
+
+// head is the file, its hash, its kind and the Program's layout.
+func (r report) head(d *InspectDoc) {
+	fmt.Fprintf(r.w, "%s  (%s, %s bytes)\n", d.Path, bytesStr(d.SizeBytes), humanize.Comma(d.SizeBytes))
+	if d.SHA256 != "" {
+		r.row("sha256", "%s", d.SHA256)
+	}
+	r.row("kind", "%s: %s", d.Kind, d.KindReason)
 	if pr := d.Program; pr != nil {
-		row("program", "%s Program flatbuffer (version %d), %d segments, %s of segment data from offset %d",
+		r.row("program", "%s Program flatbuffer (version %d), %d segments, %s of segment data from offset %d",
 			bytesStr(pr.ProgramSize), pr.Version, pr.Segments, bytesStr(pr.SegmentDataSize), pr.SegmentBaseOffset)
 	}
+}
+
+// methods are the executable methods, then the constant ones with their
+// values.
+func (r report) methods(d *InspectDoc) {
 	for i, m := range d.Methods {
-		label := ""
-		if i == 0 {
-			label = "methods"
-		}
 		extra := ""
 		switch {
 		case m.Constant:
@@ -360,15 +388,16 @@ func writeReport(w io.Writer, d *InspectDoc) {
 			}
 			extra += ")"
 		}
-		row(label, "%s%s", m.Signature, extra)
+		r.row(firstLabel(i, "methods"), "%s%s", m.Signature, extra)
 	}
 	for i, c := range d.ConstantMethods {
-		label := ""
-		if i == 0 {
-			label = "constants"
-		}
-		row(label, "%s = %s", c.Name, c.Text)
+		r.row(firstLabel(i, "constants"), "%s = %s", c.Name, c.Text)
 	}
+}
+
+// limits are the context, the prefill chunk, the vocabulary and the stop
+// tokens.
+func (r report) limits(d *InspectDoc) {
 	limits := []string{}
 	if d.MaxCtxLen > 0 {
 		limits = append(limits, fmt.Sprintf("max context %d", d.MaxCtxLen))
@@ -379,116 +408,139 @@ func writeReport(w io.Writer, d *InspectDoc) {
 	if d.VocabSize > 0 {
 		limits = append(limits, fmt.Sprintf("vocab %s (%s logits)", humanize.Comma(int64(d.VocabSize)), d.LogitsDType))
 	}
-	row("limits", "%s", strings.Join(limits, ", "))
+	r.row("limits", "%s", strings.Join(limits, ", "))
 	if len(d.EOSIDs) > 0 {
-		row("eos", "%v (from %s)", d.EOSIDs, d.EOSSource)
+		r.row("eos", "%v (from %s)", d.EOSIDs, d.EOSSource)
 	} else {
-		row("eos", "none published")
+		r.row("eos", "none published")
 	}
-	for i, dl := range d.Delegates {
-		label := ""
-		if i == 0 {
-			label = "delegates"
-		}
+}
+
+func (r report) delegates(ds []DelegateDoc) {
+	for i, dl := range ds {
 		where := fmt.Sprintf("segment %d", dl.Segment)
 		if dl.Segment < 0 {
 			where = "inline"
 		}
-		row(label, "%s: %s, %s at offset %d, %s", dl.Method, dl.ID, where, dl.Offset, bytesStr(dl.Size))
+		r.row(firstLabel(i, "delegates"), "%s: %s, %s at offset %d, %s", dl.Method, dl.ID, where, dl.Offset, bytesStr(dl.Size))
 		for _, k := range sortedKeys(dl.CompileSpecs) {
-			more("  compile spec %s = %q", k, dl.CompileSpecs[k])
+			r.more("  compile spec %s = %q", k, dl.CompileSpecs[k])
 		}
 	}
-	if wt := d.Weights; wt != nil {
+}
+
+// weights are the named tensors by dtype, then the precision groups.
+func (r report) weights(wt *modelinfo.Weights, q *modelinfo.Quantization) {
+	if wt != nil {
 		dts := make([]string, len(wt.DTypes))
 		for i, dt := range wt.DTypes {
 			dts[i] = fmt.Sprintf("%s ×%d", dt, wt.Counts[dt])
 		}
-		row("weights", "%d named tensors, %s; %s parameters; %s", wt.Tensors, bytesStr(wt.Bytes),
+		r.row("weights", "%d named tensors, %s; %s parameters; %s", wt.Tensors, bytesStr(wt.Bytes),
 			humanize.Comma(wt.Params), orNone(strings.Join(dts, ", ")))
 	}
-	if q := d.Quantization; q != nil && q.Summary != "" {
-		row("precision", "%s", q.Summary)
-		for _, g := range q.Groups {
-			size := bytesStr(g.Bytes)
-			if g.Bytes == 0 {
-				size = "its bytes counted above (shared)"
-			}
-			more("  %s, %s", g, size)
-		}
+	if q == nil || q.Summary == "" {
+		return
 	}
-	if m := d.MLX; m != nil {
-		row("mlx graph", "version %s, %d instructions; tensors: %d constant, %d input, %d output, %d mutable, %d temp; %d values",
-			m.Version, m.Instructions, m.ConstantTensors, m.InputTensors, m.OutputTensors, m.MutableBufferTensors, m.TempTensors, m.Values)
-		ops := sortedKeys(m.OpHistogram)
-		sort.SliceStable(ops, func(i, j int) bool { return m.OpHistogram[ops[i]] > m.OpHistogram[ops[j]] })
-		line := []string{}
-		for _, op := range ops {
-			line = append(line, fmt.Sprintf("%s %d", op, m.OpHistogram[op]))
+	r.row("precision", "%s", q.Summary)
+	for _, g := range q.Groups {
+		size := bytesStr(g.Bytes)
+		if g.Bytes == 0 {
+			size = "its bytes counted above (shared)"
 		}
-		for len(line) > 0 {
-			n := min(len(line), 6)
-			more("%s", strings.Join(line[:n], ", "))
-			line = line[n:]
-		}
-		if len(m.MutableBuffers) > 0 {
-			more("mutable buffers: %s", strings.Join(m.MutableBuffers, ", "))
-		}
+		r.more("  %s, %s", g, size)
 	}
+}
+
+// mlx is the MLX graph: its sizes, its ops most used first (six a row),
+// its mutable buffers.
+func (r report) mlx(m *modelinfo.MLX) {
+	if m == nil {
+		return
+	}
+	r.row("mlx graph", "version %s, %d instructions; tensors: %d constant, %d input, %d output, %d mutable, %d temp; %d values",
+		m.Version, m.Instructions, m.ConstantTensors, m.InputTensors, m.OutputTensors, m.MutableBufferTensors, m.TempTensors, m.Values)
+	ops := sortedKeys(m.OpHistogram)
+	sort.SliceStable(ops, func(i, j int) bool { return m.OpHistogram[ops[i]] > m.OpHistogram[ops[j]] })
+	line := []string{}
+	for _, op := range ops {
+		line = append(line, fmt.Sprintf("%s %d", op, m.OpHistogram[op]))
+	}
+	for len(line) > 0 {
+		n := min(len(line), 6)
+		r.more("%s", strings.Join(line[:n], ", "))
+		line = line[n:]
+	}
+	if len(m.MutableBuffers) > 0 {
+		r.more("mutable buffers: %s", strings.Join(m.MutableBuffers, ", "))
+	}
+}
+
+// cache is the KV cache the flags build, or why there is none.
+func (r report) cache(d *InspectDoc) {
 	switch {
 	case d.Cache != nil:
-		c := d.Cache
-		lines := strings.Split(c.Summary, "\n")
-		row("cache", "%s", lines[0])
-		for _, l := range lines[1:] {
-			more("%s", l)
-		}
-		more("KV memory: %s at the initial size, %s at capacity (%d tokens)", bytesStr(c.BytesInitial), bytesStr(c.BytesAtCapacity), c.Capacity)
-		for _, l := range c.Layers {
-			kind := "flat"
-			if l.Kind == "ring" {
-				kind = fmt.Sprintf("ring(window %d)", l.Window)
-			}
-			// Per cache; which layers attend it is said where it is not
-			// just the layer of the same number.
-			who := ""
-			if len(l.ModelLayers) != 1 || l.ModelLayers[0] != l.Index {
-				who = " (layers " + joinInts(l.ModelLayers) + ")"
-				if len(l.ModelLayers) == 0 {
-					who = " (no layer attends it)"
-				}
-			}
-			more("  cache %d%s: %s, %d kv heads × %d, %d rows: %s initial, %s full", l.Index, who, kind, l.KVHeads, l.HeadDim, l.Rows,
-				bytesStr(l.BytesInitial), bytesStr(l.BytesAtCapacity))
-		}
+		r.cacheLayout(d.Cache)
 	case d.CacheError != "":
-		row("cache", "cannot apply the cache flags: %s", d.CacheError)
+		r.row("cache", "cannot apply the cache flags: %s", d.CacheError)
 	case d.Kind == string(modelinfo.InGraph):
-		row("cache", "inside the program (in-graph); the --kv-* flags do not apply")
+		r.row("cache", "inside the program (in-graph); the --kv-* flags do not apply")
 	default:
-		row("cache", "none (unsupported model)")
+		r.row("cache", "none (unsupported model)")
 	}
-	if c := d.Companions; c != nil {
-		mark := func(name, p string) string {
-			if p == "" {
-				return name + " missing"
+}
+
+// cacheLayout is the cache's summary, its memory, and a line per cache.
+func (r report) cacheLayout(c *CacheDoc) {
+	lines := strings.Split(c.Summary, "\n")
+	r.row("cache", "%s", lines[0])
+	for _, l := range lines[1:] {
+		r.more("%s", l)
+	}
+	r.more("KV memory: %s at the initial size, %s at capacity (%d tokens)", bytesStr(c.BytesInitial), bytesStr(c.BytesAtCapacity), c.Capacity)
+	for _, l := range c.Layers {
+		kind := "flat"
+		if l.Kind == "ring" {
+			kind = fmt.Sprintf("ring(window %d)", l.Window)
+		}
+		// Per cache; which layers attend it is said where it is not
+		// just the layer of the same number.
+		who := ""
+		if len(l.ModelLayers) != 1 || l.ModelLayers[0] != l.Index {
+			who = " (layers " + joinInts(l.ModelLayers) + ")"
+			if len(l.ModelLayers) == 0 {
+				who = " (no layer attends it)"
 			}
-			return name + " ✓"
 		}
-		tc := mark("tokenizer_config.json", c.TokenizerConfig)
-		if c.HasChatTemplate {
-			tc += " (chat template)"
-		} else if c.TokenizerConfig != "" {
-			tc += " (no chat template)"
+		r.more("  cache %d%s: %s, %d kv heads × %d, %d rows: %s initial, %s full", l.Index, who, kind, l.KVHeads, l.HeadDim, l.Rows,
+			bytesStr(l.BytesInitial), bytesStr(l.BytesAtCapacity))
+	}
+}
+
+// companions are the files beside the .pte that the loader reads.
+func (r report) companions(c *CompanionsDoc) {
+	if c == nil {
+		return
+	}
+	mark := func(name, p string) string {
+		if p == "" {
+			return name + " missing"
 		}
-		cfg := mark("config.json", c.Config)
-		if c.ModelType != "" {
-			cfg += " (model_type " + c.ModelType + ")"
-		}
-		row("companions", "%s, %s, %s, %s", mark("tokenizer.json", c.Tokenizer), tc, mark("generation_config.json", c.GenerationConfig), cfg)
-		for _, p := range c.Problems {
-			more("problem: %s", p)
-		}
+		return name + " ✓"
+	}
+	tc := mark("tokenizer_config.json", c.TokenizerConfig)
+	if c.HasChatTemplate {
+		tc += " (chat template)"
+	} else if c.TokenizerConfig != "" {
+		tc += " (no chat template)"
+	}
+	cfg := mark("config.json", c.Config)
+	if c.ModelType != "" {
+		cfg += " (model_type " + c.ModelType + ")"
+	}
+	r.row("companions", "%s, %s, %s, %s", mark("tokenizer.json", c.Tokenizer), tc, mark("generation_config.json", c.GenerationConfig), cfg)
+	for _, p := range c.Problems {
+		r.more("problem: %s", p)
 	}
 }
 
