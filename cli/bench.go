@@ -45,7 +45,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	def := kvcache.DefaultPolicy() // the same defaults as run's and inspect's flags
 	dtypes := fs.String(cacheFlag[kvcache.FieldStorageDType], def.StorageDType, "off-graph: KV storage dtypes, comma list of bf16|fp16|fp32")
 	caps := fs.String(cacheFlag[kvcache.FieldCapacity], strconv.Itoa(def.Capacity), "off-graph: cache capacities in tokens, comma list (0 = the model's get_max_ctx_len)")
-	windows := fs.String(cacheFlag[kvcache.FieldWindows], def.Windows, "off-graph: attention patterns, ';'-separated list of window specs (each a comma list repeated over the layers, 0 = flat; empty = the model's own)")
+	windows := fs.String(cacheFlag[kvcache.FieldWindows], def.Windows, "off-graph: attention patterns, ';'-separated list of window specs (each a comma list repeated over the caches, 0 = flat; empty = the model's own)")
 	eng := fs.String("engine", engine.Auto, "engine: "+engine.Help())
 	out := fs.String("o", "md", "output format: md, csv, json, jsonl or sql")
 	dbPath := fs.String("db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")

@@ -30,7 +30,7 @@ func (c *cacheFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.capacity, cacheFlag[kvcache.FieldCapacity], def.Capacity, "off-graph: most tokens the cache holds, at most the model's get_max_ctx_len (0 = that)")
 	fs.StringVar(&c.dtype, cacheFlag[kvcache.FieldStorageDType], def.StorageDType, "off-graph: KV storage dtype, bf16|fp16|fp32")
 	fs.IntVar(&c.initial, cacheFlag[kvcache.FieldInitialCapacity], def.InitialCapacity, "off-graph: starting pool size in tokens; pools double up to the capacity (-1 = 512)")
-	fs.StringVar(&c.windows, cacheFlag[kvcache.FieldWindows], def.Windows, "off-graph: attention pattern to impose, comma list of windows repeated over the layers (0 = flat), e.g. \"512\"")
+	fs.StringVar(&c.windows, cacheFlag[kvcache.FieldWindows], def.Windows, "off-graph: attention pattern to impose, comma list of windows repeated over the caches (get_n_caches; 0 = flat), e.g. \"512\"")
 }
 
 func (c *cacheFlags) policy() kvcache.Policy {

@@ -412,7 +412,7 @@ func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.O
 			default:
 				note := ""
 				if u.Reprefilled {
-					note = ", re-prefilled: a sliding-window layer had dropped those cells"
+					note = ", re-prefilled: a sliding-window cache had dropped those cells"
 				}
 				fmt.Fprintf(out, "[rewound to %d%s]\n", u.Len, note)
 				log.save(ctx, conv)

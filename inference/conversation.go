@@ -76,7 +76,7 @@ type ConversationOptions struct {
 // operations on them. Every turn re-renders the whole conversation, keeps
 // the longest cached prefix that agrees with it, and prefills the rest.
 // Undo always succeeds: when the cache refuses a rewind (a sliding-window
-// layer has overwritten the cells), it is cleared and the kept tokens are
+// cache has overwritten the cells), it is cleared and the kept tokens are
 // prefilled again. The CLI's --interactive, the GUI chat and the tests all
 // use it. Not safe for concurrent use.
 type Conversation struct {

@@ -13,7 +13,7 @@ import (
 // them, the longest token prefix the next prompt shares with what the
 // cache holds (llama-server's cache_prompt): a client that resends a whole
 // chat every turn prefills only the new tokens. The cache is rewound to
-// the shared prefix; where a sliding-window layer has overwritten the
+// the shared prefix; where a sliding-window cache has overwritten the
 // cells that needs, it is cleared and the prefix prefilled again, as the
 // chat does. Token-exact matching makes a reply independent of what came
 // before it. Not safe for concurrent use.

@@ -71,7 +71,7 @@ func (t *trackedSession) mirror(err error) {
 // to stale rows.
 func (t *trackedSession) Rewind(n int) error {
 	if t.seq != nil && n != t.seq.Len() && !t.seq.CanRewind(n) && n <= t.Session.Len() {
-		return fmt.Errorf("%w: a sliding-window layer has overwritten cells that length %d needs", engine.ErrRewindRefused, n)
+		return fmt.Errorf("%w: a sliding-window cache has overwritten cells that length %d needs", engine.ErrRewindRefused, n)
 	}
 	err := t.Session.Rewind(n)
 	if err == nil && t.seq != nil && t.seq.Rewind(n) != nil {

@@ -99,13 +99,13 @@ func (d DType) String() string {
 	return "scalar_type_" + strconv.Itoa(int(d))
 }
 
-// Kind says how a layer keeps history.
+// Kind says how a cache keeps history.
 type Kind int
 
 const (
-	// Flat layers keep every token.
+	// Flat caches keep every token.
 	Flat Kind = 0
-	// Ring layers keep the last Window tokens in Window+MaxWrite-1 rows.
+	// Ring caches keep the last Window tokens in Window+MaxWrite-1 rows.
 	Ring Kind = 1
 )
 
@@ -139,7 +139,7 @@ type Policy struct {
 	Capacity        int    // 0 = the file's get_max_ctx_len
 	StorageDType    string // "" = bf16
 	InitialCapacity int    // -1 = default (512); 0 is a valid choice
-	Windows         string // "" = the model's own; "512" or "8,8,0" repeats over layers
+	Windows         string // "" = the model's own; "512" or "8,8,0" repeats over the caches
 }
 
 // DefaultStorageDType is the runner's KV storage dtype.
@@ -324,7 +324,7 @@ func ParseWindows(spec string) ([]int, error) {
 }
 
 // overrideWindows replaces the attention pattern, repeating the list over
-// the layers. The geometry stays the file's. The export sizes its chunk to
+// the caches. The geometry stays the file's. The export sizes its chunk to
 // the model's own window, so a narrower ring narrows MaxWrite with it.
 func (c *Config) overrideWindows(spec string) error {
 	pattern, err := ParseWindows(spec)
@@ -661,7 +661,7 @@ func (c *Config) Validate() error {
 	case c.InitialCapacity < 0 || c.InitialCapacity > MaxCapacity:
 		return fmt.Errorf("initial capacity %d out of range", c.InitialCapacity)
 	case len(c.Layers) == 0:
-		return errors.New("cache config has no layers")
+		return errors.New("the cache config lists no caches")
 	case c.MaxWrite < 0:
 		return fmt.Errorf("max_write %d is negative", c.MaxWrite)
 	}
@@ -670,10 +670,10 @@ func (c *Config) Validate() error {
 	}
 	for i, l := range c.Layers {
 		if l.KVHeads <= 0 || l.HeadDim <= 0 {
-			return fmt.Errorf("layer %d: kv_heads %d, head_dim %d", i, l.KVHeads, l.HeadDim)
+			return fmt.Errorf("cache %d: kv_heads %d, head_dim %d", i, l.KVHeads, l.HeadDim)
 		}
 		if (l.Kind == Ring) != (l.Window > 0) || (l.Kind != Ring && l.Kind != Flat) {
-			return fmt.Errorf("layer %d: kind %d with window %d", i, l.Kind, l.Window)
+			return fmt.Errorf("cache %d: kind %d with window %d", i, l.Kind, l.Window)
 		}
 	}
 	return nil

@@ -114,7 +114,7 @@ func (s *Sequence) Rewind(newLen int) error {
 		return fmt.Errorf("%w: cannot rewind from %d to %d", ErrRewindRefused, s.length, newLen)
 	}
 	if !s.CanRewind(newLen) {
-		return fmt.Errorf("%w: a sliding-window layer has overwritten cells that length %d needs (shortest rewind now %d, or 0)", ErrRewindRefused, newLen, s.Floor())
+		return fmt.Errorf("%w: a sliding-window cache has overwritten cells that length %d needs (shortest rewind now %d, or 0)", ErrRewindRefused, newLen, s.Floor())
 	}
 	s.length = newLen
 	for i := range s.oldest {
@@ -137,7 +137,7 @@ func (s *Sequence) maxStep(l Layer) int {
 // Plan is layer's plan for T tokens starting at position.
 func (s *Sequence) Plan(layer, position, T int) (Plan, error) {
 	if layer < 0 || layer >= len(s.cfg.Layers) {
-		return Plan{}, fmt.Errorf("layer %d out of range (%d layers)", layer, len(s.cfg.Layers))
+		return Plan{}, fmt.Errorf("cache %d out of range (%d caches)", layer, len(s.cfg.Layers))
 	}
 	if T <= 0 || position < 0 {
 		return Plan{}, fmt.Errorf("bad step: %d tokens at position %d", T, position)
@@ -147,7 +147,7 @@ func (s *Sequence) Plan(layer, position, T int) (Plan, error) {
 	}
 	l := s.cfg.Layers[layer]
 	if m := s.maxStep(l); T > m {
-		return Plan{}, fmt.Errorf("step of %d tokens exceeds max_write %d of layer %d", T, m, layer)
+		return Plan{}, fmt.Errorf("step of %d tokens exceeds max_write %d of cache %d", T, m, layer)
 	}
 	return planFor(l, s.cfg.RingRows(l), position, T), nil
 }
