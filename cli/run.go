@@ -367,14 +367,14 @@ func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.O
 	if err != nil {
 		return err
 	}
-	out := env.Stdout
-	fmt.Fprintln(out, "Multi-turn chat. /reset clears, /undo drops the last turn, /undo N drops N tokens, /quit exits.")
+	c := &chatSession{out: env.Stdout, conv: conv, log: log}
+	fmt.Fprintln(c.out, "Multi-turn chat. /reset clears, /undo drops the last turn, /undo N drops N tokens, /quit exits.")
 	in := bufio.NewScanner(env.Stdin)
 	in.Buffer(make([]byte, 64*1024), 16<<20)
 	for {
-		fmt.Fprint(out, "\n> ")
+		fmt.Fprint(c.out, "\n> ")
 		if !in.Scan() {
-			fmt.Fprintln(out)
+			fmt.Fprintln(c.out)
 			return in.Err()
 		}
 		if err := ctx.Err(); err != nil {
@@ -385,76 +385,101 @@ func interact(ctx context.Context, env *Env, m *inference.Model, gen inference.O
 		case line == "/quit":
 			return nil
 		case line == "/reset":
-			if err := conv.Reset(); err != nil {
-				return err
-			}
-			log.save(ctx, conv)
-			fmt.Fprintln(out, "[cleared]")
-			continue
+			err = c.reset(ctx)
 		case line == "/undo" || strings.HasPrefix(line, "/undo "):
-			var u inference.UndoResult
-			var err error
-			if arg := strings.TrimSpace(strings.TrimPrefix(line, "/undo")); arg != "" {
-				n, perr := strconv.Atoi(arg)
-				if perr != nil || n < 0 {
-					fmt.Fprintln(out, "[usage: /undo [n_tokens]]")
-					continue
-				}
-				u, err = conv.UndoTokens(ctx, n)
-			} else {
-				u, err = conv.UndoTurn(ctx)
-			}
-			switch {
-			case err != nil && u.Dropped == 0 && !u.Reprefilled:
-				fmt.Fprintf(out, "[%v]\n", err)
-			case err != nil:
-				return err
-			default:
-				note := ""
-				if u.Reprefilled {
-					note = ", re-prefilled: a sliding-window cache had dropped those cells"
-				}
-				fmt.Fprintf(out, "[rewound to %d%s]\n", u.Len, note)
-				log.save(ctx, conv)
-			}
-			continue
+			err = c.undo(ctx, strings.TrimSpace(strings.TrimPrefix(line, "/undo")))
 		case strings.TrimSpace(line) == "":
 			continue
+		default:
+			err = c.send(ctx, line)
 		}
-		r, err := conv.Send(ctx, line, func(t inference.Token) error {
-			_, err := io.WriteString(out, t.Text)
-			return err
-		})
-		if errors.Is(err, inference.ErrPromptTooLong) {
-			fmt.Fprintf(out, "[cache full: %d/%d, use /reset or /undo]\n", conv.Len(), conv.Capacity())
-			continue
-		}
-		if err != nil && r == nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			fmt.Fprintf(out, "[error: %v]\n", err)
-			// Forget a turn that did not get its reply.
-			if msgs := conv.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == inference.RoleUser {
-				if _, uerr := conv.UndoTurn(context.Background()); uerr != nil {
-					return uerr
-				}
-			}
-			continue
-		}
-		// A reply cut off (Ctrl-C) is kept too: the context may be done.
-		log.save(context.WithoutCancel(ctx), conv)
-		log.reply(context.WithoutCancel(ctx), r)
-		note := ""
-		if r.Capped {
-			note = ", generation capped by capacity"
-		}
-		if r.Reprefilled {
-			note += ", history re-prefilled"
-		}
-		fmt.Fprintf(out, "\n[%d/%d tokens%s]\n", conv.Len(), conv.Capacity(), note)
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// chatSession is --interactive's conversation, where it prints, and its
+// log (nil without --db). An error from its commands ends the chat; what
+// the user can fix is printed and the chat goes on.
+type chatSession struct {
+	out  io.Writer
+	conv *inference.Conversation
+	log  *chatLog
+}
+
+func (c *chatSession) reset(ctx context.Context) error {
+	if err := c.conv.Reset(); err != nil {
+		return err
+	}
+	c.log.save(ctx, c.conv)
+	fmt.Fprintln(c.out, "[cleared]")
+	return nil
+}
+
+// undo is /undo (arg "": the last turn) or /undo N (N tokens).
+func (c *chatSession) undo(ctx context.Context, arg string) error {
+	var u inference.UndoResult
+	var err error
+	if arg != "" {
+		n, perr := strconv.Atoi(arg)
+		if perr != nil || n < 0 {
+			fmt.Fprintln(c.out, "[usage: /undo [n_tokens]]")
+			return nil
+		}
+		u, err = c.conv.UndoTokens(ctx, n)
+	} else {
+		u, err = c.conv.UndoTurn(ctx)
+	}
+	switch {
+	case err != nil && u.Dropped == 0 && !u.Reprefilled:
+		fmt.Fprintf(c.out, "[%v]\n", err)
+	case err != nil:
+		return err
+	default:
+		note := ""
+		if u.Reprefilled {
+			note = ", re-prefilled: a sliding-window cache had dropped those cells"
+		}
+		fmt.Fprintf(c.out, "[rewound to %d%s]\n", u.Len, note)
+		c.log.save(ctx, c.conv)
+	}
+	return nil
+}
+
+// send is a user message and its streamed reply, then the cache meter.
+func (c *chatSession) send(ctx context.Context, line string) error {
+	r, err := c.conv.Send(ctx, line, func(t inference.Token) error {
+		_, err := io.WriteString(c.out, t.Text)
+		return err
+	})
+	if errors.Is(err, inference.ErrPromptTooLong) {
+		fmt.Fprintf(c.out, "[cache full: %d/%d, use /reset or /undo]\n", c.conv.Len(), c.conv.Capacity())
+		return nil
+	}
+	if err != nil && r == nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fmt.Fprintf(c.out, "[error: %v]\n", err)
+		// Forget a turn that did not get its reply.
+		if msgs := c.conv.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == inference.RoleUser {
+			if _, uerr := c.conv.UndoTurn(context.Background()); uerr != nil {
+				return uerr
+			}
+		}
+		return nil
+	}
+	// A reply cut off (Ctrl-C) is kept too: the context may be done.
+	c.log.save(context.WithoutCancel(ctx), c.conv)
+	c.log.reply(context.WithoutCancel(ctx), r)
+	note := ""
+	if r.Capped {
+		note = ", generation capped by capacity"
+	}
+	if r.Reprefilled {
+		note += ", history re-prefilled"
+	}
+	fmt.Fprintf(c.out, "\n[%d/%d tokens%s]\n", c.conv.Len(), c.conv.Capacity(), note)
+	return err
 }
