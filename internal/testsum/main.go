@@ -31,11 +31,13 @@ type event struct {
 type test struct {
 	name   string
 	output []string
+	ended  bool // passed, failed or skipped
 }
 
 type pkg struct {
 	tests map[string]*test
 	order []string // tests as they finished with a failure
+	begun []string // tests in the order they started
 	lines []string // the package's own output (not a test's)
 }
 
@@ -140,9 +142,18 @@ func (p *pkg) printPassed(w io.Writer) {
 	}
 }
 
-// printFailed prints the failed tests' output, then the package's own.
+// printFailed prints the failed tests' output, then that of tests that
+// never ended (the binary crashed or exited inside them: test2json gives
+// them no end event, and their output is where the crash is), then the
+// package's own.
 func (p *pkg) printFailed(w io.Writer) {
-	for _, n := range p.order {
+	names := p.order
+	for _, n := range p.begun {
+		if !p.tests[n].ended {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
 		for _, l := range p.tests[n].output {
 			if t := strings.TrimSpace(l); !strings.HasPrefix(t, "=== ") {
 				fmt.Fprint(w, l)
@@ -164,6 +175,11 @@ func (s *summary) testEvent(e event) {
 	if t == nil {
 		t = &test{name: e.Test}
 		p.tests[e.Test] = t
+		p.begun = append(p.begun, e.Test)
+	}
+	switch e.Action {
+	case "pass", "fail", "skip":
+		t.ended = true
 	}
 	switch e.Action {
 	case "output":

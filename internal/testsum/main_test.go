@@ -36,6 +36,17 @@ func TestFine(t *testing.T) { t.Log("a line nobody should see") }
 func TestQuiet(t *testing.T) { t.SkipNow() }
 `,
 		"c/c.go": "package c\n",
+		// a binary that dies inside a test: that test never ends
+		"d/d_test.go": `package d
+
+import (
+	"os"
+	"testing"
+)
+
+func TestOK(t *testing.T) {}
+func TestDies(t *testing.T) { t.Log("about to die"); os.Stderr.WriteString("crash report\\n"); os.Exit(3) }
+`,
 	}
 	for name, body := range files {
 		p := filepath.Join(dir, name)
@@ -59,7 +70,8 @@ func TestQuiet(t *testing.T) { t.SkipNow() }
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"ok  \tm/a\t", "?   \tm/c\t[no test files]", "--- FAIL: TestBroken", "it broke", "working", "FAIL\tm/b\t"} {
+	for _, want := range []string{"ok  \tm/a\t", "?   \tm/c\t[no test files]", "--- FAIL: TestBroken", "it broke", "working", "FAIL\tm/b\t",
+		"about to die", "crash report", "FAIL\tm/d\t"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
