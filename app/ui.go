@@ -49,9 +49,9 @@ type UI struct {
 	// do runs a UI update from any goroutine: fyne.Do in the app; tests
 	// queue the updates and run them on the test goroutine.
 	do         func(func())
-	errDlg     *dialog.CustomDialog // the last error dialog, which Enter closes
-	unlockDB   func()               // gives back the database's window lock
-	watchEvery time.Duration        // how often the database files are looked at (0: 2 s)
+	errDlg     *dialog.CustomDialog      // the last error dialog, which Enter closes
+	unlockDB   func()                    // gives back the database's window lock
+	watchEvery time.Duration             // how often the database files are looked at (0: 2 s)
 	themeItems map[string]*fyne.MenuItem // View's theme items, by theme name
 }
 
