@@ -31,6 +31,7 @@ type transcriptText struct {
 
 func newTranscriptText(onSecondary func(at, abs fyne.Position)) *transcriptText {
 	t := &transcriptText{onSecondary: onSecondary}
+	t.Scroll = container.ScrollNone // as NewRichText: the transcript's own scroll holds it
 	t.ExtendBaseWidget(t)
 	return t
 }
