@@ -50,7 +50,13 @@ func (t *transcriptText) TappedSecondary(ev *fyne.PointEvent) {
 // segments' places to no one else).
 type anchorSegment struct{ obj *canvas.Rectangle }
 
-func newAnchor() *anchorSegment { return &anchorSegment{obj: canvas.NewRectangle(color.Transparent)} }
+// newAnchor is an anchor no wider than nothing (a rectangle is at least
+// 1×1 unless told; 0×1 keeps the header where it was).
+func newAnchor() *anchorSegment {
+	r := canvas.NewRectangle(color.Transparent)
+	r.SetMinSize(fyne.NewSize(0, 1))
+	return &anchorSegment{obj: r}
+}
 
 func (a *anchorSegment) Inline() bool              { return true }
 func (a *anchorSegment) Textual() string           { return "" }
