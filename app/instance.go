@@ -39,25 +39,33 @@ func SharedDBNote(path string) string {
 		"open in both forks into branches. This window shows what the other one writes."
 }
 
-// watchDB calls changed (on its own goroutine: it reads the store)
+// watchDB calls changed(true) (on its own goroutine: it reads the store)
 // whenever the database files change, looking every interval, until ctx
-// ends. The window's own writes count too; re-reading is cheap. When
-// changed reports it could not finish (a reply was streaming), it is
-// called again at the next look, changed files or not.
-func watchDB(ctx context.Context, path string, every time.Duration, changed func() (again bool)) {
+// ends, and once more at the next look. The window's own writes count
+// too; re-reading is cheap. When changed reports it could not finish (a
+// reply was streaming), it is called again at the next look,
+// changed(false) when the files did not change meanwhile.
+func watchDB(ctx context.Context, path string, every time.Duration, changed func(files bool) (again bool)) {
 	last := dbStamp(path)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	again := false
+	// A change is looked at once more at the next tick: the files change
+	// as a commit is written, a moment before other connections see it,
+	// and a reader that came in between would miss it for good.
+	again, followUp := false, false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if s := dbStamp(path); s != last || again {
-				last = s
-				again = changed()
+			s := dbStamp(path)
+			if s == last && !again && !followUp {
+				continue
 			}
+			files := s != last || followUp
+			followUp = s != last
+			last = s
+			again = changed(files)
 		}
 	}
 }

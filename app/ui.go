@@ -161,13 +161,16 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 	}()
 }
 
-// dbChanged re-reads what another process may have written: the
-// conversation list, the open transcript (after the reply, when one is
-// streaming: again reports that) and the benchmark history.
-func (u *UI) dbChanged() (again bool) {
-	_ = u.Chat.ReloadConversations(u.ctx) // the list's errors show when it is used
-	if u.BenchVM != nil {
-		_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
+// dbChanged re-reads what another process may have written (files: the
+// database files changed): the conversation list, the benchmark history
+// and the open transcript (after the reply, when one is streaming: again
+// reports that, and the next call retries only the transcript).
+func (u *UI) dbChanged(files bool) (again bool) {
+	if files {
+		_ = u.Chat.ReloadConversations(u.ctx) // the list's errors show when it is used
+		if u.BenchVM != nil {
+			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
+		}
 	}
 	again, err := u.Chat.ReloadOpen(u.ctx)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // twoWindows are two windows on one database file, each through its own
-// store handle, as two etchat processes would be; the second looks at the
+// store handle, as two etchat processes would be; each looks at the
 // files every 20 ms.
 func twoWindows(t *testing.T) (u1, u2 *UI, path string) {
 	t.Helper()
@@ -42,10 +42,12 @@ func twoWindows(t *testing.T) (u1, u2 *UI, path string) {
 	if res := u1.Library.Add(ctx, path); len(res.Problems) > 0 {
 		t.Fatal(res.Problems)
 	}
-	u2.watchEvery = 20 * time.Millisecond
-	done := make(chan struct{})
-	u2.Start(nil, done)
-	<-done
+	for _, u := range []*UI{u1, u2} {
+		u.watchEvery = 20 * time.Millisecond
+		done := make(chan struct{})
+		u.Start(nil, done)
+		<-done
+	}
 	return u1, u2, path
 }
 
@@ -87,6 +89,18 @@ func TestOtherWindowsWritesShowUp(t *testing.T) {
 	if got, want := msgTexts(u2.Chat.State().Messages), msgTexts(u1.Chat.State().Messages); !slices.Equal(got, want) {
 		t.Fatalf("opened in the second window: %q, want %q", got, want)
 	}
+
+	// The window's own writes start nothing: what is stored is what it shows.
+	if err := u2.Chat.Send("From here"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u2)
+	if pending, err := u2.Chat.ReloadOpen(ctx); pending || err != nil || u2.Chat.State().Busy {
+		t.Errorf("re-reading its own write: pending %v, %v, busy %v", pending, err, u2.Chat.State().Busy)
+	}
+	waitFor(t, func() bool { // the first window follows
+		return slices.Equal(msgTexts(u1.Chat.State().Messages), msgTexts(u2.Chat.State().Messages))
+	})
 
 	// The first window answers again: the second shows it, its meter too.
 	if err := u1.Chat.Send("And then?"); err != nil {
@@ -179,8 +193,13 @@ func TestWatchDBRetriesWhatWaited(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var calls atomic.Int32
-	go watchDB(ctx, path, 5*time.Millisecond, func() bool {
-		return calls.Add(1) < 3 // pending twice, then done
+	var retriedWithoutFiles atomic.Int32
+	go watchDB(ctx, path, 5*time.Millisecond, func(files bool) bool {
+		n := calls.Add(1)
+		if n > 1 && !files {
+			retriedWithoutFiles.Add(1)
+		}
+		return n == 2 // the second call is still pending, the third is done
 	})
 	time.Sleep(50 * time.Millisecond)
 	if calls.Load() != 0 {
@@ -196,7 +215,8 @@ func TestWatchDBRetriesWhatWaited(t *testing.T) {
 	}
 	waitFor(t, func() bool { return calls.Load() >= 3 })
 	time.Sleep(50 * time.Millisecond)
-	if n := calls.Load(); n != 3 {
-		t.Errorf("%d calls after one write, want 3 (two of them retries)", n)
+	// The write, its follow-up look, then a retry without new files.
+	if n, r := calls.Load(), retriedWithoutFiles.Load(); n != 3 || r != 1 {
+		t.Errorf("%d calls after one write, %d of them retries without a write; want 3 and 1", n, r)
 	}
 }
