@@ -307,3 +307,53 @@ func TestSelectTextIsReadOnly(t *testing.T) {
 		t.Error("Esc left the box open")
 	}
 }
+
+// Issue 26 item 11: Delete This Branch deletes nothing when the branch
+// left in its place cannot be shown (it filled the whole cache, which a
+// session cannot reopen): seen under Xvfb, where the store had deleted the
+// shown branch and the window went on showing it.
+func TestDeleteBranchKeepsWhatCannotBeShown(t *testing.T) {
+	ctx := context.Background()
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(ctx, e.Info); err != nil {
+		t.Fatal(err)
+	}
+	s := greedy(200) // the reply runs into the capacity
+	s.Capacity, s.Temperature, s.TopP, s.Seed = 40, 1.5, 1, 3
+	if err := u.Chat.NewConversation(s); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if err := u.Chat.Send("Hello"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	full := u.Chat.State()
+	if full.Position != full.Capacity {
+		t.Fatalf("the reply stopped at %d of %d", full.Position, full.Capacity)
+	}
+	reply := len(full.Messages) - 1
+	if err := u.Chat.Regenerate(); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	shown := u.Chat.State()
+	if shown.BranchOf(reply).N != 2 {
+		t.Fatalf("no second branch: %+v, err %q", shown.BranchOf(reply), shown.Err)
+	}
+	all, _ := u.Backend.DB.Messages(ctx, shown.ConvID)
+	err := u.Chat.DeleteBranch(reply)
+	if err == nil {
+		settle(u)
+	}
+	after := u.Chat.State()
+	left, _ := u.Backend.DB.Messages(ctx, shown.ConvID)
+	if !strings.Contains(after.Err, "not deleted") || len(left) != len(all) || !slices.Equal(msgTexts(after.Messages), msgTexts(shown.Messages)) {
+		t.Errorf("a refused delete: %q, %d of %d messages left, shown %q (was %q)", after.Err, len(left), len(all), msgTexts(after.Messages), msgTexts(shown.Messages))
+	}
+	// The window's watcher finds nothing to re-read: store and session agree.
+	if pending, err := u.Chat.ReloadOpen(ctx); pending || err != nil || u.Chat.State().Busy {
+		t.Errorf("re-read after the refused delete: %v %v", pending, err)
+	}
+}

@@ -109,9 +109,11 @@ func (c *Chat) EditFrom(i int, text string) error {
 func noReply(r *Reply) bool { return r == nil || r.Result == nil || r.Stats.NumGeneratedTokens == 0 }
 
 // BranchDeleter removes a message and what follows it from the store,
-// continuing with one of its alternatives (the SQLite adapter has it).
+// continuing with one of its alternatives (the SQLite adapter has it);
+// PathAfterDeleteBranch says what that would leave, deleting nothing.
 type BranchDeleter interface {
 	DeleteBranch(ctx context.Context, id int64, index int) ([]Message, error)
+	PathAfterDeleteBranch(ctx context.Context, id int64, index int) ([]Message, error)
 }
 
 // DeleteBranch deletes message i of the open conversation, with the turns
@@ -132,12 +134,23 @@ func (c *Chat) DeleteBranch(i int) error {
 	}
 	id := st.ConvID
 	return c.start("Deleting the branch…", func(ctx context.Context) error {
+		// The session moves to the remaining branch first: when it cannot
+		// hold it, nothing is deleted.
+		next, err := d.PathAfterDeleteBranch(ctx, id, i)
+		if err != nil {
+			return fmt.Errorf("could not delete the branch: %w", err)
+		}
+		if err := sess.Switch(ctx, next); err != nil {
+			return fmt.Errorf("the branch was not deleted: the other branch cannot be shown: %w", err)
+		}
 		msgs, err := d.DeleteBranch(ctx, id, i)
 		if err != nil {
 			return fmt.Errorf("could not delete the branch: %w", err)
 		}
-		if err := sess.Switch(ctx, msgs); err != nil {
-			return fmt.Errorf("could not show the remaining branch: %w", err)
+		if !sameTranscript(msgs, next) { // another window changed it meanwhile
+			if err := sess.Switch(ctx, msgs); err != nil {
+				return fmt.Errorf("could not show the remaining branch: %w", err)
+			}
 		}
 		c.loadBranches(ctx, id)
 		return c.ReloadConversations(ctx)

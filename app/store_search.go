@@ -42,3 +42,13 @@ func (s *storeAdapter) DeleteBranch(ctx context.Context, id int64, index int) ([
 	}
 	return runlog.Messages(path), nil
 }
+
+// PathAfterDeleteBranch is the current path DeleteBranch would leave; it
+// deletes nothing.
+func (s *storeAdapter) PathAfterDeleteBranch(ctx context.Context, id int64, index int) ([]Message, error) {
+	path, err := s.db.PathAfterDeleteBranch(ctx, id, index)
+	if err != nil {
+		return nil, err
+	}
+	return runlog.Messages(path), nil
+}

@@ -114,26 +114,7 @@ func Snippet(text, query string, around int) string {
 func (db *DB) DeleteBranch(ctx context.Context, convID int64, index int) ([]Message, error) {
 	var out []Message
 	err := db.write(ctx, "delete branch", func(tx *sql.Tx) error {
-		path, err := db.currentPathTx(ctx, tx, convID)
-		if err != nil {
-			return err
-		}
-		if index < 0 || index >= len(path) {
-			return invalid("message %d is not on the conversation's path (it has %d)", index, len(path))
-		}
-		sib, err := db.siblings(ctx, tx, path[index])
-		if err != nil {
-			return err
-		}
-		if len(sib) < 2 {
-			return invalid("message %d has no other branch to continue with", index)
-		}
-		k := slices.IndexFunc(sib, func(x Message) bool { return x.ID == path[index].ID })
-		next := sib[max(0, k-1)]
-		if k == 0 {
-			next = sib[1]
-		}
-		leaf, err := latestLeaf(ctx, tx, next.ID)
+		doomed, leaf, err := db.branchAfterDelete(ctx, tx, convID, index)
 		if err != nil {
 			return err
 		}
@@ -142,13 +123,55 @@ func (db *DB) DeleteBranch(ctx context.Context, convID int64, index int) ([]Mess
 		if _, err := tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ? WHERE id = ?", leaf, db.nowMS(), convID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", path[index].ID); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", doomed); err != nil {
 			return err
 		}
 		out, err = db.pathTo(ctx, tx, leaf)
 		return err
 	})
 	return out, err
+}
+
+// PathAfterDeleteBranch is the current path DeleteBranch(convID, index)
+// would leave, changing nothing: a caller can check it can show that
+// before anything is deleted.
+func (db *DB) PathAfterDeleteBranch(ctx context.Context, convID int64, index int) ([]Message, error) {
+	var out []Message
+	err := db.read(ctx, "delete branch", func(tx *sql.Tx) error {
+		_, leaf, err := db.branchAfterDelete(ctx, tx, convID, index)
+		if err != nil {
+			return err
+		}
+		out, err = db.pathTo(ctx, tx, leaf)
+		return err
+	})
+	return out, err
+}
+
+// branchAfterDelete is the message DeleteBranch removes (message index of
+// the current path) and the leaf the conversation continues from then.
+func (db *DB) branchAfterDelete(ctx context.Context, tx *sql.Tx, convID int64, index int) (doomed, leaf int64, err error) {
+	path, err := db.currentPathTx(ctx, tx, convID)
+	if err != nil {
+		return 0, 0, err
+	}
+	if index < 0 || index >= len(path) {
+		return 0, 0, invalid("message %d is not on the conversation's path (it has %d)", index, len(path))
+	}
+	sib, err := db.siblings(ctx, tx, path[index])
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(sib) < 2 {
+		return 0, 0, invalid("message %d has no other branch to continue with", index)
+	}
+	k := slices.IndexFunc(sib, func(x Message) bool { return x.ID == path[index].ID })
+	next := sib[max(0, k-1)]
+	if k == 0 {
+		next = sib[1]
+	}
+	leaf, err = latestLeaf(ctx, tx, next.ID)
+	return path[index].ID, leaf, err
 }
 
 // latestLeaf follows the latest reply at each level below message id down

@@ -146,12 +146,22 @@ func TestDeleteBranch(t *testing.T) {
 	if _, err := db.DeleteBranch(ctx, id, 3); !errors.Is(err, ErrInvalid) {
 		t.Errorf("deleting past the path: %v", err)
 	}
+	preview, err := db.PathAfterDeleteBranch(ctx, id, 2)
+	if err != nil || len(preview) != 3 || preview[2].Text != "In a harbour, near the 50% lighthouse." {
+		t.Fatalf("the path after deleting, before: %+v, %v", preview, err)
+	}
+	if all, _ := db.Messages(ctx, id); len(all) != 4 {
+		t.Errorf("the preview deleted: %d messages left", len(all))
+	}
+	if _, err := db.PathAfterDeleteBranch(ctx, id, 1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("the preview of a message without alternatives: %v", err)
+	}
 	got, err := db.DeleteBranch(ctx, id, 2)
 	if err != nil || len(got) != 3 || got[2].Text != "In a harbour, near the 50% lighthouse." {
 		t.Fatalf("after deleting the newer reply: %+v, %v", got, err)
 	}
 	_, cur, _ := db.CurrentPath(ctx, id)
-	if len(cur) != 3 || cur[2].ID != got[2].ID {
+	if len(cur) != 3 || cur[2].ID != got[2].ID || cur[2].ID != preview[2].ID {
 		t.Errorf("the current path is not the one returned: %+v", cur)
 	}
 	all, _ := db.Messages(ctx, id)
