@@ -121,6 +121,16 @@ func TestMessageMenuRightClick(t *testing.T) {
 	if v.messageAt(y) != replies[0] || v.messageAt(y+30) != replies[0] || v.messageAt(-50) != -1 {
 		t.Errorf("messageAt: %d at its header, %d below it, %d above all", v.messageAt(y), v.messageAt(y+30), v.messageAt(-50))
 	}
+	// A reply streaming below the messages has no menu yet.
+	live := st
+	live.Busy, live.PendingUser, live.Streaming = true, "More?", "Well"
+	v.drawTranscript(live)
+	v.scroll.Refresh()
+	if at := v.messageAt(v.liveAnchor.obj.Position().Y + 30); at != -1 {
+		t.Errorf("the streaming turn maps to message %d", at)
+	}
+	v.drawTranscript(st)
+	v.scroll.Refresh()
 	test.TapSecondaryAt(v.transcript, fyne.NewPos(40, y+30))
 	pm := topMenu(t, u.Win.Canvas())
 	if md := test.RenderObjectToMarkup(pm); !strings.Contains(md, "Regenerate from Here") || strings.Contains(md, "Edit and Branch") {

@@ -43,6 +43,7 @@ type chatView struct {
 
 	transcript *transcriptText
 	anchors    []*anchorSegment // per message: where it starts (nil: not drawn)
+	liveAnchor *anchorSegment   // where the turn in progress starts (nil: none)
 	scroll     *container.Scroll
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text

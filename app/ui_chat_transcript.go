@@ -71,6 +71,9 @@ func (a *anchorSegment) Unselect()                 {}
 // baseline, a text height below the line's top.
 func (v *chatView) messageAt(y float32) int {
 	at := -1
+	if a := v.liveAnchor; a != nil && a.obj.Position().Y <= y+theme.TextSize() {
+		return -1 // the turn in progress has no menu yet
+	}
 	for i, a := range v.anchors {
 		if a != nil && a.obj.Position().Y <= y+theme.TextSize() {
 			at = i
@@ -149,7 +152,10 @@ func (v *chatView) transcriptSegments(st ChatState, liveOn bool) []widget.RichTe
 		segs = append(segs, v.messageActions(i, m, st)...)
 		segs = append(segs, &widget.SeparatorSegment{})
 	}
+	v.liveAnchor = nil
 	if liveOn {
+		v.liveAnchor = newAnchor()
+		segs = append(segs, v.liveAnchor)
 		if st.PendingUser != "" {
 			ms, _ := messageSegments("user", st.PendingUser, "")
 			segs = append(segs, ms...)
