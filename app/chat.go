@@ -170,6 +170,7 @@ type Chat struct {
 	wg      sync.WaitGroup
 	defEng  string
 	stopped bool
+	list    ListFilter // what the conversation list shows
 
 	// partialEvery is how often a streaming reply is saved (so a crash
 	// loses at most that much of it); now is the clock it is measured by.
@@ -386,17 +387,19 @@ func (c *Chat) Close() {
 // ReloadConversations reads the model's conversation list from the store.
 func (c *Chat) ReloadConversations(ctx context.Context) error {
 	c.mu.Lock()
-	model := c.st.Model
+	model, f := c.st.Model, c.list
 	c.mu.Unlock()
-	if c.store == nil || model == nil {
+	if c.store == nil || (model == nil && !f.All) {
 		return nil
 	}
-	list, err := c.store.ListConversations(ctx, model.Path)
+	list, err := c.listConversations(ctx, model, f) // conversations.go: the search and the All models switch
 	if err != nil {
-		return fmt.Errorf("could not list the conversations of %s: %w", ModelName(model.Path), err)
+		return err
 	}
 	c.mu.Lock()
-	c.st.Conversations = list
+	if c.list == f { // a later filter's answer wins
+		c.st.Conversations = list
+	}
 	c.mu.Unlock()
 	c.changed()
 	return nil

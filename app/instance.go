@@ -2,8 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"time"
+
+	"etchat/store"
 )
 
 // Two windows on one database both write to it (a conversation open in
@@ -11,7 +16,8 @@ import (
 // cannot prevent that, but it can say so and keep its lists fresh: the
 // first window takes an advisory lock on a file beside the database (the
 // second finds it taken), and every window watches the database files and
-// re-reads its lists when they change.
+// re-reads its lists, the open transcript and the benchmark history when
+// they change.
 
 // dbStamp is what changes when any process writes the database: the sizes
 // and modification times of the file and its write-ahead log.
@@ -30,25 +36,98 @@ func dbStamp(path string) [4]int64 {
 // window has open.
 func SharedDBNote(path string) string {
 	return "Another etchat window has this database open (" + path + "): both save into it, and a conversation " +
-		"open in both forks into branches. This window re-reads its lists when the other one writes."
+		"open in both forks into branches. This window shows what the other one writes."
 }
 
-// watchDB calls changed (on its own goroutine: it reads the store)
+// watchDB calls changed(true) (on its own goroutine: it reads the store)
 // whenever the database files change, looking every interval, until ctx
-// ends. The window's own writes count too; re-reading a list is cheap.
-func watchDB(ctx context.Context, path string, every time.Duration, changed func()) {
+// ends, and once more at the next look. The window's own writes count
+// too; re-reading is cheap. When changed reports it could not finish (a
+// reply was streaming), it is called again at the next look,
+// changed(false) when the files did not change meanwhile.
+func watchDB(ctx context.Context, path string, every time.Duration, changed func(files bool) (again bool)) {
 	last := dbStamp(path)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// A change is looked at once more at the next tick: the files change
+	// as a commit is written, a moment before other connections see it,
+	// and a reader that came in between would miss it for good.
+	again, followUp := false, false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if s := dbStamp(path); s != last {
-				last = s
-				changed()
+			s := dbStamp(path)
+			if s == last && !again && !followUp {
+				continue
 			}
+			files := s != last || followUp
+			followUp = s != last
+			last = s
+			again = changed(files)
 		}
 	}
+}
+
+// ReloadOpen re-reads the open conversation after another process wrote
+// the database: when the stored path differs from the transcript (another
+// window replied, undid, switched branch), the session switches to it and
+// the cache keeps the prefix they share. While an action runs it does
+// nothing and reports pending: ask again when it is over. A conversation
+// deleted elsewhere is closed, and the red line says so.
+func (c *Chat) ReloadOpen(ctx context.Context) (pending bool, err error) {
+	c.mu.Lock()
+	busy, sess, id := c.st.Busy, c.sess, c.st.ConvID
+	c.mu.Unlock()
+	if busy {
+		return true, nil
+	}
+	if sess == nil || id == 0 || c.store == nil {
+		return false, nil
+	}
+	sum, _, msgs, err := c.store.LoadConversation(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		c.mu.Lock()
+		if c.st.ConvID == id && !c.st.Busy {
+			c.closeLocked()
+			c.st.ConvID, c.st.Title, c.st.Branches = 0, "", nil
+			c.st.Err = "this conversation was deleted in another etchat window; your message box is kept"
+		}
+		c.mu.Unlock()
+		c.changed()
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("could not re-read the conversation another window changed: %w", err)
+	}
+	c.mu.Lock()
+	if c.st.ConvID == id && sum.Title != "" {
+		c.st.Title = sum.Title
+	}
+	c.mu.Unlock()
+	if sameTranscript(sess.Messages(), msgs) {
+		c.loadBranches(ctx, id) // another window may have added a branch elsewhere
+		c.changed()
+		return false, nil
+	}
+	err = c.start("Reading another window's changes…", func(ctx context.Context) error {
+		if err := sess.Switch(ctx, msgs); err != nil {
+			return fmt.Errorf("could not show what another window wrote: %w", err)
+		}
+		c.loadBranches(ctx, id)
+		return nil
+	})
+	if errors.Is(err, ErrBusy) {
+		return true, nil
+	}
+	return false, err
+}
+
+// sameTranscript reports whether a and b are the same messages: roles,
+// texts and the tokens they hold.
+func sameTranscript(a, b []Message) bool {
+	return slices.EqualFunc(a, b, func(x, y Message) bool {
+		return x.Role == y.Role && x.Text == y.Text && slices.Equal(x.IDs, y.IDs)
+	})
 }

@@ -141,6 +141,10 @@ type ConversationSummary struct {
 	ModelPath string
 	Title     string
 	Updated   time.Time
+	// ModelName is the model's name as the conversation recorded it (it
+	// outlives the model's place in the library); Snippet, from a search,
+	// is an excerpt of the message text that matched.
+	ModelName, Snippet string
 }
 
 // ChatStore persists conversations.

@@ -534,14 +534,15 @@ func TestCopyMessage(t *testing.T) {
 			links = append(links, h)
 		}
 	}
-	if len(links) != 4 || links[2].Text != "Copy" || links[3].Text != "Copy as Markdown" {
+	// Copy, Copy as Markdown, Select Text…, More… under each message.
+	if len(links) != 8 || links[4].Text != "Copy" || links[5].Text != "Copy as Markdown" {
 		t.Fatalf("links %v", links)
 	}
-	links[2].OnTapped()
+	links[4].OnTapped()
 	if got := u.App.Clipboard().Content(); got != "The sea is wide.\n" {
 		t.Errorf("Copy: %q", got)
 	}
-	links[3].OnTapped()
+	links[5].OnTapped()
 	if got := u.App.Clipboard().Content(); got != "**Assistant**\n\nThe sea is wide.\n" {
 		t.Errorf("Copy as Markdown: %q", got)
 	}
@@ -588,11 +589,15 @@ func TestConversationRenameSearchExport(t *testing.T) {
 	}
 
 	v := u.chat
-	v.search.SetText("VOYAGE")
+	v.search.SetText("VOYAGE") // the store searches on another goroutine
+	waitFor(t, func() bool { return len(u.Chat.State().Conversations) == 1 })
+	settle(u)
 	if len(v.convs) != 1 || v.convs[0].ID != id {
 		t.Errorf("search: %+v", v.convs)
 	}
 	v.search.SetText("")
+	waitFor(t, func() bool { return len(u.Chat.State().Conversations) == 2 })
+	settle(u)
 	if len(v.convs) != 2 {
 		t.Errorf("cleared search: %+v", v.convs)
 	}

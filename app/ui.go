@@ -49,9 +49,10 @@ type UI struct {
 	// do runs a UI update from any goroutine: fyne.Do in the app; tests
 	// queue the updates and run them on the test goroutine.
 	do         func(func())
-	errDlg     *dialog.CustomDialog // the last error dialog, which Enter closes
-	unlockDB   func()               // gives back the database's window lock
-	watchEvery time.Duration        // how often the database files are looked at (0: 2 s)
+	errDlg     *dialog.CustomDialog      // the last error dialog, which Enter closes
+	unlockDB   func()                    // gives back the database's window lock
+	watchEvery time.Duration             // how often the database files are looked at (0: 2 s)
+	themeItems map[string]*fyne.MenuItem // View's theme items, by theme name
 }
 
 // Tab names.
@@ -144,9 +145,7 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 			if every == 0 {
 				every = 2 * time.Second
 			}
-			go watchDB(u.ctx, u.Backend.DBPath, every, func() {
-				_ = u.Chat.ReloadConversations(u.ctx) // another window's conversations and titles show up
-			})
+			go watchDB(u.ctx, u.Backend.DBPath, every, u.dbChanged)
 		}
 		u.do(func() {
 			if err != nil {
@@ -160,6 +159,24 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 			}
 		})
 	}()
+}
+
+// dbChanged re-reads what another process may have written (files: the
+// database files changed): the conversation list, the benchmark history
+// and the open transcript (after the reply, when one is streaming: again
+// reports that, and the next call retries only the transcript).
+func (u *UI) dbChanged(files bool) (again bool) {
+	if files {
+		_ = u.Chat.ReloadConversations(u.ctx) // the list's errors show when it is used
+		if u.BenchVM != nil {
+			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
+		}
+	}
+	again, err := u.Chat.ReloadOpen(u.ctx)
+	if err != nil {
+		u.do(func() { u.ShowError(err) })
+	}
+	return again
 }
 
 // reopenLast opens the conversation that was open when the window last
@@ -373,9 +390,19 @@ func (u *UI) AddURIs(uris []fyne.URI) <-chan struct{} {
 	return done
 }
 
-// ApplyTheme sets the light, dark or system theme.
+// ApplyTheme sets the light, dark or system theme, and checks it in the
+// View menu (also when Preferences chose it).
 func (u *UI) ApplyTheme(name string) {
 	u.App.Settings().SetTheme(themeFor(name))
+	changed := false
+	for n, it := range u.themeItems {
+		if on := n == name; it.Checked != on {
+			it.Checked, changed = on, true
+		}
+	}
+	if changed && u.Win != nil && u.Win.MainMenu() != nil {
+		u.Win.MainMenu().Refresh()
+	}
 }
 
 func shortcut(key fyne.KeyName, mods fyne.KeyModifier) fyne.Shortcut {
@@ -426,28 +453,21 @@ func (u *UI) menu() *fyne.MainMenu {
 	m.undoTokens = fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog)
 	m.regen = item("Regenerate", ShortcutRegenerate, u.chat.regenerate)
 	m.edit = item("Edit Last Message…", ShortcutEditLast, u.chat.editLast)
-	m.reset = fyne.NewMenuItem("Reset Conversation", u.chat.reset)
+	m.reset = fyne.NewMenuItem("Reset Conversation…", u.chat.reset)
 	m.settings = item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() })
 	chat := fyne.NewMenu("Chat", m.newConv, m.send, m.stop, fyne.NewMenuItemSeparator(),
 		m.undoTurn, m.undoTokens, m.regen, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
-	var themes []*fyne.MenuItem
+	u.themeItems = map[string]*fyne.MenuItem{}
 	themeItem := func(label, name string) *fyne.MenuItem {
-		it := fyne.NewMenuItem(label, nil)
-		it.Checked = u.Prefs.Theme() == name // the menu shows the theme in use
-		it.Action = func() {
+		it := fyne.NewMenuItem(label, func() {
 			if err := u.Prefs.SetTheme(name); err != nil {
 				u.ShowError(err)
 				return
 			}
 			u.ApplyTheme(name)
-			for _, t := range themes {
-				t.Checked = t == it
-			}
-			if m := u.Win.MainMenu(); m != nil {
-				m.Refresh()
-			}
-		}
-		themes = append(themes, it)
+		})
+		it.Checked = u.Prefs.Theme() == name // the menu shows the theme in use
+		u.themeItems[name] = it
 		return it
 	}
 	view := fyne.NewMenu("View",

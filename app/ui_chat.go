@@ -26,7 +26,8 @@ type chatView struct {
 	convs    []ConversationSummary
 	newBtn   *widget.Button
 	delBtn   *widget.Button
-	search   *widget.Entry // filters the list by title
+	search   *widget.Entry // filters the list by title and message text
+	allConvs *widget.Check // lists the conversations of every model
 	renBtn   *widget.Button
 	expBtn   *widget.Button
 
@@ -40,7 +41,9 @@ type chatView struct {
 	progressIn *widget.ProgressBarInfinite
 	errLabel   *widget.Label
 
-	transcript *widget.RichText
+	transcript *transcriptText
+	anchors    []*anchorSegment // per message: where it starts (nil: not drawn)
+	liveAnchor *anchorSegment   // where the turn in progress starts (nil: none)
 	scroll     *container.Scroll
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text
@@ -148,29 +151,58 @@ func (v *chatView) newSide() fyne.CanvasObject {
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			if i < len(v.convs) {
-				c := v.convs[i]
-				o.(*widget.Label).SetText(c.Title)
+				o.(*widget.Label).SetText(ListLabel(v.convs[i], v.allConvs.Checked))
 			}
 		})
 	v.convList.OnSelected = func(i widget.ListItemID) {
 		if v.syncing || i >= len(v.convs) || v.convs[i].ID == v.st.ConvID {
 			return
 		}
-		v.do(v.u.Chat.OpenConversation(v.convs[i].ID))
+		v.openListed(v.convs[i])
 	}
 	v.newBtn = widget.NewButtonWithIcon("New", theme.ContentAddIcon(), v.newConversation)
 	v.delBtn = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), v.deleteConversation)
 	v.search = widget.NewEntry()
-	v.search.SetPlaceHolder("Search titles")
-	v.search.OnChanged = func(string) { v.refresh() }
+	v.search.SetPlaceHolder("Search titles and text")
+	v.search.OnChanged = func(string) { v.filterList() }
+	v.allConvs = widget.NewCheck("All models", func(bool) { v.filterList() })
 	// Text only: at 800 pixels the side bar is 190 wide, two icon buttons
 	// side by side would not fit.
 	v.renBtn = widget.NewButton("Rename…", v.renameConversation)
 	v.expBtn = widget.NewButton("Export…", v.exportConversation)
 	return borderInOrder(
 		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.model, v.newBtn,
-			widget.NewLabelWithStyle("Conversations", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.search),
+			widget.NewLabelWithStyle("Conversations", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.search, v.allConvs),
 		container.NewVBox(container.NewGridWithColumns(2, v.renBtn, v.expBtn), v.delBtn), nil, nil, v.convList)
+}
+
+// filterList has the view-model list what the search field and All
+// models ask for (it reads the store: not on the UI goroutine).
+func (v *chatView) filterList() {
+	f := ListFilter{Query: v.search.Text, All: v.allConvs.Checked}
+	go func() {
+		if err := v.u.Chat.SetListFilter(v.u.ctx, f); err != nil {
+			v.u.do(func() { v.u.ShowError(err) })
+		}
+	}()
+}
+
+// openListed opens a conversation of the list, switching to its model
+// when it is another's (or saying why it cannot).
+func (v *chatView) openListed(c ConversationSummary) {
+	var m *ModelInfo
+	blocked := ""
+	if e, ok := v.u.Library.Entry(c.ModelPath); ok && c.ModelPath != "" {
+		m, blocked = e.Info, e.ChatBlocked()
+	}
+	go func() {
+		if err := v.u.Chat.OpenListed(v.u.ctx, c, m, blocked); err != nil {
+			v.u.do(func() {
+				v.u.ShowError(err)
+				v.refresh() // the list selects the open conversation again
+			})
+		}
+	}()
 }
 
 // newHeader is the title, engine line, context meter, activity and error.
@@ -285,40 +317,10 @@ func setEnabled(b *widget.Button, on bool) {
 func (v *chatView) refresh() {
 	st := v.u.Chat.State()
 	v.st = st
-	v.syncing = true
-	v.selectModel(st.Model)
-	v.convs = FilterConversations(st.Conversations, v.search.Text)
-	v.convList.Refresh()
-	found := false
-	for i, c := range v.convs {
-		if c.ID == st.ConvID {
-			v.convList.Select(i)
-			found = true
-		}
-	}
-	if !found {
-		v.convList.UnselectAll()
-	}
-	v.syncing = false
-
-	switch {
-	case st.Model == nil:
-		v.title.SetText("Choose a model on the left, or select one in the Models tab and press Chat.")
-	case !st.Loaded:
-		v.title.SetText(ModelName(st.Model.Path) + " — type a message to start a conversation, or open one from the list")
-	default:
-		t := st.Title
-		if t == "" {
-			t = "Conversation"
-		}
-		v.title.SetText(fmt.Sprintf("%s — %s", t, ModelName(st.Model.Path)))
-	}
+	v.refreshList(st)
+	v.title.SetText(chatTitle(st))
 	v.engineLine.SetText(EngineLine(st))
-	if v.engineLine.Text == "" {
-		v.engineLine.Hide()
-	} else {
-		v.engineLine.Show()
-	}
+	showIf(v.engineLine, v.engineLine.Text != "")
 	if st.Model != nil && st.ConvID != 0 {
 		v.u.Prefs.SetLastConversation(st.Model.Path, st.ConvID) // reopened at the next start
 	}
@@ -334,41 +336,89 @@ func (v *chatView) refresh() {
 	v.meterText = st.Meter()
 	v.meterLabel.SetText(v.meterText)
 	v.meter.SetValue(st.MeterFraction())
+	v.refreshActivity(st)
+	v.errLabel.SetText(st.Err)
+	showIf(v.errLabel, st.Err != "")
+	v.header.Refresh()
+	v.main.Refresh() // lay out again: a line shown is not drawn over the messages, a hidden one leaves no band
+	v.refreshButtons(st)
+	v.refreshMenu()
+	v.drawTranscript(st)
+}
 
-	if st.Busy {
-		v.activityRow.Show()
-		v.activity.SetText(st.Activity)
-		if st.Progress.Total > 0 {
-			v.progressIn.Stop()
-			v.progressIn.Hide()
-			v.progress.Show()
-			v.progress.Max = float64(st.Progress.Total)
-			v.progress.SetValue(float64(st.Progress.Done))
-		} else {
-			v.progress.Hide()
-			v.progressIn.Show()
-			if !v.progressIn.Running() {
-				v.progressIn.Start()
-			}
-		}
+// showIf shows o when on, else hides it.
+func showIf(o fyne.CanvasObject, on bool) {
+	if on {
+		o.Show()
 	} else {
+		o.Hide()
+	}
+}
+
+// refreshList shows the conversation list, the open one selected.
+func (v *chatView) refreshList(st ChatState) {
+	v.syncing = true
+	defer func() { v.syncing = false }()
+	v.selectModel(st.Model)
+	v.convs = st.Conversations
+	v.convList.Refresh()
+	for i, c := range v.convs {
+		if c.ID == st.ConvID {
+			v.convList.Select(i)
+			return
+		}
+	}
+	v.convList.UnselectAll()
+}
+
+// chatTitle is the header's title line.
+func chatTitle(st ChatState) string {
+	switch {
+	case st.Model == nil:
+		return "Choose a model on the left, or select one in the Models tab and press Chat."
+	case !st.Loaded:
+		return ModelName(st.Model.Path) + " — type a message to start a conversation, or open one from the list"
+	}
+	t := st.Title
+	if t == "" {
+		t = "Conversation"
+	}
+	return fmt.Sprintf("%s — %s", t, ModelName(st.Model.Path))
+}
+
+// refreshActivity shows what runs and its progress, while busy.
+func (v *chatView) refreshActivity(st ChatState) {
+	if !st.Busy {
 		v.activityRow.Hide()
 		v.activity.SetText("")
 		v.progress.Hide()
 		v.progressIn.Stop()
 		v.progressIn.Hide()
+		return
 	}
-	if st.Err != "" {
-		v.errLabel.SetText(st.Err)
-		v.errLabel.Show()
-	} else {
-		v.errLabel.Hide()
+	v.activityRow.Show()
+	v.activity.SetText(st.Activity)
+	if st.Progress.Total > 0 {
+		v.progressIn.Stop()
+		v.progressIn.Hide()
+		v.progress.Show()
+		v.progress.Max = float64(st.Progress.Total)
+		v.progress.SetValue(float64(st.Progress.Done))
+		return
 	}
-	v.header.Refresh()
-	v.main.Refresh() // lay out again: a line shown is not drawn over the messages, a hidden one leaves no band
-	setEnabled(v.sendBtn, !st.Busy && st.Model != nil)
-	setEnabled(v.newBtn, !st.Busy && st.Model != nil)
-	setEnabled(v.settings, !st.Busy && st.Model != nil)
+	v.progress.Hide()
+	v.progressIn.Show()
+	if !v.progressIn.Running() {
+		v.progressIn.Start()
+	}
+}
+
+// refreshButtons enables the buttons that have something to act on.
+func (v *chatView) refreshButtons(st ChatState) {
+	idle := !st.Busy && st.Model != nil
+	setEnabled(v.sendBtn, idle)
+	setEnabled(v.newBtn, idle)
+	setEnabled(v.settings, idle)
 	setEnabled(v.undoBtn, st.CanUndo())
 	setEnabled(v.regenBtn, st.CanRegenerate())
 	setEnabled(v.moreBtn, st.CanUndoTokens() || st.CanUndo() || st.CanReset())
@@ -376,8 +426,6 @@ func (v *chatView) refresh() {
 	setEnabled(v.delBtn, !st.Busy && st.ConvID != 0)
 	setEnabled(v.renBtn, !st.Busy && st.ConvID != 0)
 	setEnabled(v.expBtn, st.ConvID != 0)
-	v.refreshMenu()
-	v.drawTranscript(st)
 }
 
 // EngineLine is the header's engine line: "engine: cpu on cpu", and why

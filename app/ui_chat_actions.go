@@ -77,16 +77,23 @@ func (v *chatView) editLast() {
 		v.u.ShowError(errors.New("there is no message to edit yet"))
 		return
 	}
+	v.editDialog("Edit Last Message", st.LastUserText(), func(text string) { v.do(v.u.Chat.EditLast(text)) })
+}
+
+// editDialog asks for a message's new text (starting from text) and hands
+// it to send.
+func (v *chatView) editDialog(title, text string, send func(string)) {
 	e := v.u.newEscEntry(true)
-	e.SetText(st.LastUserText())
+	e.SetText(text)
 	e.Wrapping = fyne.TextWrapWord
 	e.SetMinRowsVisible(5)
-	d := dialog.NewCustomConfirm("Edit Last Message", "Send", "Cancel", container.NewGridWrap(fyne.NewSize(520, 140), e), func(ok bool) {
+	d := dialog.NewCustomConfirm(title, "Send", "Cancel", container.NewGridWrap(fyne.NewSize(520, 140), e), func(ok bool) {
 		if ok {
-			v.do(v.u.Chat.EditLast(e.Text))
+			send(e.Text)
 		}
 	}, v.u.Win)
 	d.Show()
+	v.u.Win.Canvas().Focus(e)
 }
 
 // renameConversation asks for the open conversation's new title.

@@ -2,21 +2,84 @@ package app
 
 import (
 	"fmt"
+	"image/color"
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
 // newTranscript is the messages: one rich text in a scroll.
 func (v *chatView) newTranscript() fyne.CanvasObject {
-	v.transcript = widget.NewRichText()
+	v.transcript = newTranscriptText(v.messageMenuAt)
 	v.transcript.Wrapping = fyne.TextWrapWord
 	v.scroll = container.NewVScroll(v.transcript)
 
 	return v.scroll
+}
+
+// transcriptText is the transcript's rich text with a right-click menu:
+// the menu of the message under the pointer.
+type transcriptText struct {
+	widget.RichText
+	onSecondary func(at fyne.Position, abs fyne.Position)
+}
+
+func newTranscriptText(onSecondary func(at, abs fyne.Position)) *transcriptText {
+	t := &transcriptText{onSecondary: onSecondary}
+	t.Scroll = container.ScrollNone // as NewRichText: the transcript's own scroll holds it
+	t.ExtendBaseWidget(t)
+	return t
+}
+
+// TappedSecondary opens the menu of the message at the pointer. (A click
+// on a Copy link goes to the link, which ignores the right button.)
+func (t *transcriptText) TappedSecondary(ev *fyne.PointEvent) {
+	if t.onSecondary != nil {
+		t.onSecondary(ev.Position, ev.AbsolutePosition)
+	}
+}
+
+// anchorSegment marks where a message starts in the transcript: an empty
+// object at the start of its header line, whose position after layout
+// says which message a right-click is on (the rich text tells its
+// segments' places to no one else).
+type anchorSegment struct{ obj *canvas.Rectangle }
+
+// newAnchor is an anchor no wider than nothing (a rectangle is at least
+// 1×1 unless told; 0×1 keeps the header where it was).
+func newAnchor() *anchorSegment {
+	r := canvas.NewRectangle(color.Transparent)
+	r.SetMinSize(fyne.NewSize(0, 1))
+	return &anchorSegment{obj: r}
+}
+
+func (a *anchorSegment) Inline() bool              { return true }
+func (a *anchorSegment) Textual() string           { return "" }
+func (a *anchorSegment) Update(fyne.CanvasObject)  {}
+func (a *anchorSegment) Visual() fyne.CanvasObject { return a.obj }
+func (a *anchorSegment) Select(_, _ fyne.Position) {}
+func (a *anchorSegment) SelectedText() string      { return "" }
+func (a *anchorSegment) Unselect()                 {}
+
+// messageAt is the index of the message whose text is at y in the
+// transcript (-1 above the first). Its anchor sits on the header's
+// baseline, a text height below the line's top.
+func (v *chatView) messageAt(y float32) int {
+	at := -1
+	if a := v.liveAnchor; a != nil && a.obj.Position().Y <= y+theme.TextSize() {
+		return -1 // the turn in progress has no menu yet
+	}
+	for i, a := range v.anchors {
+		if a != nil && a.obj.Position().Y <= y+theme.TextSize() {
+			at = i
+		}
+	}
+	return at
 }
 
 func roleTitle(role string) string {
@@ -55,41 +118,54 @@ func (v *chatView) drawTranscript(st ChatState) {
 		want++
 	}
 	if want != v.shown || !liveOn {
-		var segs []widget.RichTextSegment
-		if len(st.Messages) == 0 && !liveOn {
-			hint := "No messages yet."
-			if st.Loaded {
-				hint = emptyChatHint(v.u.Prefs.EnterNewline())
-			}
-			segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
-		}
-		for i, m := range st.Messages {
-			if m.Role == "system" && m.Text == "" {
-				continue
-			}
-			ms, _ := messageSegments(m.Role, m.Text, MessageNote(m))
-			segs = append(segs, ms...)
-			segs = append(segs, v.messageActions(i, m, st)...)
-			segs = append(segs, &widget.SeparatorSegment{})
-		}
-		if liveOn {
-			if st.PendingUser != "" {
-				ms, _ := messageSegments("user", st.PendingUser, "")
-				segs = append(segs, ms...)
-				segs = append(segs, &widget.SeparatorSegment{})
-			}
-			ms, body := messageSegments("assistant", "", "")
-			v.live = body
-			segs = append(segs, ms...)
-		}
+		v.transcript.Segments = v.transcriptSegments(st, liveOn)
 		v.shown = want
-		v.transcript.Segments = segs
 	}
 	if liveOn {
 		v.live.Text = st.Streaming + " ▍"
 	}
 	v.transcript.Refresh()
 	v.scroll.ScrollToBottom()
+}
+
+// transcriptSegments are the messages as rich text: each with its anchor,
+// header, text, note and actions line; the live pair last while a reply
+// streams.
+func (v *chatView) transcriptSegments(st ChatState, liveOn bool) []widget.RichTextSegment {
+	var segs []widget.RichTextSegment
+	if len(st.Messages) == 0 && !liveOn {
+		hint := "No messages yet."
+		if st.Loaded {
+			hint = emptyChatHint(v.u.Prefs.EnterNewline())
+		}
+		segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
+	}
+	v.anchors = make([]*anchorSegment, len(st.Messages))
+	for i, m := range st.Messages {
+		if m.Role == "system" && m.Text == "" {
+			continue
+		}
+		v.anchors[i] = newAnchor()
+		ms, _ := messageSegments(m.Role, m.Text, MessageNote(m))
+		segs = append(segs, v.anchors[i])
+		segs = append(segs, ms...)
+		segs = append(segs, v.messageActions(i, m, st)...)
+		segs = append(segs, &widget.SeparatorSegment{})
+	}
+	v.liveAnchor = nil
+	if liveOn {
+		v.liveAnchor = newAnchor()
+		segs = append(segs, v.liveAnchor)
+		if st.PendingUser != "" {
+			ms, _ := messageSegments("user", st.PendingUser, "")
+			segs = append(segs, ms...)
+			segs = append(segs, &widget.SeparatorSegment{})
+		}
+		ms, body := messageSegments("assistant", "", "")
+		v.live = body
+		segs = append(segs, ms...)
+	}
+	return segs
 }
 
 // branchSegments are "‹ k/n ›" under message i when it has alternatives:
@@ -114,20 +190,173 @@ func (v *chatView) branchSegments(i int, st ChatState) []widget.RichTextSegment 
 }
 
 // messageActions is the line under message i: its branch control when it
-// has alternatives, then Copy (its text) and Copy as Markdown (role and
-// text, as the Markdown export writes a message). The rich text cannot be
-// selected, so these are how a reply's text leaves the window.
+// has alternatives, then Copy (its text), Copy as Markdown (role and text,
+// as the Markdown export writes a message), Select Text… and More… (the
+// message's menu, as a right-click opens it). Links are in the Tab order,
+// so the keyboard reaches every action of every message.
 func (v *chatView) messageActions(i int, m Message, st ChatState) []widget.RichTextSegment {
 	segs := v.branchSegments(i, st)
+	gap := func() widget.RichTextSegment {
+		return &widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: "  "}
+	}
 	segs = append(segs,
 		&widget.HyperlinkSegment{Text: "Copy", OnTapped: func() { v.copyText(m.Text) }},
-		&widget.TextSegment{Style: widget.RichTextStyle{Inline: true}, Text: "  "},
+		gap(),
 		&widget.HyperlinkSegment{Text: "Copy as Markdown", OnTapped: func() { v.copyText(MessageMarkdown(m)) }},
+		gap(),
+		&widget.HyperlinkSegment{Text: "Select Text…", OnTapped: func() { v.selectText(m) }},
+		gap(),
+		&widget.HyperlinkSegment{Text: "More…", OnTapped: func() { v.showMessageMenu(i, fyne.Position{}, false) }},
 		// Ends the line: without it the separator and the next message's
 		// header were laid out on this row, over it.
 		&widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: ""},
 	)
 	return segs
+}
+
+// MessageMenu is message i's menu (right-click, or More… under it): Copy,
+// Copy as Markdown, Select Text…, then Regenerate from Here (a reply) or
+// Edit and Branch from Here… (yours), and Delete This Branch… (a message
+// with alternatives). Each does what the button or menu item of the same
+// name does; those that would act on nothing are off.
+func (v *chatView) MessageMenu(i int) *fyne.Menu {
+	st := v.st
+	if i < 0 || i >= len(st.Messages) {
+		return nil
+	}
+	m := st.Messages[i]
+	items := []*fyne.MenuItem{
+		fyne.NewMenuItem("Copy", func() { v.copyText(m.Text) }),
+		fyne.NewMenuItem("Copy as Markdown", func() { v.copyText(MessageMarkdown(m)) }),
+		fyne.NewMenuItem("Select Text…", func() { v.selectText(m) }),
+		fyne.NewMenuItemSeparator(),
+	}
+	switch m.Role {
+	case "assistant":
+		it := fyne.NewMenuItem("Regenerate from Here", func() { v.do(v.u.Chat.RegenerateFrom(i)) })
+		it.Disabled = !st.CanRegenerateAt(i)
+		items = append(items, it)
+	case "user":
+		it := fyne.NewMenuItem("Edit and Branch from Here…", func() { v.editFrom(i) })
+		it.Disabled = !st.CanEditAt(i)
+		items = append(items, it)
+	}
+	del := fyne.NewMenuItem("Delete This Branch…", func() { v.deleteBranch(i) })
+	del.Disabled = !st.CanDeleteBranchAt(i)
+	return fyne.NewMenu("", append(items, del)...)
+}
+
+// messageMenuAt opens the menu of the message at pos (in the transcript),
+// at abs in the window; nothing outside a message.
+func (v *chatView) messageMenuAt(pos, abs fyne.Position) {
+	if i := v.messageAt(pos.Y); i >= 0 {
+		v.showMessageMenu(i, abs, true)
+	}
+}
+
+// showMessageMenu opens message i's menu at abs, or (from the keyboard)
+// at the message's header.
+func (v *chatView) showMessageMenu(i int, abs fyne.Position, atPointer bool) {
+	m := v.MessageMenu(i)
+	if m == nil {
+		return
+	}
+	if !atPointer && i < len(v.anchors) && v.anchors[i] != nil {
+		abs = fyne.CurrentApp().Driver().AbsolutePositionForObject(v.anchors[i].obj)
+	}
+	widget.ShowPopUpMenuAtPosition(m, v.u.Win.Canvas(), abs)
+}
+
+// editFrom asks for message i's new text and answers it: Edit Last
+// Message's dialog, for any message of yours.
+func (v *chatView) editFrom(i int) {
+	if !v.st.CanEditAt(i) {
+		return
+	}
+	v.editDialog("Edit and Branch from Here", v.st.Messages[i].Text, func(text string) { v.do(v.u.Chat.EditFrom(i, text)) })
+}
+
+// deleteBranch asks first, then deletes message i's branch.
+func (v *chatView) deleteBranch(i int) {
+	dialog.ShowConfirm("Delete this branch?", "The message and everything after it are removed from the database; its other branch is shown in its place.", func(ok bool) {
+		if ok {
+			v.do(v.u.Chat.DeleteBranch(i))
+		}
+	}, v.u.Win)
+}
+
+// selectText shows message m's text in a read-only, selectable box:
+// drag, double-click or Shift+arrows select, Ctrl/Cmd+A selects all,
+// Ctrl/Cmd+C copies. The transcript's rich text cannot be selected in
+// Fyne, and a selectable label takes no keyboard selection; the entry
+// does both.
+func (v *chatView) selectText(m Message) *readOnlyEntry {
+	e := newReadOnlyEntry(m.Text, v.u.Escape)
+	d := dialog.NewCustom("Select Text — "+roleTitle(m.Role), "Close", container.NewGridWrap(sheetSize(v.u.Win.Canvas().Size()), e), v.u.Win)
+	d.Show()
+	v.u.Win.Canvas().Focus(e)
+	return e
+}
+
+// readOnlyEntry is a multi-line entry that selects and copies but does not
+// change its text.
+type readOnlyEntry struct {
+	widget.Entry
+	text  string
+	onEsc func()
+}
+
+func newReadOnlyEntry(text string, onEsc func()) *readOnlyEntry {
+	e := &readOnlyEntry{text: text, onEsc: onEsc}
+	e.MultiLine = true
+	e.Wrapping = fyne.TextWrapWord
+	e.ExtendBaseWidget(e)
+	e.SetText(text)
+	// Whatever gets past the key filters below (an input method, a drop)
+	// is undone.
+	e.OnChanged = func(s string) {
+		if s != e.text {
+			e.SetText(e.text)
+		}
+	}
+	return e
+}
+
+// AcceptsTab is false: Tab moves on to the Close button.
+func (e *readOnlyEntry) AcceptsTab() bool { return false }
+
+// TypedRune ignores typing.
+func (e *readOnlyEntry) TypedRune(rune) {}
+
+// TypedKey passes on moving and selecting keys only; Esc closes.
+func (e *readOnlyEntry) TypedKey(ev *fyne.KeyEvent) {
+	switch ev.Name {
+	case fyne.KeyEscape:
+		if e.onEsc != nil {
+			e.onEsc()
+		}
+	case fyne.KeyUp, fyne.KeyDown, fyne.KeyLeft, fyne.KeyRight, fyne.KeyHome, fyne.KeyEnd, fyne.KeyPageUp, fyne.KeyPageDown:
+		e.Entry.TypedKey(ev)
+	}
+}
+
+// TypedShortcut passes on Copy and Select All (and Shift+arrow
+// selection); cut, paste, undo and redo would change the text.
+func (e *readOnlyEntry) TypedShortcut(s fyne.Shortcut) {
+	switch s.(type) {
+	case *fyne.ShortcutCut, *fyne.ShortcutPaste, *fyne.ShortcutUndo, *fyne.ShortcutRedo:
+		return
+	}
+	e.Entry.TypedShortcut(s)
+}
+
+// TappedSecondary offers Copy and Select All (the entry's own menu has
+// Cut and Paste).
+func (e *readOnlyEntry) TappedSecondary(ev *fyne.PointEvent) {
+	m := fyne.NewMenu("",
+		fyne.NewMenuItem("Copy", func() { e.TypedShortcut(&fyne.ShortcutCopy{Clipboard: fyne.CurrentApp().Clipboard()}) }),
+		fyne.NewMenuItem("Select All", func() { e.TypedShortcut(&fyne.ShortcutSelectAll{}) }))
+	widget.ShowPopUpMenuAtPosition(m, fyne.CurrentApp().Driver().CanvasForObject(e), ev.AbsolutePosition)
 }
 
 // copyText puts text on the clipboard.
