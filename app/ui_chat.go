@@ -335,7 +335,7 @@ func (v *chatView) refresh() {
 	v.meterLabel.SetText(v.meterText)
 	v.meter.SetValue(st.MeterFraction())
 
-	if st.Busy {
+	if st.Busy || st.Warming { // a warm shows its progress too
 		v.activityRow.Show()
 		v.activity.SetText(st.Activity)
 		if st.Progress.Total > 0 {
