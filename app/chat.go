@@ -36,11 +36,11 @@ type ChatState struct {
 	UndoInstant   bool
 	Engine        EngineInfo
 	Loaded        bool // a session is open
+	Err           string
 	// Warming: the reopened conversation's history is being read into the
 	// cache in the background (Progress says how far; Position grows with
 	// it). Unlike Busy, actions are allowed: they stop it.
 	Warming bool
-	Err           string
 	// Draft is the message box's text as the view-model knows it, and
 	// DraftNote its token count and the room the reply would have then
 	// ("12 tokens · 83 left").

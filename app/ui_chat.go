@@ -335,29 +335,7 @@ func (v *chatView) refresh() {
 	v.meterLabel.SetText(v.meterText)
 	v.meter.SetValue(st.MeterFraction())
 
-	if st.Busy || st.Warming { // a warm shows its progress too
-		v.activityRow.Show()
-		v.activity.SetText(st.Activity)
-		if st.Progress.Total > 0 {
-			v.progressIn.Stop()
-			v.progressIn.Hide()
-			v.progress.Show()
-			v.progress.Max = float64(st.Progress.Total)
-			v.progress.SetValue(float64(st.Progress.Done))
-		} else {
-			v.progress.Hide()
-			v.progressIn.Show()
-			if !v.progressIn.Running() {
-				v.progressIn.Start()
-			}
-		}
-	} else {
-		v.activityRow.Hide()
-		v.activity.SetText("")
-		v.progress.Hide()
-		v.progressIn.Stop()
-		v.progressIn.Hide()
-	}
+	v.showActivity(st)
 	if st.Err != "" {
 		v.errLabel.SetText(st.Err)
 		v.errLabel.Show()
@@ -391,4 +369,32 @@ func EngineLine(st ChatState) string {
 		line += " — " + st.Engine.Reason
 	}
 	return line
+}
+
+// showActivity shows the status line and its bar while an action runs or
+// a reopened history is read into the cache.
+func (v *chatView) showActivity(st ChatState) {
+	if st.Busy || st.Warming { // a warm shows its progress too
+		v.activityRow.Show()
+		v.activity.SetText(st.Activity)
+		if st.Progress.Total > 0 {
+			v.progressIn.Stop()
+			v.progressIn.Hide()
+			v.progress.Show()
+			v.progress.Max = float64(st.Progress.Total)
+			v.progress.SetValue(float64(st.Progress.Done))
+		} else {
+			v.progress.Hide()
+			v.progressIn.Show()
+			if !v.progressIn.Running() {
+				v.progressIn.Start()
+			}
+		}
+	} else {
+		v.activityRow.Hide()
+		v.activity.SetText("")
+		v.progress.Hide()
+		v.progressIn.Stop()
+		v.progressIn.Hide()
+	}
 }
