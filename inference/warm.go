@@ -158,18 +158,32 @@ func (w *Warm) Messages() []Message {
 func (w *Warm) kept() int {
 	c := w.c
 	k := 0
-	for k < len(w.msgs) && k < len(c.msgs) && c.msgs[k].Role == w.msgs[k].Role && c.msgs[k].Text == w.msgs[k].Text {
+	for k < len(w.msgs) && k < len(c.msgs) && sameStored(c.msgs[k], w.msgs[k]) {
 		k++
 	}
 	return k
 }
 
+// sameStored: m is still the restored message r (an undo that shortens a
+// reply keeps its text when only its turn end goes, but marks it).
+func sameStored(m, r Message) bool {
+	return m.Role == r.Role && m.Text == r.Text && m.StopReason == r.StopReason
+}
+
 // target is how many of the stored tokens the cache should hold: those of
 // the restored messages the conversation still starts with. It is 0 when
 // the cache is already past them or holds anything else, or when the
-// messages do not own exactly what Run gave them (the conversation has
-// moved on).
+// messages do not own exactly what Run gave them: the conversation has
+// moved on, and the warm is over for good.
 func (w *Warm) target() int {
+	if end := w.want(); end > 0 {
+		return end
+	}
+	w.msgs, w.ids, w.bounds = nil, nil, nil
+	return 0
+}
+
+func (w *Warm) want() int {
 	c := w.c
 	k := w.kept()
 	if k == 0 {
