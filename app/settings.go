@@ -222,7 +222,7 @@ func (f *SettingsForm) Evaluate() Result {
 	s.TopP = fp.float("TopP", f.TopP, 1, 0, 1)
 	s.Seed = fp.int64("Seed", f.Seed)
 	if r.Cache != nil && f.Holds > 0 && r.Cache.Capacity <= f.Holds {
-		fp.bad("Capacity", fmt.Sprintf("at least %d: the conversation holds %d tokens (undo turns or reset first to go lower)", f.Holds+1, f.Holds))
+		fp.bad("Capacity", f.holdsMessage())
 	}
 	s.MaxNewTokens = fp.int("MaxNewTokens", f.MaxNewTokens, 64, 1)
 	if r.Cache != nil && s.MaxNewTokens > r.Cache.Capacity {
@@ -230,6 +230,16 @@ func (f *SettingsForm) Evaluate() Result {
 	}
 	s.SystemPrompt = f.SystemPrompt
 	return r
+}
+
+// holdsMessage says why the capacity cannot hold the conversation, and
+// what does: a larger capacity, or, when the conversation fills the
+// model's whole context, an undo first.
+func (f *SettingsForm) holdsMessage() string {
+	if f.model != nil && f.model.MaxCtxLen > 0 && f.Holds+1 > f.model.MaxCtxLen {
+		return fmt.Sprintf("the conversation holds %d tokens, the model's whole context (%d): undo turns or reset first to apply settings", f.Holds, f.model.MaxCtxLen)
+	}
+	return fmt.Sprintf("at least %d: the conversation holds %d tokens (undo turns or reset first to go lower)", f.Holds+1, f.Holds)
 }
 
 // fieldParser turns the sheet's texts into numbers, recording a message
