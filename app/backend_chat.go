@@ -56,8 +56,9 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	cs.gen = gen
 	var conv *inference.Conversation
 	if len(history) > 0 {
-		cs.prefill = func(done, total int) { progress(Progress{Stage: "rebuilding", Done: done, Total: total}) }
-		conv, err = m.ResumeConversation(ctx, inference.Restored(history, m.Chat.TurnEndIDs), gen)
+		// The history is read into the cache after the window shows the
+		// conversation (Warm), not before: opening costs no wait.
+		conv, cs.warm, err = m.ResumeCold(inference.Restored(history, m.Chat.TurnEndIDs), gen)
 	} else {
 		conv, err = m.NewConversation(s.SystemPrompt, gen)
 	}
@@ -90,6 +91,33 @@ type convSession struct {
 	gen      inference.Options
 	prefill  func(done, total int)
 	progress func(Progress)
+	// warm reads a reopened conversation's history into the cache; nil
+	// for a new one.
+	warm *inference.Warm
+}
+
+// Warm reads the rest of a reopened conversation's history into the
+// cache, reporting progress after each prefill chunk; a canceled ctx stops
+// it between chunks (what was read stays). The next action waits for the
+// chunk in progress: Warm holds the session for its whole run.
+func (c *convSession) Warm(ctx context.Context, progress func(held, total int)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.warm == nil {
+		return nil
+	}
+	return c.warm.Run(ctx, progress)
+}
+
+// ToWarm is the tokens the cache holds and those it will hold once Warm
+// has run (equal when there is nothing to read).
+func (c *convSession) ToWarm() (held, total int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.warm == nil {
+		return c.conv.Len(), c.conv.Len()
+	}
+	return c.warm.Remaining()
 }
 
 // stream feeds f the reply's text.
@@ -153,6 +181,15 @@ func (c *convSession) UndoTurn(ctx context.Context) error {
 func (c *convSession) UndoTokens(ctx context.Context, n int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// n counts the tokens shown, the whole history: what is not read yet
+	// is read first.
+	if c.warm != nil {
+		if err := c.warm.Run(ctx, func(done, total int) {
+			c.progress(Progress{Stage: "rebuilding", Done: done, Total: total})
+		}); err != nil {
+			return err
+		}
+	}
 	_, err := c.conv.UndoTokens(ctx, n)
 	return err
 }
@@ -191,19 +228,43 @@ func (c *convSession) DraftTokens(text string) (added, total int, ok bool) {
 	return added, total, err == nil
 }
 
+// Messages is the transcript; a history not yet read into the cache keeps
+// its stored tokens (what a save keeps).
 func (c *convSession) Messages() []Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.warm != nil {
+		return c.warm.Messages()
+	}
 	return c.conv.Messages()
 }
 
-func (c *convSession) Position() int     { return c.conv.Len() }
-func (c *convSession) Capacity() int     { return c.conv.Capacity() }
-func (c *convSession) UndoInstant() bool { return c.conv.CanUndoInstantly() }
+// Position and UndoInstant wait for the conversation call in progress (a
+// warm's chunk): they read what it changes.
+func (c *convSession) Position() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conv.Len()
+}
+
+func (c *convSession) Capacity() int { return c.conv.Capacity() }
+
+func (c *convSession) UndoInstant() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conv.CanUndoInstantly()
+}
 func (c *convSession) Engine() EngineInfo {
 	return EngineInfo{Name: c.engine.Name, Device: c.engine.Device, Reason: c.engine.Reason, Fallback: c.engine.Fallback}
 }
-func (c *convSession) Close() error { return c.sess.Close() }
+
+// Close waits for a warm's chunk in progress (the caller cancels the warm
+// first).
+func (c *convSession) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess.Close()
+}
 
 // CloseIdle closes what the session's engine keeps for reuse after its
 // sessions close (the native engine parks one per model and cache config).

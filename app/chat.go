@@ -37,6 +37,10 @@ type ChatState struct {
 	Engine        EngineInfo
 	Loaded        bool // a session is open
 	Err           string
+	// Warming: the reopened conversation's history is being read into the
+	// cache in the background (Progress says how far; Position grows with
+	// it). Unlike Busy, actions are allowed: they stop it.
+	Warming bool
 	// Draft is the message box's text as the view-model knows it, and
 	// DraftNote its token count and the room the reply would have then
 	// ("12 tokens · 83 left").
@@ -58,6 +62,8 @@ func (s ChatState) Meter() string {
 		return "no conversation open: the model loads when you send"
 	case s.Busy && s.Streaming != "":
 		return fmt.Sprintf("%d / %d tokens · generating", s.Position, s.Capacity)
+	case s.Warming:
+		return fmt.Sprintf("%d / %d tokens · reading the history (%d)", s.Position, s.Capacity, s.Progress.Total)
 	case !s.CanUndo():
 		return fmt.Sprintf("%d / %d tokens · nothing to undo yet", s.Position, s.Capacity)
 	}
@@ -80,7 +86,16 @@ func (s ChatState) MeterFraction() float64 {
 func (s ChatState) CanUndo() bool { return !s.Busy && s.Loaded && lastUser(s.Messages) >= 0 }
 
 // CanUndoTokens reports whether there are tokens to take back.
-func (s ChatState) CanUndoTokens() bool { return !s.Busy && s.Loaded && s.Position > 0 }
+func (s ChatState) CanUndoTokens() bool { return !s.Busy && s.Loaded && s.Held() > 0 }
+
+// Held is the tokens the conversation holds: while its history is being
+// read into the cache, all of them, not only those read so far.
+func (s ChatState) Held() int {
+	if s.Warming {
+		return max(s.Position, s.Progress.Total)
+	}
+	return s.Position
+}
 
 // CanRegenerate reports whether there is a reply to regenerate.
 func (s ChatState) CanRegenerate() bool {
@@ -179,6 +194,8 @@ type Chat struct {
 	// live is the session while an action generates on it, for the
 	// progress callback's meter.
 	live Session
+	// warm reads a reopened conversation into the cache (chat_warm.go).
+	warm *warmRun
 
 	OnChange func()
 	OnError  func(error)
@@ -235,9 +252,11 @@ var ErrBusy = errors.New("etchat is still working on the previous action; wait f
 func (c *Chat) Wait() { c.wg.Wait() }
 
 // Stop cancels the running action: generation stops after the current
-// token and keeps what was generated; a load is abandoned.
+// token and keeps what was generated; a load is abandoned; reading a
+// reopened history stops after its chunk.
 func (c *Chat) Stop() {
 	c.mu.Lock()
+	c.cancelWarmLocked()
 	if c.cancel != nil {
 		c.cancel()
 		c.stopped = true
@@ -253,6 +272,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 		c.mu.Unlock()
 		return ErrBusy
 	}
+	c.cancelWarmLocked() // the action waits for its chunk in progress
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.stopped = false
@@ -277,6 +297,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 		c.st.Busy, c.st.Activity, c.st.Progress = false, "", Progress{}
 		c.st.PendingUser, c.st.Streaming = "", ""
 		c.refreshLocked()
+		c.warmLocked() // a reopened history, or what an action left of it
 		c.mu.Unlock()
 		if err != nil && !(stopped && errors.Is(err, context.Canceled)) {
 			c.fail(err)
@@ -340,6 +361,7 @@ func (c *Chat) SetModel(ctx context.Context, model *ModelInfo) error {
 }
 
 func (c *Chat) closeLocked() {
+	c.cancelWarmLocked() // Close waits for its chunk in progress
 	if c.sess != nil {
 		_ = c.sess.Close()
 		c.sess = nil
@@ -506,12 +528,12 @@ func (c *Chat) ApplySettings(s Settings) error {
 	}
 	return c.start("Loading model…", func(ctx context.Context) error {
 		history := sess.Messages()
-		holds := sess.Position()
+		holds := held(sess)
 		next, err := c.opener.Open(ctx, m, s, history, c.progress)
 		if err != nil {
 			return loadError(m, s, err) // the old session stays open
 		}
-		if got := next.Position(); got < holds {
+		if got := held(next); got < holds {
 			// The new cache did not take the history (it resumes empty and
 			// every send would fail): keep the old session.
 			next.Close()
@@ -811,7 +833,16 @@ func (c *Chat) SetGreedy(on bool) error {
 		s.Temperature, s.TopK, s.TopP = d.Temperature, d.TopK, d.TopP
 	}
 	if sess != nil {
-		if err := sess.SetSampling(s); err != nil {
+		c.mu.Lock()
+		c.cancelWarmLocked() // SetSampling waits for its chunk in progress
+		c.mu.Unlock()
+		err := sess.SetSampling(s)
+		c.mu.Lock()
+		if c.sess == sess && !c.st.Busy {
+			c.warmLocked() // goes on with the rest
+		}
+		c.mu.Unlock()
+		if err != nil {
 			return err
 		}
 	}
@@ -909,7 +940,7 @@ func (c *Chat) UndoTokens(n int) error {
 	if n <= 0 {
 		return fmt.Errorf("undo %d tokens: give a positive number", n)
 	}
-	if pos := c.State().Position; n > pos {
+	if pos := c.State().Held(); n > pos {
 		return fmt.Errorf("cannot undo %d tokens: the conversation holds %d", n, pos)
 	}
 	return c.edit("Undoing…", func(ctx context.Context, s Session) error { return s.UndoTokens(ctx, n) })

@@ -535,17 +535,44 @@ func (l *Library) Details() (Details, bool) {
 	if !ok {
 		return Details{}, false
 	}
-	capText, dtype := l.Estimate()
 	d := Details{Title: e.Label(), ChatBlocked: e.ChatBlocked()}
-	fact := func(k, v string) { d.Facts = append(d.Facts, [2]string{k, v}) }
-	fact("File", e.Path)
 	if e.Info == nil {
-		fact("Status", e.Badge())
-		fact("Problem", e.Reason())
+		d.Facts = [][2]string{{"File", e.Path}, {"Status", e.Badge()}, {"Problem", e.Reason()}}
 		d.Memory = "No estimate: the file could not be read."
 		return d, true
 	}
+	d.Facts = modelFacts(e)
+	if e.Info.Layout == nil {
+		d.Memory = "The program keeps its cache inside the graph: capacity and dtype are fixed by the export, so there is nothing to estimate here."
+		return d, true
+	}
+	d.Configurable = true
+	capText, dtype := l.Estimate()
+	cfg, err := estimateConfig(e.Info, capText, dtype)
+	if err != nil {
+		d.CacheErr = err.Error()
+		d.Memory = "No estimate: " + d.CacheErr
+		return d, true
+	}
+	var initial, full int64
+	d.Layers, initial, full = layerRows(cfg)
+	d.Memory = fmt.Sprintf("KV cache at capacity %d, %s: %s at start, %s when full", cfg.Capacity, cfg.DType.Flag(), FormatBytes(initial), FormatBytes(full))
+	d.Summary = CacheSummary(cfg)
+	return d, true
+}
+
+// modelFacts are the details pane's label/value lines of a readable model.
+func modelFacts(e LibraryEntry) [][2]string {
 	m := e.Info
+	var facts [][2]string
+	fact := func(k, v string) { facts = append(facts, [2]string{k, v}) }
+	// optional adds a line only when its number is known.
+	optional := func(k string, n int, unit string) {
+		if n > 0 {
+			fact(k, strconv.Itoa(n)+unit)
+		}
+	}
+	fact("File", e.Path)
 	fact("Size", FormatBytes(m.SizeBytes))
 	kind := kindBadge(m.Kind)
 	if r := e.Reason(); r != "" {
@@ -555,23 +582,10 @@ func (l *Library) Details() (Details, bool) {
 	if m.Companion.ModelType != "" {
 		fact("Model type", m.Companion.ModelType)
 	}
-	if m.MaxCtxLen > 0 {
-		fact("Max context", strconv.Itoa(m.MaxCtxLen)+" tokens")
-	}
-	if m.PrefillChunk > 0 {
-		fact("Prefill chunk", strconv.Itoa(m.PrefillChunk)+" tokens")
-	}
-	if m.VocabSize > 0 {
-		fact("Vocabulary", strconv.Itoa(m.VocabSize))
-	}
-	w := FormatBytes(m.Weights.Bytes)
-	if len(m.Weights.DTypes) > 0 {
-		w += " (" + strings.Join(m.Weights.DTypes, ", ") + ")"
-	}
-	if m.Weights.Params > 0 {
-		w += fmt.Sprintf(", %s parameters", humanCount(m.Weights.Params))
-	}
-	fact("Weights", w)
+	optional("Max context", m.MaxCtxLen, " tokens")
+	optional("Prefill chunk", m.PrefillChunk, " tokens")
+	optional("Vocabulary", m.VocabSize, "")
+	fact("Weights", weightsLine(m))
 	if m.Quantization.Summary != "" {
 		fact("Quantization", m.Quantization.Summary)
 	}
@@ -581,36 +595,47 @@ func (l *Library) Details() (Details, bool) {
 	}
 	fact("Tokenizer", orMissing(m.Companion.Tokenizer, "missing — put tokenizer.json next to the .pte to chat"))
 	fact("Tokenizer config", orMissing(m.Companion.TokenizerConfig, "missing"))
+	template := "missing — chat sends raw text"
 	if m.Companion.HasChatTemplate {
-		fact("Chat template", "found")
-	} else {
-		fact("Chat template", "missing — chat sends raw text")
+		template = "found"
 	}
+	fact("Chat template", template)
 	if m.SHA256 != "" {
 		fact("SHA-256", m.SHA256)
 	}
-	if m.Layout == nil {
-		d.Memory = "The program keeps its cache inside the graph: capacity and dtype are fixed by the export, so there is nothing to estimate here."
-		return d, true
+	return facts
+}
+
+// weightsLine is "16.0 MiB (bf16), 8.4M parameters".
+func weightsLine(m *ModelInfo) string {
+	w := FormatBytes(m.Weights.Bytes)
+	if len(m.Weights.DTypes) > 0 {
+		w += " (" + strings.Join(m.Weights.DTypes, ", ") + ")"
 	}
-	d.Configurable = true
+	if m.Weights.Params > 0 {
+		w += fmt.Sprintf(", %s parameters", humanCount(m.Weights.Params))
+	}
+	return w
+}
+
+// estimateConfig is the cache configuration the estimate fields ask for:
+// the typed capacity (empty: the model's default) and storage dtype.
+func estimateConfig(m *ModelInfo, capText, dtype string) (*kvcache.Config, error) {
 	p := kvcache.DefaultPolicy()
 	p.StorageDType = dtype
 	if t := strings.TrimSpace(capText); t != "" {
 		n, err := strconv.Atoi(t)
 		if err != nil || n <= 0 {
-			d.CacheErr = fmt.Sprintf("capacity %q is not a positive whole number", t)
-			d.Memory = "No estimate: " + d.CacheErr
-			return d, true
+			return nil, fmt.Errorf("capacity %q is not a positive whole number", t)
 		}
 		p.Capacity = n
 	}
-	cfg, err := m.CacheConfig(p)
-	if err != nil {
-		d.CacheErr = err.Error()
-		d.Memory = "No estimate: " + d.CacheErr
-		return d, true
-	}
+	return m.CacheConfig(p)
+}
+
+// layerRows are the per-layer table (LayerHeader's columns) and the
+// cache's bytes at start and when full.
+func layerRows(cfg *kvcache.Config) (rows [][]string, initial, full int64) {
 	layers, initial, full := cfg.Memory()
 	byCache := cfg.CacheLayers()
 	for i, lm := range layers {
@@ -628,12 +653,10 @@ func (l *Library) Details() (Details, bool) {
 			}
 			id += " (" + strings.Join(ls, ",") + ")"
 		}
-		d.Layers = append(d.Layers, []string{id, kind, win, strconv.Itoa(ly.KVHeads), strconv.Itoa(ly.HeadDim),
+		rows = append(rows, []string{id, kind, win, strconv.Itoa(ly.KVHeads), strconv.Itoa(ly.HeadDim),
 			strconv.Itoa(lm.Rows), FormatBytes(lm.Initial), FormatBytes(lm.Full)})
 	}
-	d.Memory = fmt.Sprintf("KV cache at capacity %d, %s: %s at start, %s when full", cfg.Capacity, cfg.DType.Flag(), FormatBytes(initial), FormatBytes(full))
-	d.Summary = CacheSummary(cfg)
-	return d, true
+	return rows, initial, full
 }
 
 func orMissing(s, missing string) string {

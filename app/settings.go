@@ -196,79 +196,103 @@ func (r Result) Summary() string {
 func (f *SettingsForm) Evaluate() Result {
 	var r Result
 	s := &r.Settings
-	bad := func(field, msg string) { r.Errors = append(r.Errors, FieldError{field, msg}) }
+	fp := fieldParser{r: &r}
 
 	s.Engine = strings.TrimSpace(f.Engine)
 	if s.Engine == "" {
 		s.Engine = "auto"
 	}
 	if _, err := engine.Canonical(s.Engine); err != nil {
-		bad("Engine", fmt.Sprintf("%q is not an engine; choose %s", s.Engine, strings.Join(Engines(), ", ")))
-	}
-
-	intField := func(field, text string, def, lo int) int {
-		text = strings.TrimSpace(text)
-		if text == "" {
-			return def
-		}
-		v, err := strconv.Atoi(text)
-		if err != nil {
-			bad(field, fmt.Sprintf("%q is not a whole number", text))
-			return def
-		}
-		if v < lo {
-			bad(field, fmt.Sprintf("must be at least %d", lo))
-			return def
-		}
-		return v
-	}
-	floatField := func(field, text string, def, lo, hi float64) float64 {
-		text = strings.TrimSpace(text)
-		if text == "" {
-			return def
-		}
-		v, err := strconv.ParseFloat(text, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			bad(field, fmt.Sprintf("%q is not a number", text))
-			return def
-		}
-		if v < lo || v > hi {
-			bad(field, fmt.Sprintf("must be between %g and %g", lo, hi))
-			return def
-		}
-		return v
+		fp.bad("Engine", fmt.Sprintf("%q is not an engine; choose %s", s.Engine, strings.Join(Engines(), ", ")))
 	}
 
 	// Cache policy: kvcache.Build has the final word; the int parsing here
 	// only turns text into numbers.
-	s.Capacity = intField("Capacity", f.Capacity, 0, 1)
+	s.Capacity = fp.int("Capacity", f.Capacity, 0, 1)
 	s.StorageDType = strings.TrimSpace(f.StorageDType)
-	s.InitialCapacity = intField("InitialCapacity", f.InitialCapacity, -1, 0)
+	s.InitialCapacity = fp.int("InitialCapacity", f.InitialCapacity, -1, 0)
 	s.Windows = strings.TrimSpace(f.Windows)
 	if f.CacheEditable() {
 		reported := func(field string) bool { return r.ErrorFor(field) != "" }
-		r.Cache = f.evaluateCache(s.Policy(), bad, reported, reported("Capacity") || reported("InitialCapacity"))
+		r.Cache = f.evaluateCache(s.Policy(), fp.bad, reported, reported("Capacity") || reported("InitialCapacity"))
 	}
 
-	s.Temperature = floatField("Temperature", f.Temperature, 0, 0, 10)
-	s.TopK = intField("TopK", f.TopK, 0, 0)
-	s.TopP = floatField("TopP", f.TopP, 1, 0, 1)
-	if t := strings.TrimSpace(f.Seed); t != "" {
-		v, err := strconv.ParseInt(t, 10, 64)
-		if err != nil {
-			bad("Seed", fmt.Sprintf("%q is not a whole number", t))
-		}
-		s.Seed = v
-	}
+	s.Temperature = fp.float("Temperature", f.Temperature, 0, 0, 10)
+	s.TopK = fp.int("TopK", f.TopK, 0, 0)
+	s.TopP = fp.float("TopP", f.TopP, 1, 0, 1)
+	s.Seed = fp.int64("Seed", f.Seed)
 	if r.Cache != nil && f.Holds > 0 && r.Cache.Capacity <= f.Holds {
-		bad("Capacity", fmt.Sprintf("at least %d: the conversation holds %d tokens (undo turns or reset first to go lower)", f.Holds+1, f.Holds))
+		fp.bad("Capacity", f.holdsMessage())
 	}
-	s.MaxNewTokens = intField("MaxNewTokens", f.MaxNewTokens, 64, 1)
+	s.MaxNewTokens = fp.int("MaxNewTokens", f.MaxNewTokens, 64, 1)
 	if r.Cache != nil && s.MaxNewTokens > r.Cache.Capacity {
-		bad("MaxNewTokens", fmt.Sprintf("%d is more than the cache holds (%d tokens)", s.MaxNewTokens, r.Cache.Capacity))
+		fp.bad("MaxNewTokens", fmt.Sprintf("%d is more than the cache holds (%d tokens)", s.MaxNewTokens, r.Cache.Capacity))
 	}
 	s.SystemPrompt = f.SystemPrompt
 	return r
+}
+
+// holdsMessage says why the capacity cannot hold the conversation, and
+// what does: a larger capacity, or, when the conversation fills the
+// model's whole context, an undo first.
+func (f *SettingsForm) holdsMessage() string {
+	if f.model != nil && f.model.MaxCtxLen > 0 && f.Holds+1 > f.model.MaxCtxLen {
+		return fmt.Sprintf("the conversation holds %d tokens, the model's whole context (%d): undo turns or reset first to apply settings", f.Holds, f.model.MaxCtxLen)
+	}
+	return fmt.Sprintf("at least %d: the conversation holds %d tokens (undo turns or reset first to go lower)", f.Holds+1, f.Holds)
+}
+
+// fieldParser turns the sheet's texts into numbers, recording a message
+// for each field that does not parse or is out of range (the default is
+// used then). An empty field is its default.
+type fieldParser struct{ r *Result }
+
+func (p fieldParser) bad(field, msg string) { p.r.Errors = append(p.r.Errors, FieldError{field, msg}) }
+
+func (p fieldParser) int(field, text string, def, lo int) int {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return def
+	}
+	v, err := strconv.Atoi(text)
+	if err != nil {
+		p.bad(field, fmt.Sprintf("%q is not a whole number", text))
+		return def
+	}
+	if v < lo {
+		p.bad(field, fmt.Sprintf("must be at least %d", lo))
+		return def
+	}
+	return v
+}
+
+func (p fieldParser) int64(field, text string) int64 {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return 0
+	}
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		p.bad(field, fmt.Sprintf("%q is not a whole number", text))
+	}
+	return v
+}
+
+func (p fieldParser) float(field, text string, def, lo, hi float64) float64 {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return def
+	}
+	v, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		p.bad(field, fmt.Sprintf("%q is not a number", text))
+		return def
+	}
+	if v < lo || v > hi {
+		p.bad(field, fmt.Sprintf("must be between %g and %g", lo, hi))
+		return def
+	}
+	return v
 }
 
 // evaluateCache builds the config with the one builder the engines use,

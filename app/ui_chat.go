@@ -386,9 +386,10 @@ func chatTitle(st ChatState) string {
 	return fmt.Sprintf("%s — %s", t, ModelName(st.Model.Path))
 }
 
-// refreshActivity shows what runs and its progress, while busy.
+// refreshActivity shows what runs and its progress, while busy or while a
+// reopened history is read into the cache.
 func (v *chatView) refreshActivity(st ChatState) {
-	if !st.Busy {
+	if !st.Busy && !st.Warming { // a warm shows its progress too
 		v.activityRow.Hide()
 		v.activity.SetText("")
 		v.progress.Hide()

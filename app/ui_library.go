@@ -73,6 +73,12 @@ func newLibraryView(u *UI) *libraryView {
 			badge.Refresh()
 			box.Objects[1].(*widget.Label).SetText(e.Row())
 			head.Refresh() // lay the name and badge out for their new widths
+			// The wrapped row's height depends on its width: measure it at
+			// the width the list gives its rows, not the template's (the
+			// first drawing clipped rows until a redraw).
+			if w := v.list.Size().Width; w > 0 { // the list gives its rows its own width
+				box.Resize(fyne.NewSize(w, box.MinSize().Height))
+			}
 			v.list.SetItemHeight(i, box.MinSize().Height)
 		},
 	)
@@ -143,7 +149,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.scanText.Truncation = fyne.TextTruncateEllipsis
 	v.scanBox = container.NewVBox(v.scanText, v.scanBar)
 	v.scanBox.Hide()
-	v.left = container.NewBorder(v.scanBox, nil, nil, nil, container.NewStack(v.list, v.empty))
+	v.left = container.NewBorder(v.scanBox, nil, nil, nil, container.New(&remeasureOnWidth{list: v.list}, v.list, v.empty))
 	left := v.left
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.42
@@ -382,4 +388,34 @@ func (h *minHeight) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 		o.Move(fyne.NewPos(0, 0))
 		o.Resize(size)
 	}
+}
+
+// remeasureOnWidth stacks its objects, as container.NewStack, and has the
+// list measure its rows again when its width changes: a wrapped row's
+// height follows the width, and the list keeps the heights it was given
+// (rows were clipped after the window narrowed, until a redraw).
+type remeasureOnWidth struct {
+	list  *widget.List
+	width float32
+}
+
+func (r *remeasureOnWidth) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
+	if size.Width != r.width {
+		r.width = size.Width
+		r.list.Refresh()
+	}
+}
+
+func (r *remeasureOnWidth) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var m fyne.Size
+	for _, o := range objs {
+		if o.Visible() {
+			m = m.Max(o.MinSize())
+		}
+	}
+	return m
 }

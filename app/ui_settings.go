@@ -128,7 +128,7 @@ func newSettingsSheet(f *SettingsForm, newEntry func(multiLine bool) *escEntry) 
 	if !f.CacheEditable() {
 		note.SetText("This model keeps its cache inside the program: capacity, dtype and windows are fixed by the export.")
 	} else {
-		note.SetText("Applying reloads the model and re-reads the conversation into the new cache.")
+		note.SetText("Applying reloads the model, then reads the conversation into the new cache in the background.")
 	}
 	s.summary.TextStyle = fyne.TextStyle{Bold: true}
 	// The summary (the cache line, or the list of fields to fix) goes under

@@ -140,15 +140,13 @@ func (v *View) newRunTab() fyne.CanvasObject {
 		widget.NewFormItem("Model", v.model),
 		widget.NewFormItem("or a .pte file", container.NewBorder(nil, nil, nil, browse, v.pte)),
 		widget.NewFormItem("Tokenizer", v.tok),
-		widget.NewFormItem("Prompt sizes (pp)", v.prompts),
-		widget.NewFormItem("Generation sizes (tg)", v.gens),
-		widget.NewFormItem("Depths", v.depths),
-		widget.NewFormItem("Repetitions", v.reps),
-		widget.NewFormItem("KV storage dtypes", v.dtypes),
-		widget.NewFormItem("KV capacities", v.caps),
+		// Two fields a row, so that Start is in view at 800×600 (the
+		// window's menu bar takes from the 600 too).
+		widget.NewFormItem("Prompt sizes (pp)", pair(v.prompts, "Generation sizes (tg)", v.gens)),
+		widget.NewFormItem("Depths", pair(v.depths, "Repetitions", v.reps)),
+		widget.NewFormItem("KV storage dtypes", pair(v.dtypes, "KV capacities", v.caps)),
 		widget.NewFormItem("KV windows", v.windows),
-		widget.NewFormItem("Engine", v.engine),
-		widget.NewFormItem("", v.noWarmup),
+		widget.NewFormItem("Engine", container.NewGridWithColumns(2, v.engine, v.noWarmup)),
 	)
 	v.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), v.onStart)
 	v.start.Importance = widget.HighImportance
@@ -398,4 +396,10 @@ func chartOrNil(img image.Image, err error) image.Image {
 		return nil
 	}
 	return img
+}
+
+// pair is a form row's field with a second labelled field beside it.
+func pair(first fyne.CanvasObject, label string, second fyne.CanvasObject) fyne.CanvasObject {
+	l := widget.NewLabelWithStyle(label, fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
+	return container.NewGridWithColumns(2, first, container.NewBorder(nil, nil, l, nil, second))
 }

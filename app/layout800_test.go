@@ -1,0 +1,214 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"etchat/internal/fixtures"
+)
+
+// Issue 26 item 3, checked by geometry at 800×600 in both themes: what
+// must be reachable is inside the window, and no two controls overlap.
+
+// rect is an object's place in window coordinates.
+type rect struct{ x0, y0, x1, y1 float32 }
+
+func rectOf(o fyne.CanvasObject) rect {
+	p := fyne.CurrentApp().Driver().AbsolutePositionForObject(o)
+	return rect{p.X, p.Y, p.X + o.Size().Width, p.Y + o.Size().Height}
+}
+
+func (a rect) overlaps(b rect) bool {
+	const e = 0.5 // touching edges are not an overlap
+	return a.x0 < b.x1-e && b.x0 < a.x1-e && a.y0 < b.y1-e && b.y0 < a.y1-e
+}
+
+func (a rect) inside(b rect) bool {
+	const e = 0.5
+	return a.x0 >= b.x0-e && a.y0 >= b.y0-e && a.x1 <= b.x1+e && a.y1 <= b.y1+e
+}
+
+func (a rect) String() string {
+	return fmt.Sprintf("(%.0f,%.0f)–(%.0f,%.0f)", a.x0, a.y0, a.x1, a.y1)
+}
+
+// controls are the visible widgets under o that take the focus (buttons,
+// entries, selects, checks), not looking inside them.
+func controls(o fyne.CanvasObject) []fyne.CanvasObject {
+	var out []fyne.CanvasObject
+	var visit func(fyne.CanvasObject)
+	visit = func(o fyne.CanvasObject) {
+		if !o.Visible() {
+			return
+		}
+		if _, ok := o.(fyne.Focusable); ok { // buttons, entries, selects, checks and what embeds them
+			out = append(out, o)
+			return
+		}
+		switch x := o.(type) {
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				visit(c)
+			}
+		case *container.Scroll:
+			visit(x.Content)
+		case *widget.Form:
+			for _, it := range x.Items {
+				visit(it.Widget)
+			}
+		}
+	}
+	visit(o)
+	return out
+}
+
+// noOverlaps fails for each pair of controls that overlap.
+func noOverlaps(t *testing.T, where string, objs []fyne.CanvasObject) {
+	t.Helper()
+	for i, a := range objs {
+		for _, b := range objs[i+1:] {
+			if ra, rb := rectOf(a), rectOf(b); ra.overlaps(rb) {
+				t.Errorf("%s: %T %v overlaps %T %v", where, a, ra, b, rb)
+			}
+		}
+	}
+}
+
+func windowRect(u *UI) rect {
+	s := u.Win.Canvas().Size()
+	return rect{0, 0, s.Width, s.Height}
+}
+
+// Benchmarks ▸ Run at 800×600: Start and Cancel are in the window before
+// any scrolling, no control overlaps another, and the progress and the
+// results can be scrolled to.
+func TestBenchmarksRunGeometry800x600(t *testing.T) {
+	u, _ := newTestUI(t)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		// The real window draws its menu bar inside the 600 pixels (32
+		// under Xvfb); the test driver draws none.
+		const menuBar = 32
+		u.Win.Resize(fyne.NewSize(800, 600-menuBar))
+		u.SelectTab(TabBenchmarks)
+		settle(u)
+		tabs := u.benchObj.(*container.AppTabs)
+		tabs.SelectIndex(0)
+		sc := tabs.Items[0].Content.(*container.Scroll)
+		sc.ScrollToTop()
+		settle(u)
+		win := windowRect(u)
+		view := rectOf(sc)
+		if !view.inside(win) {
+			t.Errorf("%s: the run form's scroll %v reaches out of the window %v", th, view, win)
+		}
+		for _, name := range []string{"Start", "Cancel"} {
+			if r := rectOf(findButton(t, sc, name)); !r.inside(view) {
+				t.Errorf("%s: %s at %v is not visible in %v without scrolling", th, name, r, view)
+			}
+		}
+		noOverlaps(t, th+" run form", controls(sc.Content))
+		sc.ScrollToBottom()
+		settle(u)
+		box := sc.Content.(*fyne.Container).Objects
+		for _, o := range box[len(box)-3:] { // progress, status, results
+			if r := rectOf(o); o.Visible() && r.y1 > view.y1+0.5 {
+				t.Errorf("%s: %T at %v below the scroll's view %v after scrolling to the bottom", th, o, r, view)
+			}
+		}
+	}
+}
+
+// The settings sheet at 800×600: Cancel and Apply are inside the window,
+// below the fields' scroll and on no field; no two fields overlap.
+func TestSettingsSheetGeometry800x600(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	u.SelectTab(TabChat)
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		u.Win.Resize(fyne.NewSize(800, 600))
+		settle(u)
+		sheet := u.chat.showSettings()
+		top := u.Win.Canvas().Overlays().Top()
+		var sc *container.Scroll
+		walk(top, func(o fyne.CanvasObject) {
+			if s, ok := o.(*container.Scroll); ok && s.Content == sheet.root {
+				sc = s
+			}
+		})
+		if sc == nil {
+			t.Fatal("no scroll around the sheet")
+		}
+		win, view := windowRect(u), rectOf(sc)
+		fields := controls(sheet.root)
+		if len(fields) < 8 {
+			t.Fatalf("%s: %d fields found in the sheet", th, len(fields))
+		}
+		noOverlaps(t, th+" settings fields", fields)
+		for _, name := range []string{"Cancel", "Apply"} {
+			b := findButton(t, top, name)
+			r := rectOf(b)
+			if !r.inside(win) || r.y0 < view.y1-0.5 {
+				t.Errorf("%s: %s at %v; the window is %v, the fields' scroll ends at %.0f", th, name, r, win, view.y1)
+			}
+			for _, f := range fields {
+				if fr := rectOf(f); fr.overlaps(r) && fr.overlaps(view) {
+					t.Errorf("%s: %s at %v is on the field %T at %v", th, name, r, f, fr)
+				}
+			}
+		}
+		// Scrolled to the end, the last field is above the buttons.
+		sc.ScrollToBottom()
+		settle(u)
+		last := fields[len(fields)-1]
+		if r := rectOf(last); r.y1 > view.y1+0.5 {
+			t.Errorf("%s: the last field ends at %.0f, below the scroll's view (%.0f)", th, r.y1, view.y1)
+		}
+		u.chat.hideSettings()
+	}
+}
+
+// The library's rows at 800×600 are as tall as their wrapped text the
+// first time they are drawn (they were clipped until a redraw).
+func TestLibraryRowsNotClipped800x600(t *testing.T) {
+	for _, th := range []string{"light", "dark"} {
+		u, _ := newTestUI(t) // adds the fixtures at start: the rows' first layout
+		u.ApplyTheme(th)
+		u.Win.Resize(fyne.NewSize(800, 600))
+		u.SelectTab(TabModels)
+		settle(u)
+		list := u.lib.list
+		n := 0
+		walk(list, func(o fyne.CanvasObject) {
+			box, ok := o.(*fyne.Container)
+			if !ok || len(box.Objects) != 2 || !box.Visible() {
+				return
+			}
+			row, ok := box.Objects[1].(*widget.Label)
+			if !ok || row.Wrapping != fyne.TextWrapWord {
+				return
+			}
+			n++
+			if need := box.MinSize().Height; box.Size().Height < need-0.5 {
+				t.Errorf("%s: row %q is %.0f tall, its text needs %.0f", th, row.Text, box.Size().Height, need)
+			}
+			if r, l := rectOf(box), rectOf(list); r.x1 > l.x1+0.5 {
+				t.Errorf("%s: row %q at %v reaches past the list %v", th, row.Text, r, l)
+			}
+		})
+		if n < 3 {
+			t.Fatalf("%s: %d rows drawn", th, n)
+		}
+	}
+}
