@@ -40,8 +40,11 @@ type Options struct {
 	// negative value lets none wait.
 	QueueLimit int
 	// MaxModels bounds the models loaded at once (an idle one is closed to
-	// load another); 0 is 1.
+	// load another); 0 is 1. With a Host the host bounds them.
 	MaxModels int
+	// Host, when set, lends the programs the server runs on (the app's
+	// chat's); the server then loads none itself.
+	Host Host
 	// Store, when set, records each request as a run of kind "api".
 	Store *store.DB
 	// LogRequests stores each request's body with its run.
