@@ -67,9 +67,11 @@ func (s *Server) Loaded() []Loaded {
 }
 
 // Unload closes the server's session on the model at path once no request
-// is using it (a Host calls it when its program of path is closed or
-// replaced, so the server does not keep the old program alive). It blocks
-// until then; the next request reopens on the host's program.
+// is using it, unless it is on the host's current program already (a
+// request came first and moved it). A Host calls it when its program of
+// path is closed or replaced, so the server does not keep the old program
+// alive. It blocks until then; the next request reopens on the host's
+// program.
 func (s *Server) Unload(path string) {
 	for _, e := range s.models {
 		if e.path != path {
@@ -81,8 +83,20 @@ func (s *Server) Unload(path string) {
 			return // Shutdown closes it
 		}
 		s.loadMu.Lock()
-		e.unload()
+		if !s.current(e) {
+			e.unload()
+		}
 		s.loadMu.Unlock()
 		<-e.turn
 	}
+}
+
+// current reports whether e's session is on its host's program now; the
+// caller holds loadMu.
+func (s *Server) current(e *entry) bool {
+	if e.loaded == nil || s.opts.Host == nil {
+		return false
+	}
+	p, err := s.opts.Host.Program(e.path)
+	return err == nil && p == e.prog
 }

@@ -4,7 +4,8 @@
 // token prefix a request shares with the one before (a chat client resends
 // the whole history each turn). Requests for one model run one at a time,
 // in order, behind a bounded queue. The CLI (etchat serve) and the app's
-// Serve switch both run it.
+// Serve switch both run it; the app's lends it the chat's loaded program
+// (Host), whose generations take turns with the chat's.
 package serve
 
 import (
