@@ -15,6 +15,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/sampler"
 	"etchat/internal/fixtures"
+	"etchat/internal/nativelib"
 	"etchat/serve"
 )
 
@@ -40,9 +41,16 @@ type servedChat struct {
 
 func newServedChat(t *testing.T) *servedChat {
 	t.Helper()
+	return newServedChatEnv(t, func(string) string { return "" })
+}
+
+// newServedChatEnv is newServedChat with the environment the native
+// library search reads.
+func newServedChatEnv(t *testing.T, getenv func(string) string) *servedChat {
+	t.Helper()
 	b, _ := testBackend(t)
 	programs := &chatPrograms{}
-	b.Opener = &engineOpener{getenv: func(string) string { return "" }, programs: programs}
+	b.Opener = &engineOpener{getenv: getenv, programs: programs}
 	path := modelCopy(t, fixtures.Llama3, true)
 	c, errs := newTestChat(t, b, inspect(t, path))
 	sc := &servedChat{c: c, errs: errs, path: path, programs: programs, sw: &ServeSwitch{}}
@@ -82,9 +90,16 @@ func (sc *servedChat) chatEngine(t *testing.T) any {
 // after sending texts in turn at temperature 0.
 func referenceChat(t *testing.T, path string, texts ...string) []Message {
 	t.Helper()
+	return referenceChatOn(t, hermeticOpener(), greedy(chatBudget), path, texts...)
+}
+
+// referenceChatOn is referenceChat through opener with settings s.
+func referenceChatOn(t *testing.T, opener Opener, s Settings, path string, texts ...string) []Message {
+	t.Helper()
 	b, _ := testBackend(t)
+	b.Opener = opener
 	c, errs := newTestChat(t, b, inspect(t, path))
-	run(t, c, errs, c.NewConversation(greedy(chatBudget)))
+	run(t, c, errs, c.NewConversation(s))
 	var st ChatState
 	for _, text := range texts {
 		st = run(t, c, errs, c.Send(text))
@@ -96,8 +111,15 @@ func referenceChat(t *testing.T, path string, texts ...string) []Message {
 // with the template, from a fresh session of its own.
 func engineIDs(t *testing.T, path, text string, n int) []int {
 	t.Helper()
+	return engineIDsOn(t, inference.LoadOptions{Engine: "cpu"}, path, text, n)
+}
+
+// engineIDsOn is engineIDs on the engine o chooses.
+func engineIDsOn(t *testing.T, o inference.LoadOptions, path, text string, n int) []int {
+	t.Helper()
 	ctx := context.Background()
-	m, err := inference.Load(ctx, path, inference.LoadOptions{Engine: "cpu", NeedTokenizer: true, Policy: greedy(chatBudget).Policy()})
+	o.NeedTokenizer, o.Policy = true, greedy(chatBudget).Policy()
+	m, err := inference.Load(ctx, path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,6 +410,42 @@ func (p *pause) wait() {
 }
 
 func (p *pause) release() { p.leave.Do(func() { close(p.resume) }) }
+
+// TestNativeServeSharesChatEngine: with the chat on the native engine
+// (real library), the switch's server opens its session on the chat's
+// engine instance and answers the native engine's own greedy ids, and a
+// chat turn after it is a chat's alone. Skipped, saying why, without the
+// library.
+func TestNativeServeSharesChatEngine(t *testing.T) {
+	lib := nativelib.Require(t)
+	getenv := func(k string) string {
+		if k == nativelib.Env {
+			return lib
+		}
+		return ""
+	}
+	sc := newServedChatEnv(t, getenv)
+	native := greedy(chatBudget)
+	native.Engine = "mlx"
+	wantChat := referenceChatOn(t, &engineOpener{getenv: getenv}, native, sc.path, "Tell me a story")
+	run(t, sc.c, sc.errs, sc.c.NewConversation(native))
+	if st := sc.c.State(); st.Engine.Name != "mlx" {
+		t.Fatalf("the chat runs on %q, want mlx", st.Engine.Name)
+	}
+	url := sc.start(t)
+	want := engineIDsOn(t, inference.LoadOptions{Engine: "mlx", Library: lib}, sc.path, "Ping", serveBudget)
+	if r := ask(url, "Ping", serveBudget); r.status != 200 || !slices.Equal(r.ids, want) {
+		t.Fatalf("served on the chat's native engine: %d %v, the engine's own %v (%s)", r.status, r.ids, want, r.raw)
+	}
+	if loaded := sc.sw.srv.Loaded(); len(loaded) != 1 || loaded[0].Engine.Engine != sc.chatEngine(t) || loaded[0].Engine.Name != "mlx" {
+		t.Errorf("the server's session is not on the chat's native engine: %+v", loaded)
+	}
+	st := run(t, sc.c, sc.errs, sc.c.Send("Tell me a story"))
+	sameTranscript(t, "the chat's turn after the request", st.Messages, wantChat)
+	if n := tokens(st.Messages); st.Position != n {
+		t.Errorf("the chat's cache holds %d tokens, its transcript %d", st.Position, n)
+	}
+}
 
 func tokens(msgs []Message) int {
 	n := 0
