@@ -16,12 +16,15 @@ import (
 // (inference.Load): engine choice with its reason and fallback, cache
 // config, tokenizer, template, stop set and vocabulary check.
 type engineOpener struct {
-	prefs  *Prefs              // may be nil
-	getenv func(string) string // the native library search's environment
+	prefs    *Prefs              // may be nil
+	getenv   func(string) string // the native library search's environment
+	programs *chatPrograms       // what the Serve switch's server shares (app/serve.go); may be nil
 }
 
 // NewOpener returns the Opener the window uses.
-func NewOpener(prefs *Prefs) Opener { return &engineOpener{prefs: prefs, getenv: os.Getenv} }
+func NewOpener(prefs *Prefs) Opener {
+	return &engineOpener{prefs: prefs, getenv: os.Getenv, programs: &chatPrograms{}}
+}
 
 func (o *engineOpener) library() string {
 	if o.prefs != nil {
@@ -73,7 +76,7 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 		}
 	}
 	cs.progress = progress
-	return cs, nil
+	return o.programs.share(info.Path, cs), nil
 }
 
 func samplingOf(s Settings) sampler.Sampling {

@@ -339,6 +339,8 @@ func (c *Chat) progress(p Progress) {
 		c.st.Activity = "Reading the prompt…"
 	case "decode":
 		c.st.Activity = "Generating…"
+	case "waiting": // the Serve switch's server is generating on the program (app/serve.go)
+		c.st.Activity = "Waiting for the server's reply…"
 	}
 	c.mu.Unlock()
 	c.changed()

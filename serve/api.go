@@ -171,9 +171,18 @@ func decodeCompletion(body []byte) (*request, *apiError) {
 	if w.Suffix != nil && *w.Suffix != "" {
 		return nil, badRequest("suffix", "suffix is not supported")
 	}
-	p := bytes.TrimSpace(w.Prompt)
+	if e := r.decodePrompt(w.Prompt); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// decodePrompt reads a completion's prompt into r: a string, token ids,
+// or a one-element array of either.
+func (r *request) decodePrompt(raw json.RawMessage) *apiError {
+	p := bytes.TrimSpace(raw)
 	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
-		return nil, badRequest("prompt", "prompt is required")
+		return badRequest("prompt", "prompt is required")
 	}
 	var s string
 	var ids []int
@@ -186,30 +195,37 @@ func decodeCompletion(body []byte) (*request, *apiError) {
 		r.PromptID = ids
 	case json.Unmarshal(p, &strs) == nil:
 		if len(strs) != 1 {
-			return nil, badRequest("prompt", "prompt holds %d texts; one prompt per request is supported", len(strs))
+			return badRequest("prompt", "prompt holds %d texts; one prompt per request is supported", len(strs))
 		}
 		r.Prompt = strs[0]
 	case json.Unmarshal(p, &batch) == nil:
 		if len(batch) != 1 {
-			return nil, badRequest("prompt", "prompt holds %d token lists; one prompt per request is supported", len(batch))
+			return badRequest("prompt", "prompt holds %d token lists; one prompt per request is supported", len(batch))
 		}
 		r.PromptID = batch[0]
 	default:
-		return nil, badRequest("prompt", "prompt must be a string, an array of token ids, or a one-element array of either")
+		return badRequest("prompt", "prompt must be a string, an array of token ids, or a one-element array of either")
 	}
-	if r.PromptID != nil {
-		if len(r.PromptID) == 0 {
-			return nil, badRequest("prompt", "prompt is empty")
+	return r.checkPrompt()
+}
+
+// checkPrompt refuses an empty prompt and a negative token id.
+func (r *request) checkPrompt() *apiError {
+	if r.PromptID == nil {
+		if r.Prompt == "" {
+			return badRequest("prompt", "prompt is empty")
 		}
-		for i, id := range r.PromptID {
-			if id < 0 {
-				return nil, badRequest("prompt", "prompt token %d is %d, not a token id", i, id)
-			}
-		}
-	} else if r.Prompt == "" {
-		return nil, badRequest("prompt", "prompt is empty")
+		return nil
 	}
-	return r, nil
+	if len(r.PromptID) == 0 {
+		return badRequest("prompt", "prompt is empty")
+	}
+	for i, id := range r.PromptID {
+		if id < 0 {
+			return badRequest("prompt", "prompt token %d is %d, not a token id", i, id)
+		}
+	}
+	return nil
 }
 
 // unmarshal decodes one JSON object, turning the decoder's errors into
@@ -245,64 +261,97 @@ func (w *wireOptions) check(chat bool) (*request, *apiError) {
 		return nil, badRequest("model", "model is required (GET /v1/models lists them)")
 	}
 	r.Model = *w.Model
+	if w.ReturnTokenIDs != nil {
+		r.ReturnIDs = *w.ReturnTokenIDs
+	}
+	e := w.streaming(r)
+	if e == nil {
+		e = w.budget(r, chat)
+	}
+	if e == nil {
+		e = w.sampling(r)
+	}
+	if e == nil {
+		e = w.unsupported()
+	}
+	if e == nil {
+		r.Stop, e = decodeStop(w.Stop)
+	}
+	if e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// streaming reads stream and stream_options.
+func (w *wireOptions) streaming(r *request) *apiError {
 	if w.Stream != nil {
 		r.Stream = *w.Stream
 	}
-	if w.StreamOptions != nil && r.Stream {
-		var so struct {
-			IncludeUsage bool `json:"include_usage"`
-		}
-		if err := json.Unmarshal(*w.StreamOptions, &so); err != nil && !bytes.Equal(bytes.TrimSpace(*w.StreamOptions), []byte("null")) {
-			return nil, badRequest("stream_options", "stream_options must be an object: %v", err)
-		}
-		r.IncludeUsage = so.IncludeUsage
+	if w.StreamOptions == nil || !r.Stream {
+		return nil
 	}
+	var so struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	if err := json.Unmarshal(*w.StreamOptions, &so); err != nil && !bytes.Equal(bytes.TrimSpace(*w.StreamOptions), []byte("null")) {
+		return badRequest("stream_options", "stream_options must be an object: %v", err)
+	}
+	r.IncludeUsage = so.IncludeUsage
+	return nil
+}
+
+// budget reads max_tokens, or a chat's max_completion_tokens (which wins).
+func (w *wireOptions) budget(r *request, chat bool) *apiError {
 	mt, param := w.MaxTokens, "max_tokens"
 	if chat && w.MaxCompletionTokens != nil {
 		mt, param = w.MaxCompletionTokens, "max_completion_tokens"
 	}
-	if mt != nil {
-		if *mt < 0 {
-			return nil, badRequest(param, "%s is %d; it must be ≥ 0", param, *mt)
-		}
-		r.MaxTokens = *mt
+	if mt == nil {
+		return nil
 	}
+	if *mt < 0 {
+		return badRequest(param, "%s is %d; it must be ≥ 0", param, *mt)
+	}
+	r.MaxTokens = *mt
+	return nil
+}
+
+// sampling reads temperature, top_p, top_k and seed.
+func (w *wireOptions) sampling(r *request) *apiError {
 	if t := w.Temperature; t != nil {
 		if math.IsNaN(*t) || *t < 0 || *t > 2 {
-			return nil, badRequest("temperature", "temperature is %v; it must be in [0, 2]", *t)
+			return badRequest("temperature", "temperature is %v; it must be in [0, 2]", *t)
 		}
 		r.Sampling.Temperature = *t
 	}
 	if p := w.TopP; p != nil {
 		if math.IsNaN(*p) || *p <= 0 || *p > 1 {
-			return nil, badRequest("top_p", "top_p is %v; it must be in (0, 1]", *p)
+			return badRequest("top_p", "top_p is %v; it must be in (0, 1]", *p)
 		}
 		r.Sampling.TopP = *p
 	}
 	if k := w.TopK; k != nil {
 		if *k < 0 {
-			return nil, badRequest("top_k", "top_k is %d; it must be ≥ 0 (0 = all)", *k)
+			return badRequest("top_k", "top_k is %d; it must be ≥ 0 (0 = all)", *k)
 		}
 		r.Sampling.TopK = *k
 	}
 	if w.Seed != nil {
 		r.Sampling.Seed = uint64(*w.Seed)
 	}
+	return nil
+}
+
+// unsupported refuses n other than 1 and logprobs.
+func (w *wireOptions) unsupported() *apiError {
 	if w.N != nil && *w.N != 1 {
-		return nil, badRequest("n", "n is %d; only n=1 is supported", *w.N)
-	}
-	if w.ReturnTokenIDs != nil {
-		r.ReturnIDs = *w.ReturnTokenIDs
+		return badRequest("n", "n is %d; only n=1 is supported", *w.N)
 	}
 	if lp := bytes.TrimSpace(w.Logprobs); len(lp) > 0 && !bytes.Equal(lp, []byte("null")) && !bytes.Equal(lp, []byte("false")) && !bytes.Equal(lp, []byte("0")) {
-		return nil, badRequest("logprobs", "logprobs are not supported")
+		return badRequest("logprobs", "logprobs are not supported")
 	}
-	stops, e := decodeStop(w.Stop)
-	if e != nil {
-		return nil, e
-	}
-	r.Stop = stops
-	return r, nil
+	return nil
 }
 
 // decodeStop reads stop: a string, or an array of up to four strings.

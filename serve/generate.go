@@ -178,12 +178,10 @@ func (s *Server) run(ctx context.Context, e *entry, req *request, o *outcome, em
 	}
 	gen := e.loaded.Generation(maxNew, req.Sampling)
 	sink := &textSink{stops: req.Stop}
-	var emitErr error
 	gen.OnToken = func(t inference.Token) error {
 		out, hit := sink.push(t.Text)
 		if out != "" && emit != nil {
 			if err := emit(out); err != nil {
-				emitErr = err
 				return err
 			}
 		}
@@ -192,41 +190,63 @@ func (s *Server) run(ctx context.Context, e *entry, req *request, o *outcome, em
 		}
 		return nil
 	}
-	if s.opts.NoPrefixReuse {
-		if err := e.pc.Reset(); err != nil {
-			o.err = fmt.Errorf("clearing the cache: %w", err)
-			return
-		}
-	}
-	res, err := e.pc.Generate(ctx, o.prompt, gen)
+	res, err := s.generate(ctx, e, o.prompt, gen)
 	o.res = res
-	switch {
-	case errors.Is(err, errStopSequence):
-		err = nil
-		o.finish = "stop"
-	case err == nil:
-		if rest := sink.flush(); rest != "" && emit != nil {
-			if emitErr = emit(rest); emitErr != nil {
-				err = emitErr
-			}
-		}
-		o.finish = "length"
-		if res.StopReason == inference.StopEOS {
-			o.finish = "stop"
-		}
-	}
-	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("canceled: %w", context.Cause(ctx))
-		if s.ctx.Err() != nil {
-			err = errors.New("canceled: the server shut down")
-		} else if errors.Is(err, context.Canceled) {
-			err = errors.New("canceled: the client disconnected")
-		}
-	}
+	o.finish, err = finish(res, err, sink, emit)
 	if err != nil {
-		o.finish = ""
+		o.finish, err = "", s.canceled(ctx, err)
 	}
 	o.err, o.text = err, sink.text()
+}
+
+// generate runs the prompt on e's prefix cache in the program's turn (a
+// host's chat may be generating on the same program).
+func (s *Server) generate(ctx context.Context, e *entry, prompt []int, gen inference.Options) (*inference.PrefixResult, error) {
+	release, err := e.prog.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if s.opts.NoPrefixReuse {
+		if err := e.pc.Reset(); err != nil {
+			return nil, fmt.Errorf("clearing the cache: %w", err)
+		}
+	}
+	return e.pc.Generate(ctx, prompt, gen)
+}
+
+// finish is a generation's finish reason, once the text held back for a
+// stop sequence that never came is passed on; an error ends it without one.
+func finish(res *inference.PrefixResult, err error, sink *textSink, emit func(string) error) (string, error) {
+	switch {
+	case errors.Is(err, errStopSequence):
+		return "stop", nil
+	case err != nil:
+		return "", err
+	}
+	if rest := sink.flush(); rest != "" && emit != nil {
+		if err := emit(rest); err != nil {
+			return "", err
+		}
+	}
+	if res.StopReason == inference.StopEOS {
+		return "stop", nil
+	}
+	return "length", nil
+}
+
+// canceled says why a generation whose context ended stopped: the server
+// shut down or the client left. Other failures are returned as they are.
+func (s *Server) canceled(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() == nil:
+		return err
+	case s.ctx.Err() != nil:
+		return errors.New("canceled: the server shut down")
+	case errors.Is(context.Cause(ctx), context.Canceled):
+		return errors.New("canceled: the client disconnected")
+	}
+	return fmt.Errorf("canceled: %w", context.Cause(ctx))
 }
 
 // answer is the non-streaming response.
@@ -265,79 +285,108 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, e *entry, re
 // stream is the server-sent events response: a chunk per piece of text,
 // one with the finish reason, the usage when asked, then [DONE].
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, e *entry, req *request, o *outcome) {
+	x := startEvents(w, req, e.id)
+	o.status = http.StatusOK
+	if req.IsChat {
+		first := x.chunk("", nil)
+		first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
+		if err := x.send(first); err != nil {
+			o.err, o.status = fmt.Errorf("canceled: the client disconnected (%v)", err), 499
+			return
+		}
+	}
+	s.run(ctx, e, req, o, func(text string) error { return x.send(x.chunk(text, nil)) })
+	if o.err != nil {
+		s.streamFailed(ctx, x, o)
+		return
+	}
+	last := x.chunk("", o.finish)
+	if req.ReturnIDs {
+		last["choices"].([]any)[0].(map[string]any)["token_ids"] = nonNil(o.res.GeneratedIDs)
+		last["prompt_token_ids"] = o.prompt
+	}
+	if err := x.send(last); err != nil {
+		return
+	}
+	if req.IncludeUsage {
+		_ = x.send(map[string]any{"id": x.id, "object": object(req.IsChat, true), "created": x.created, "model": x.model,
+			"choices": []any{}, "usage": o.usage()})
+	}
+	x.done()
+}
+
+// streamFailed ends a stream whose generation failed: with the error as
+// an event when someone is still reading (the server's failure or its
+// shutdown), silently when the client left.
+func (s *Server) streamFailed(ctx context.Context, x *eventStream, o *outcome) {
+	if ctx.Err() == nil || s.ctx.Err() != nil {
+		ae := serverError(o.err)
+		if s.ctx.Err() != nil {
+			ae = unavailable(o.err.Error())
+		}
+		_ = x.send(map[string]any{"error": ae})
+		x.done()
+	}
+	if ctx.Err() != nil && s.ctx.Err() == nil {
+		o.status = 499
+	}
+}
+
+// eventStream writes one response's server-sent events.
+type eventStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	req     *request
+	id      string
+	model   string
+	created int64
+}
+
+// startEvents sends the event stream's headers.
+func startEvents(w http.ResponseWriter, req *request, model string) *eventStream {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	o.status = http.StatusOK
-	rc := http.NewResponseController(w)
-	id, now := newID(req.IsChat), time.Now().Unix()
-	send := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return err
-		}
-		return rc.Flush()
+	return &eventStream{w: w, rc: http.NewResponseController(w), req: req, id: newID(req.IsChat), model: model, created: time.Now().Unix()}
+}
+
+// send writes v as one event and flushes it.
+func (x *eventStream) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
-	chunk := func(delta string, finish any) map[string]any {
-		c := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
-		if req.IsChat {
-			d := map[string]any{}
-			if delta != "" {
-				d["content"] = delta
-			}
-			c["delta"] = d
-		} else {
-			c["text"] = delta
+	if _, err := fmt.Fprintf(x.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return x.rc.Flush()
+}
+
+// done ends the stream.
+func (x *eventStream) done() {
+	fmt.Fprint(x.w, "data: [DONE]\n\n")
+	_ = x.rc.Flush()
+}
+
+// chunk is one streamed piece: a chat delta or a completion's text.
+func (x *eventStream) chunk(delta string, finish any) map[string]any {
+	c := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
+	if x.req.IsChat {
+		d := map[string]any{}
+		if delta != "" {
+			d["content"] = delta
 		}
-		doc := map[string]any{"id": id, "object": object(req.IsChat, true), "created": now, "model": e.id, "choices": []any{c}}
-		if req.IncludeUsage {
-			doc["usage"] = nil
-		}
-		return doc
+		c["delta"] = d
+	} else {
+		c["text"] = delta
 	}
-	if req.IsChat {
-		first := chunk("", nil)
-		first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
-		if err := send(first); err != nil {
-			o.err, o.status = fmt.Errorf("canceled: the client disconnected (%v)", err), 499
-			return
-		}
+	doc := map[string]any{"id": x.id, "object": object(x.req.IsChat, true), "created": x.created, "model": x.model, "choices": []any{c}}
+	if x.req.IncludeUsage {
+		doc["usage"] = nil
 	}
-	s.run(ctx, e, req, o, func(text string) error { return send(chunk(text, nil)) })
-	if o.err != nil {
-		if ctx.Err() == nil || s.ctx.Err() != nil {
-			ae := serverError(o.err)
-			if s.ctx.Err() != nil {
-				ae = unavailable(o.err.Error())
-			}
-			_ = send(map[string]any{"error": ae})
-			fmt.Fprint(w, "data: [DONE]\n\n")
-			_ = rc.Flush()
-		}
-		if ctx.Err() != nil && s.ctx.Err() == nil {
-			o.status = 499
-		}
-		return
-	}
-	last := chunk("", o.finish)
-	if req.ReturnIDs {
-		last["choices"].([]any)[0].(map[string]any)["token_ids"] = nonNil(o.res.GeneratedIDs)
-		last["prompt_token_ids"] = o.prompt
-	}
-	if err := send(last); err != nil {
-		return
-	}
-	if req.IncludeUsage {
-		_ = send(map[string]any{"id": id, "object": object(req.IsChat, true), "created": now, "model": e.id,
-			"choices": []any{}, "usage": o.usage()})
-	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	_ = rc.Flush()
+	return doc
 }
 
 func (o *outcome) usage() map[string]any {

@@ -32,6 +32,7 @@ type entry struct {
 
 	loaded   *inference.Model
 	pc       *inference.PrefixCache
+	prog     *Program // the Host's program loaded is opened on; nil: the server's own
 	lastUsed time.Time
 }
 
@@ -75,7 +76,7 @@ func (e *entry) unload() {
 	if e.loaded != nil {
 		e.loaded.Close()
 	}
-	e.loaded, e.pc = nil, nil
+	e.loaded, e.pc, e.prog = nil, nil, nil
 }
 
 // retryAfter estimates, in seconds, when a place in the queue frees up.
@@ -112,49 +113,95 @@ func (s *Server) acquire(ctx context.Context, e *entry) (func(), *apiError) {
 	return func() { <-e.turn; e.queued.Add(-1) }, nil
 }
 
-// load opens the model if it is not open; the caller holds e's turn. When
-// MaxModels are open, the least recently used idle one is closed first.
+// load opens the model if it is not open; the caller holds e's turn.
+// With a Host the session is opened on the host's program (reopened when
+// the host has loaded the file anew); else, when MaxModels are open, the
+// least recently used idle one is closed first.
 func (s *Server) load(ctx context.Context, e *entry) *apiError {
 	s.loadMu.Lock()
 	defer s.loadMu.Unlock()
-	if e.loaded != nil {
+	var prog *Program
+	if s.opts.Host != nil {
+		var err error
+		if prog, err = s.opts.Host.Program(e.path); err != nil {
+			e.unload() // the host closed it: so does the server
+			return unavailable(err.Error())
+		}
+	}
+	if e.loaded != nil && e.prog == prog {
 		e.lastUsed = time.Now()
 		return nil
 	}
+	e.unload() // a program the host has replaced
 	if s.closing.Load() {
 		return unavailable("the server is shutting down")
 	}
-	for {
-		var open []*entry
-		for _, o := range s.models {
-			if o.loaded != nil {
-				open = append(open, o)
-			}
+	if prog == nil {
+		if ae := s.makeRoom(e); ae != nil {
+			return ae
 		}
-		if len(open) < s.opts.MaxModels {
-			break
-		}
-		var victim *entry
-		for _, o := range open {
-			if victim == nil || o.lastUsed.Before(victim.lastUsed) {
-				select {
-				case o.turn <- struct{}{}: // idle: take its turn to close it
-					if victim != nil {
-						<-victim.turn
-					}
-					victim = o
-				default:
-				}
-			}
-		}
+	}
+	return s.open(ctx, e, prog)
+}
+
+// makeRoom closes idle models until fewer than MaxModels are open; the
+// caller holds loadMu.
+func (s *Server) makeRoom(e *entry) *apiError {
+	for s.openCount() >= s.opts.MaxModels {
+		victim := s.idleLRU()
 		if victim == nil {
 			return busy(e.retryAfter(), fmt.Sprintf("%d models are loaded (--max-models) and all are busy; retry later", s.opts.MaxModels))
 		}
 		victim.unload()
 		<-victim.turn
 	}
+	return nil
+}
+
+func (s *Server) openCount() int {
+	n := 0
+	for _, o := range s.models {
+		if o.loaded != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// idleLRU is the least recently used open model nobody is using, with
+// its turn taken (so that no request starts on it while it closes); nil
+// when every open model is busy.
+func (s *Server) idleLRU() *entry {
+	var victim *entry
+	for _, o := range s.models {
+		if o.loaded == nil || (victim != nil && !o.lastUsed.Before(victim.lastUsed)) {
+			continue
+		}
+		select {
+		case o.turn <- struct{}{}: // idle: take its turn to close it
+			if victim != nil {
+				<-victim.turn
+			}
+			victim = o
+		default:
+		}
+	}
+	return victim
+}
+
+// open opens e's session: on prog's engine when the server shares a
+// host's program, else on the engine the load options choose.
+func (s *Server) open(ctx context.Context, e *entry, prog *Program) *apiError {
 	m, err := e.prep.WithPolicy(e.policy)
-	if err == nil {
+	switch {
+	case err != nil:
+	case prog != nil:
+		sel := prog.Engine
+		// The host's session has run on this engine: no probe, and no
+		// fallback to another engine (which would load a second program).
+		sel.Auto = false
+		err = m.OpenOn(ctx, sel)
+	default:
 		err = m.Open(ctx)
 	}
 	if err != nil {
@@ -165,7 +212,7 @@ func (s *Server) load(ctx context.Context, e *entry) *apiError {
 		m.Close()
 		return serverError(err)
 	}
-	e.loaded, e.pc, e.lastUsed = m, pc, time.Now()
+	e.loaded, e.pc, e.prog, e.lastUsed = m, pc, prog, time.Now()
 	s.logf("loaded %s (%s)", e.id, m.Engine.String())
 	return nil
 }

@@ -4,7 +4,8 @@
 // token prefix a request shares with the one before (a chat client resends
 // the whole history each turn). Requests for one model run one at a time,
 // in order, behind a bounded queue. The CLI (etchat serve) and the app's
-// Serve switch both run it.
+// Serve switch both run it; the app's lends it the chat's loaded program
+// (Host), whose generations take turns with the chat's.
 package serve
 
 import (
@@ -40,8 +41,11 @@ type Options struct {
 	// negative value lets none wait.
 	QueueLimit int
 	// MaxModels bounds the models loaded at once (an idle one is closed to
-	// load another); 0 is 1.
+	// load another); 0 is 1. With a Host the host bounds them.
 	MaxModels int
+	// Host, when set, lends the programs the server runs on (the app's
+	// chat's); the server then loads none itself.
+	Host Host
 	// Store, when set, records each request as a run of kind "api".
 	Store *store.DB
 	// LogRequests stores each request's body with its run.

@@ -32,6 +32,13 @@ const models = await client.models.list();
 seen.models = models.data.map((m) => m.id);
 assert.ok(seen.models.includes(want.model), `models ${seen.models}`);
 
+// docs/serve.md's other way: a client configured by OPENAI_BASE_URL and
+// OPENAI_API_KEY alone.
+process.env.OPENAI_BASE_URL = baseURL;
+process.env.OPENAI_API_KEY = process.env.ETCHAT_API_KEY;
+const fromEnv = await new OpenAI({ maxRetries: 0 }).models.list();
+assert.ok(fromEnv.data.some((m) => m.id === want.model), 'a client from OPENAI_BASE_URL does not list the model');
+
 const messages = [{ role: 'user', content: want.prompt }];
 const chat = await client.chat.completions.create({
   model: want.model, messages, max_tokens: want.max_tokens, temperature: 0, return_token_ids: true,
