@@ -176,7 +176,7 @@ func ask(url, text string, n int) served {
 }
 
 // sameTranscript compares what two chats hold: roles, texts and token ids.
-func sameTranscript(t *testing.T, what string, got, want []Message) {
+func assertSameTranscript(t *testing.T, what string, got, want []Message) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d messages, want %d", what, len(got), len(want))
@@ -313,12 +313,12 @@ func TestServeWaitsForChatStream(t *testing.T) {
 	if r.err != nil || r.status != 200 || !slices.Equal(r.ids, wantServed) || r.cached != 0 {
 		t.Errorf("the queued request: %d %v (cached %d, %v), engine %v: %s", r.status, r.ids, r.cached, r.err, wantServed, r.raw)
 	}
-	sameTranscript(t, "the chat's first turn", st.Messages, wantFirst)
+	assertSameTranscript(t, "the chat's first turn", st.Messages, wantFirst)
 	// The next turn reads the chat's cache: the server must not have
 	// touched it.
 	sc.c.OnChange = nil
 	st = run(t, sc.c, sc.errs, sc.c.Send("And then?"))
-	sameTranscript(t, "the chat's second turn", st.Messages, wantChat)
+	assertSameTranscript(t, "the chat's second turn", st.Messages, wantChat)
 	if n := tokens(st.Messages); st.Position != n {
 		t.Errorf("the chat's cache holds %d tokens, its transcript %d", st.Position, n)
 	}
@@ -355,7 +355,7 @@ func TestChatWaitsForServer(t *testing.T) {
 		t.Errorf("the request: %d %v (%v), engine %v: %s", r.status, r.ids, r.err, wantServed, r.raw)
 	}
 	st := run(t, sc.c, sc.errs, nil)
-	sameTranscript(t, "the chat's turn after waiting", st.Messages, wantChat)
+	assertSameTranscript(t, "the chat's turn after waiting", st.Messages, wantChat)
 }
 
 // TestChatStopWhileWaitingForServer: Stop while the chat waits for the
@@ -441,7 +441,7 @@ func TestNativeServeSharesChatEngine(t *testing.T) {
 		t.Errorf("the server's session is not on the chat's native engine: %+v", loaded)
 	}
 	st := run(t, sc.c, sc.errs, sc.c.Send("Tell me a story"))
-	sameTranscript(t, "the chat's turn after the request", st.Messages, wantChat)
+	assertSameTranscript(t, "the chat's turn after the request", st.Messages, wantChat)
 	if n := tokens(st.Messages); st.Position != n {
 		t.Errorf("the chat's cache holds %d tokens, its transcript %d", st.Position, n)
 	}
