@@ -175,7 +175,7 @@ func ask(url, text string, n int) served {
 	return out
 }
 
-// sameTranscript compares what two chats hold: roles, texts and token ids.
+// assertSameTranscript compares what two chats hold: roles, texts and token ids.
 func assertSameTranscript(t *testing.T, what string, got, want []Message) {
 	t.Helper()
 	if len(got) != len(want) {
