@@ -217,13 +217,16 @@ func TestModelsView(t *testing.T) {
 // waitFor polls cond (for work the view starts on its own goroutine).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 500; i++ {
+	// Patient: under -race on a loaded 2-core machine a store poll and a
+	// redraw can take seconds; a condition met returns at once.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
 		if cond() {
 			return
 		}
 		sleepMs(10)
 	}
-	t.Fatal("condition not reached")
+	t.Fatal("condition not reached in 30 s")
 }
 
 func TestDropAddsAndExplains(t *testing.T) {
