@@ -587,7 +587,7 @@ func (c *Chat) ApplySettings(s Settings) error {
 		return err
 	}
 	c.mu.Lock()
-	sess, id := c.sess, c.st.ConvID
+	sess, id, stored, restored := c.sess, c.st.ConvID, c.st.Stored, c.restored
 	c.mu.Unlock()
 	if sess == nil {
 		c.mu.Lock()
@@ -598,7 +598,12 @@ func (c *Chat) ApplySettings(s Settings) error {
 	}
 	return c.start("Loading model…", func(ctx context.Context) error {
 		history := sess.Messages()
-		holds := held(sess)
+		if _, ok := storedTokens(history, restored); ok && stored > 0 {
+			// Kept as text, the messages have no tokens: the new cache
+			// reads the stored ones, as when the conversation was opened.
+			history = restored[:len(history)]
+		}
+		holds := max(held(sess), stored) // a full history kept as text holds its tokens too
 		next, err := c.opener.Open(ctx, m, s, history, c.progress)
 		if err != nil {
 			return loadError(m, s, err) // the old session stays open

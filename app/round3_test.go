@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -74,6 +75,38 @@ func TestFullReopenedConversationMeter(t *testing.T) {
 		t.Errorf("after the failed send: full %v, meter %q, text back %q", st.Full(), st.Meter(), st.Restore)
 	}
 
+	// Settings that keep the capacity are refused, as for any capacity
+	// that cannot hold the conversation; a larger one reads it in.
+	if err := c.ApplySettings(s); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	var small *CapacityTooSmallError
+	if len(*errs) != 1 || !errors.As((*errs)[0], &small) || small.Holds != history {
+		t.Fatalf("apply at the same capacity: errors %v, want the capacity refused for %d tokens", *errs, history)
+	}
+	*errs = nil
+	bigger := s
+	bigger.Capacity = history + 32
+	st = run(t, c, errs, c.ApplySettings(bigger))
+	if st.Full() || st.Stored != 0 || st.Position != history || st.Capacity != bigger.Capacity {
+		t.Errorf("after raising the capacity: full %v, stored %d, position %d of %d, capacity %d", st.Full(), st.Stored, st.Position, history, st.Capacity)
+	}
+	if m := st.Meter(); !strings.HasPrefix(m, fmt.Sprintf("%d / %d tokens", history, bigger.Capacity)) {
+		t.Errorf("meter after raising the capacity %q", m)
+	}
+
+	c.Close()
+
+	// The other advice: undoing the turn of the full conversation, kept as
+	// text, frees the room.
+	if err := b.Chats.SaveSettings(context.Background(), id, s); err != nil {
+		t.Fatal(err)
+	}
+	c, errs = newTestChat(t, b, model)
+	if st = run(t, c, errs, c.OpenConversation(id)); !st.Full() {
+		t.Fatalf("reopened at capacity %d: meter %q", s.Capacity, st.Meter())
+	}
 	st = run(t, c, errs, c.UndoTurn())
 	if st.Full() || st.Held() != 0 || st.Meter() != fmt.Sprintf("0 / %d tokens · nothing to undo yet", history) {
 		t.Errorf("after undoing the only turn: full %v, held %d, meter %q", st.Full(), st.Held(), st.Meter())
