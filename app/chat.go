@@ -41,6 +41,10 @@ type ChatState struct {
 	// cache in the background (Progress says how far; Position grows with
 	// it). Unlike Busy, actions are allowed: they stop it.
 	Warming bool
+	// Stored is the tokens of a history kept as text, not in the cache
+	// (a reopened conversation that fills the cache: its next token cannot
+	// fit, so it is not read in); 0 when the cache holds the conversation.
+	Stored int
 	// Draft is the message box's text as the view-model knows it, and
 	// DraftNote its token count and the room the reply would have then
 	// ("12 tokens · 83 left").
@@ -64,29 +68,47 @@ func (s ChatState) Meter() string {
 		return fmt.Sprintf("%d / %d tokens · generating", s.Position, s.Capacity)
 	case s.Warming:
 		return fmt.Sprintf("%d / %d tokens · reading the history (%d)", s.Position, s.Capacity, s.Progress.Total)
+	case s.Full():
+		return fmt.Sprintf("%d / %d tokens · full: undo a turn, or raise the capacity in Settings", s.shown(), s.Capacity)
 	case !s.CanUndo():
-		return fmt.Sprintf("%d / %d tokens · nothing to undo yet", s.Position, s.Capacity)
+		return fmt.Sprintf("%d / %d tokens · nothing to undo yet", s.shown(), s.Capacity)
 	}
 	undo := "undo re-prefills the history"
 	if s.UndoInstant {
 		undo = "undo is instant"
 	}
-	return fmt.Sprintf("%d / %d tokens · %s", s.Position, s.Capacity, undo)
+	return fmt.Sprintf("%d / %d tokens · %s", s.shown(), s.Capacity, undo)
 }
 
-// MeterFraction is Position/Capacity in 0..1.
+// shown is the count the meter shows: what the conversation holds, or,
+// while the cache fills (a warm, a prompt read), how far it has.
+func (s ChatState) shown() int {
+	if s.Busy || s.Warming {
+		return s.Position
+	}
+	return s.Held()
+}
+
+// Full reports whether the conversation leaves no room for another token:
+// every send fails until a turn is undone or the capacity raised.
+func (s ChatState) Full() bool {
+	return s.Loaded && !s.Busy && s.Capacity > 0 && s.Held() >= s.Capacity
+}
+
+// MeterFraction is the meter's count over Capacity, in 0..1.
 func (s ChatState) MeterFraction() float64 {
 	if s.Capacity <= 0 {
 		return 0
 	}
-	return min(1, float64(s.Position)/float64(s.Capacity))
+	return min(1, float64(s.shown())/float64(s.Capacity))
 }
 
 // CanUndo reports whether there is a turn to undo.
 func (s ChatState) CanUndo() bool { return !s.Busy && s.Loaded && lastUser(s.Messages) >= 0 }
 
 // CanUndoTokens reports whether there are tokens to take back.
-func (s ChatState) CanUndoTokens() bool { return !s.Busy && s.Loaded && s.Held() > 0 }
+// A history kept as text has none in the cache to take back: undo a turn.
+func (s ChatState) CanUndoTokens() bool { return !s.Busy && s.Loaded && s.Stored == 0 && s.Held() > 0 }
 
 // Held is the tokens the conversation holds: while its history is being
 // read into the cache, all of them, not only those read so far.
@@ -94,7 +116,7 @@ func (s ChatState) Held() int {
 	if s.Warming {
 		return max(s.Position, s.Progress.Total)
 	}
-	return s.Position
+	return max(s.Position, s.Stored)
 }
 
 // CanRegenerate reports whether there is a reply to regenerate.
@@ -196,6 +218,9 @@ type Chat struct {
 	live Session
 	// warm reads a reopened conversation into the cache (chat_warm.go).
 	warm *warmRun
+	// restored is the stored history the open conversation was reopened
+	// with (nil for a new one): the tokens of a history kept as text.
+	restored []Message
 
 	OnChange func()
 	OnError  func(error)
@@ -299,6 +324,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 		c.refreshLocked()
 		c.warmLocked() // a reopened history, or what an action left of it
 		c.mu.Unlock()
+		c.recountDraft()
 		if err != nil && !(stopped && errors.Is(err, context.Canceled)) {
 			c.fail(err)
 			return
@@ -312,14 +338,54 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 func (c *Chat) refreshLocked() {
 	if c.sess == nil {
 		c.st.Loaded, c.st.Messages, c.st.Position, c.st.Capacity, c.st.Engine = false, nil, 0, 0, EngineInfo{}
+		c.st.Stored = 0
 		return
 	}
 	c.st.Loaded = true
 	c.st.Messages = c.sess.Messages()
 	c.st.Position = c.sess.Position()
+	c.st.Stored = keptAsText(c.sess, c.st.Messages, c.restored)
 	c.st.Capacity = c.sess.Capacity()
 	c.st.UndoInstant = c.sess.UndoInstant()
 	c.st.Engine = c.sess.Engine()
+}
+
+// keptAsText is the tokens of the messages sess keeps as text, not in its
+// cache (a reopened history the cache cannot take; the next send reads it
+// again); 0 when the cache holds every message. While they are the
+// restored messages it is their stored tokens, the count the meter showed
+// before the conversation was closed (rendered again, a closed reply
+// gains its turn end and the count can exceed the capacity); otherwise
+// the history as the next send renders it.
+func keptAsText(sess Session, msgs, restored []Message) int {
+	if !slices.ContainsFunc(msgs, func(m Message) bool { return m.Role != "system" && len(m.IDs) == 0 && m.Text != "" }) {
+		return 0
+	}
+	if n, ok := storedTokens(msgs, restored); ok {
+		return n
+	}
+	added, total, ok := sess.DraftTokens("")
+	if !ok {
+		return 0
+	}
+	return total - added
+}
+
+// storedTokens is the stored tokens of msgs when they are restored's first
+// messages, each with its stored tokens.
+func storedTokens(msgs, restored []Message) (int, bool) {
+	if len(msgs) > len(restored) {
+		return 0, false
+	}
+	n := 0
+	for i, m := range msgs {
+		r := restored[i]
+		if m.Role != r.Role || m.Text != r.Text || len(r.IDs) == 0 && m.Text != "" {
+			return 0, false
+		}
+		n += len(r.IDs)
+	}
+	return n, true
 }
 
 func (c *Chat) progress(p Progress) {
@@ -388,6 +454,7 @@ func (c *Chat) replaceLocked(next Session) {
 		releaseIdle(old)
 	}
 	c.sess = next
+	c.restored = nil
 }
 
 // releaseIdle has s's engine close the sessions it parks for reuse (the
@@ -504,6 +571,7 @@ func (c *Chat) OpenConversation(id int64) error {
 		}
 		c.mu.Lock()
 		c.replaceLocked(sess)
+		c.restored = msgs
 		c.st.ConvID, c.st.Title, c.st.Settings = id, sum.Title, s
 		c.mu.Unlock()
 		c.loadBranches(ctx, id)
@@ -519,7 +587,7 @@ func (c *Chat) ApplySettings(s Settings) error {
 		return err
 	}
 	c.mu.Lock()
-	sess, id := c.sess, c.st.ConvID
+	sess, id, stored, restored := c.sess, c.st.ConvID, c.st.Stored, c.restored
 	c.mu.Unlock()
 	if sess == nil {
 		c.mu.Lock()
@@ -530,7 +598,12 @@ func (c *Chat) ApplySettings(s Settings) error {
 	}
 	return c.start("Loading model…", func(ctx context.Context) error {
 		history := sess.Messages()
-		holds := held(sess)
+		if _, ok := storedTokens(history, restored); ok && stored > 0 {
+			// Kept as text, the messages have no tokens: the new cache
+			// reads the stored ones, as when the conversation was opened.
+			history = restored[:len(history)]
+		}
+		holds := max(held(sess), stored) // a full history kept as text holds its tokens too
 		next, err := c.opener.Open(ctx, m, s, history, c.progress)
 		if err != nil {
 			return loadError(m, s, err) // the old session stays open
@@ -548,7 +621,9 @@ func (c *Chat) ApplySettings(s Settings) error {
 			}
 		}
 		c.mu.Lock()
+		restored := c.restored // the same conversation
 		c.replaceLocked(next)
+		c.restored = restored
 		c.st.Settings = s
 		c.mu.Unlock()
 		return nil
@@ -773,7 +848,7 @@ func (c *Chat) explainTurn(err error) error {
 	var long *inference.PromptTooLongError
 	if errors.As(err, &long) {
 		c.mu.Lock()
-		m := c.st.Model
+		m, held := c.st.Model, max(c.st.Position, c.st.Stored) // as the turn found it: a prompt too long is not read
 		c.mu.Unlock()
 		if long.Alone+1 > long.Capacity {
 			more := "raise the capacity in the conversation settings"
@@ -782,6 +857,15 @@ func (c *Chat) explainTurn(err error) error {
 			}
 			return &advisedError{fmt.Sprintf("your message alone is %d tokens, and this conversation holds %d: shorten it (%s); your text is back in the message box",
 				long.Alone, long.Capacity, more), err}
+		}
+		if held >= long.Capacity {
+			// What the meter says: the history alone leaves no room.
+			more := fmt.Sprintf("raise the capacity in Settings to at least %d", long.Tokens+1)
+			if m != nil && m.MaxCtxLen > 0 && long.Tokens+1 > m.MaxCtxLen {
+				more = fmt.Sprintf("start a new conversation (this model reads at most %d tokens)", m.MaxCtxLen)
+			}
+			return &advisedError{fmt.Sprintf("this conversation is full (%d of %d tokens): undo a turn, or %s; your text is back in the message box",
+				held, long.Capacity, more), err}
 		}
 		return &advisedError{fmt.Sprintf("with the history, this turn would be %d tokens, and the conversation holds %d: undo earlier turns, reset, or start a new conversation; your text is back in the message box",
 			long.Tokens, long.Capacity), err}
@@ -792,23 +876,7 @@ func (c *Chat) explainTurn(err error) error {
 // SetDraft records the message box's text and counts its tokens against
 // the room left.
 func (c *Chat) SetDraft(text string) {
-	c.mu.Lock()
-	sess, capacity := c.sess, c.st.Capacity
-	c.mu.Unlock()
-	note := ""
-	if sess != nil && strings.TrimSpace(text) != "" {
-		added, total, ok := sess.DraftTokens(text)
-		switch {
-		case !ok:
-			c.mu.Lock()
-			note = c.st.DraftNote // busy: keep the last count
-			c.mu.Unlock()
-		case total+1 > capacity:
-			note = fmt.Sprintf("%d tokens · too long: %d of %d", added, total, capacity)
-		default:
-			note = fmt.Sprintf("%d tokens · %d left", added, capacity-total)
-		}
-	}
+	note := c.countDraft(text)
 	c.mu.Lock()
 	changed := c.st.Draft != text || c.st.DraftNote != note
 	c.st.Draft, c.st.DraftNote = text, note
@@ -816,6 +884,50 @@ func (c *Chat) SetDraft(text string) {
 	if changed {
 		c.changed()
 	}
+}
+
+// recountDraft counts the message box's text again once whatever held the
+// session (an action, a warm) has let it go, so the note is not left at
+// the count from before, or at none.
+func (c *Chat) recountDraft() {
+	c.mu.Lock()
+	text := c.st.Draft
+	c.mu.Unlock()
+	note := c.countDraft(text)
+	c.mu.Lock()
+	changed := c.st.Draft == text && c.st.DraftNote != note // the box may have changed meanwhile: its own count stands
+	if changed {
+		c.st.DraftNote = note
+	}
+	c.mu.Unlock()
+	if changed {
+		c.changed()
+	}
+}
+
+// countDraft is the draft note for text: its tokens and the room left.
+func (c *Chat) countDraft(text string) string {
+	c.mu.Lock()
+	sess, capacity := c.sess, c.st.Capacity
+	c.mu.Unlock()
+	if sess == nil || strings.TrimSpace(text) == "" {
+		return ""
+	}
+	added, total, ok := sess.DraftTokens(text)
+	switch {
+	case !ok:
+		// Busy: keep the last count while the text is the one it counted;
+		// the count is made again when the session is free.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.st.Draft == text {
+			return c.st.DraftNote
+		}
+		return "counted when the chat is free"
+	case total+1 > capacity:
+		return fmt.Sprintf("%d tokens · too long: %d of %d", added, total, capacity)
+	}
+	return fmt.Sprintf("%d tokens · %d left", added, capacity-total)
 }
 
 // SetGreedy switches the open conversation (and new ones) between greedy

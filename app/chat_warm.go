@@ -85,6 +85,8 @@ func (c *Chat) warmLocked() {
 		if !mine {
 			return // an action took over; it shows its own state
 		}
+		c.recountDraft() // the warm held the session: the note could not count
+
 		if err != nil && !errors.Is(err, context.Canceled) {
 			c.fail(fmt.Errorf("%w — the next message reads the rest of the history", err))
 			return

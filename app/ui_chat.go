@@ -336,6 +336,9 @@ func (v *chatView) refresh() {
 	v.meterText = st.Meter()
 	v.meterLabel.SetText(v.meterText)
 	v.meter.SetValue(st.MeterFraction())
+	// A bar at 0 is all in its pale track colour and reads as full: with
+	// nothing loaded there is no bar, only the meter's text.
+	showIf(v.meter, st.Loaded)
 	v.refreshActivity(st)
 	v.errLabel.SetText(st.Err)
 	showIf(v.errLabel, st.Err != "")

@@ -136,11 +136,11 @@ func newLibraryView(u *UI) *libraryView {
 	estimate := widget.NewForm(widget.NewFormItem("Capacity", v.capacity), widget.NewFormItem("KV dtype", v.dtype))
 	v.layerH = &minHeight{h: 180}
 	v.layerBox = container.New(v.layerH, v.layers)
-	v.details = container.NewVScroll(container.NewVBox(
+	v.details = container.NewVScroll(container.New(scrollGutter{}, container.NewVBox(
 		v.title, v.blocked,
 		widget.NewLabelWithStyle("KV cache estimate", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		estimate, v.memory, v.summary, v.layerBox, widget.NewSeparator(), v.facts,
-	))
+	)))
 	v.noSel = widget.NewLabel("Select a model to see its details.")
 	right := container.NewStack(v.details, v.noSel)
 
@@ -157,6 +157,27 @@ func newLibraryView(u *UI) *libraryView {
 	u.Library.Subscribe(u.coalesce(v.refresh))
 	v.refresh()
 	return v
+}
+
+// scrollGutter lays its content out a scroll bar's width short of the
+// right edge: a Scroll draws its bar over its content, where it covered
+// the fields that reach the edge (the Capacity entry at 800×600).
+type scrollGutter struct{}
+
+func (scrollGutter) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var s fyne.Size
+	for _, o := range objs {
+		s = s.Max(o.MinSize())
+	}
+	return s.AddWidthHeight(theme.ScrollBarSize(), 0)
+}
+
+func (scrollGutter) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	inner := fyne.NewSize(max(0, size.Width-theme.ScrollBarSize()), size.Height)
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(inner)
+	}
 }
 
 func badgeImportance(e LibraryEntry) widget.Importance {
