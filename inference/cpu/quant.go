@@ -156,16 +156,41 @@ func (m *model) prepareQuant() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.Kind, err)
 		}
-		if &q.Scales[0] != firstF(sc) {
-			m.heapBytes += int64(len(q.Scales)) * 4
-		}
-		if q.Biases != nil && &q.Biases[0] != firstF(bi) {
-			m.heapBytes += int64(len(q.Biases)) * 4
-		}
+		m.heapBytes += q.copiedBytes(sc, bi)
 		built[k] = q
 		m.qmats[n] = q
 	}
+	m.dropFoldedBiases()
 	return nil
+}
+
+// dropFoldedBiases releases the init chain's fp32 biases that only
+// prepared, folded quantized matmuls read (they read none of them): 4
+// bytes a group, as much as fp32 scales would be.
+func (m *model) dropFoldedBiases() {
+	readers := map[g.Tid]int{} // reads other than by a folded matrix's matmul
+	folded := map[g.Tid]bool{}
+	for _, in := range m.graph.Instructions {
+		if n, ok := in.Op.(*g.QuantizedMatmulNode); ok && n.Biases != nil {
+			if q := m.qmats[n]; q != nil && q.Biases == nil {
+				folded[*n.Biases] = true
+				continue
+			}
+		}
+		reads, _ := tidUses(in.Op)
+		for _, t := range reads {
+			readers[t]++
+		}
+	}
+	for t := range folded {
+		if readers[t] > 0 || int(t) >= len(m.consts) || m.consts[t] == nil {
+			continue
+		}
+		if x := m.consts[t]; x.f != nil {
+			m.heapBytes -= int64(len(x.f)) * 4
+		}
+		m.consts[t] = nil
+	}
 }
 
 // planQFusion finds runs of consecutive QuantizedMatmulNodes of the main
@@ -214,6 +239,19 @@ func (m *model) planQFusion() {
 // one input).
 const maxQFused = 4
 
+// copiedBytes is the heap that q's scales and biases take beyond the
+// tensors sc and bi (converted copies; views take none).
+func (q *qMatrix) copiedBytes(sc, bi *tensor) int64 {
+	var n int64
+	if q.Scales != nil && &q.Scales[0] != firstF(sc) {
+		n += int64(len(q.Scales)) * 4
+	}
+	if q.Biases != nil && &q.Biases[0] != firstF(bi) {
+		n += int64(len(q.Biases)) * 4
+	}
+	return n
+}
+
 func firstF(t *tensor) *float32 {
 	if len(t.f) > t.off {
 		return &t.f[t.off]
@@ -236,8 +274,12 @@ func newQMatrix(w, sc, bi *tensor, bits, gs int) (*qMatrix, error) {
 	if sc.isInt() || bi.isInt() || sc.numel() != groups || bi.numel() != groups {
 		return nil, fmt.Errorf("scales %v and biases %v for a %d×%d matrix in groups of %d", sc.shape, bi.shape, rows, cols, gs)
 	}
-	q := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: w.uints(),
-		Scales: sc.floats(nil), Biases: bi.floats(nil)}
+	q := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: w.uints(), Biases: bi.floats(nil)}
+	if sc.dt == stBF16 && sc.h != nil && sc.contiguous() {
+		q.ScalesBF16 = sc.h[sc.off : sc.off+groups] // as the file has them
+	} else {
+		q.Scales = sc.floats(nil)
+	}
 	q.foldBiases()
 	return q, nil
 }
