@@ -11,35 +11,46 @@ import (
 )
 
 // arena hands out float buffers for one forward pass; reset makes the
-// memory reusable, so a steady decode loop allocates nothing new.
+// memory reusable, so a steady decode loop allocates nothing new. It
+// grows by chunks that it keeps: the first pass's buffers are the ones
+// every later pass reuses (growing one buffer to the last pass's need
+// left the first pass's allocations as garbage beside a fresh,
+// untouched buffer, whose page faults then slowed the next pass).
 type arena struct {
-	buf  []float32
-	used int
-	over int // elements requested beyond buf since the last reset
-	peak int
+	chunks [][]float32
+	cur    int // the chunk being handed out
+	used   int // elements of chunks[cur] handed out
 }
+
+// arenaChunk is the elements of a chunk (16 MiB); a larger request gets
+// a chunk of its own size.
+const arenaChunk = 4 << 20
 
 func (a *arena) alloc(n int) []float32 {
-	if a.used+n <= len(a.buf) {
-		b := a.buf[a.used : a.used+n : a.used+n]
-		a.used += n
-		// not cleared: every op writes all of its output
-		return b
+	for ; a.cur < len(a.chunks); a.cur, a.used = a.cur+1, 0 {
+		if c := a.chunks[a.cur]; a.used+n <= len(c) {
+			b := c[a.used : a.used+n : a.used+n]
+			a.used += n
+			// not cleared: every op writes all of its output
+			return b
+		}
 	}
-	a.over += n
-	return make([]float32, n)
+	c := make([]float32, max(n, arenaChunk))
+	a.chunks = append(a.chunks, c)
+	a.used = n
+	return c[:n:n]
 }
 
-// reset recycles the arena, growing it to what the last pass needed.
-func (a *arena) reset() {
-	if need := a.used + a.over; need > len(a.buf) {
-		a.buf = make([]float32, need+need/4)
-	}
-	a.peak = max(a.peak, a.used+a.over)
-	a.used, a.over = 0, 0
-}
+// reset recycles the arena's chunks for the next pass.
+func (a *arena) reset() { a.cur, a.used = 0, 0 }
 
-func (a *arena) bytes() int64 { return int64(len(a.buf)) * 4 }
+func (a *arena) bytes() int64 {
+	var n int64
+	for _, c := range a.chunks {
+		n += int64(len(c)) * 4
+	}
+	return n
+}
 
 // session is one conversation on a loaded model.
 type session struct {
