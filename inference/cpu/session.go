@@ -20,6 +20,11 @@ type arena struct {
 	chunks [][]float32
 	cur    int // the chunk being handed out
 	used   int // elements of chunks[cur] handed out
+	bumped int // elements newly handed out in this pass (not reused)
+	// with track (liveness.go): this pass's blocks, and those released
+	track  bool
+	blocks []arenaBlock
+	free   []int
 }
 
 // arenaChunk is the elements of a chunk (16 MiB); a larger request gets
@@ -27,6 +32,19 @@ type arena struct {
 const arenaChunk = 4 << 20
 
 func (a *arena) alloc(n int) []float32 {
+	if !a.track {
+		return a.bump(n)
+	}
+	if b, ok := a.reuse(n); ok {
+		return b
+	}
+	b := a.bump(n)
+	a.blocks = append(a.blocks, arenaBlock{b: b})
+	return b
+}
+
+func (a *arena) bump(n int) []float32 {
+	a.bumped += n
 	for ; a.cur < len(a.chunks); a.cur, a.used = a.cur+1, 0 {
 		if c := a.chunks[a.cur]; a.used+n <= len(c) {
 			b := c[a.used : a.used+n : a.used+n]
@@ -41,8 +59,13 @@ func (a *arena) alloc(n int) []float32 {
 	return c[:n:n]
 }
 
-// reset recycles the arena's chunks for the next pass.
-func (a *arena) reset() { a.cur, a.used = 0, 0 }
+// reset recycles the arena's chunks for the next pass; track: whether
+// it reuses released blocks within the pass.
+func (a *arena) reset(track bool) {
+	a.cur, a.used, a.bumped, a.track = 0, 0, 0, track
+	clear(a.blocks)
+	a.blocks, a.free = a.blocks[:0], a.free[:0]
+}
 
 func (a *arena) bytes() int64 {
 	var n int64
@@ -241,7 +264,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	s.posBuf = append(s.posBuf[:0], positions...)
 	s.slots[s.m.inIDs] = s.newI(stI64, []int{1, n}, s.idsBuf)
 	s.slots[s.m.inPos] = s.newI(stI64, []int{n}, s.posBuf)
-	s.arena.reset()
+	s.arena.reset(s.m.reusesBuffers(n))
 	s.plans = s.plans[:0]
 	s.lastOnly = lastOnly && s.m.headInst >= 0
 
@@ -337,10 +360,16 @@ func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
 			if err := s.fused(s.acts[i]); err != nil {
 				return fmt.Errorf("cpu: instruction %d (%s, fused): %w", i, chain[i].Kind, err)
 			}
+			if s.arena.track {
+				s.release(i, i)
+			}
 			continue
 		}
 		if err := s.exec(chain[i]); err != nil {
 			return fmt.Errorf("cpu: instruction %d (%s): %w", i, chain[i].Kind, err)
+		}
+		if s.arena.track {
+			s.release(i, i+s.skip)
 		}
 		i += s.skip
 		s.skip = 0
