@@ -150,11 +150,15 @@ func newSession(m *model, cfg *kvcache.Config, threads int) (*session, error) {
 			s.kv[i] = kvPool{heads: l.KVHeads, dim: l.HeadDim, dt: s.cfg.DType}
 			s.kv[i].grow(s.cfg.PoolRows(l, 0))
 		}
-		// Every UpdateAndAttend must name a configured layer.
+		// Every UpdateAndAttend must name a configured cache (its
+		// layer_id is a cache index: layers may share one).
 		for _, in := range gr.Instructions {
 			if n, ok := in.Op.(*g.UpdateAndAttendNode); ok {
-				if n.LayerID == nil || int(*n.LayerID) < 0 || int(*n.LayerID) >= len(s.kv) {
-					return nil, fmt.Errorf("cpu: UpdateAndAttend layer %v outside the cache config's %d layers", n.LayerID, len(s.kv))
+				if n.LayerID == nil {
+					return nil, errors.New("cpu: UpdateAndAttend names no cache (layer_id not set)")
+				}
+				if id := int(*n.LayerID); id < 0 || id >= len(s.kv) {
+					return nil, fmt.Errorf("cpu: UpdateAndAttend on cache %d (its layer_id) outside the cache config's %d caches", id, len(s.kv))
 				}
 			}
 		}
@@ -299,7 +303,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 
 	if s.seq != nil {
 		if len(s.plans) == 0 {
-			return nil, 0, errors.New("cpu: the graph wrote no cache layer")
+			return nil, 0, errors.New("cpu: the graph wrote no cache")
 		}
 		for _, p := range s.plans {
 			s.seq.Commit(p)
