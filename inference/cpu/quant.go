@@ -78,11 +78,28 @@ func (m *model) runInit() error {
 	m.initRuns++
 	s := &session{m: m, threads: 1, slots: make([]*tensor, gr.NumTensors()), vals: make([]value, gr.NumValues), init: true}
 	copy(s.slots, m.consts)
-	if err := s.run(context.Background(), gr.Chains[gr.InitChain]); err != nil {
-		return fmt.Errorf("init chain: %w", err)
+	// One instruction at a time, its results copied out and the scratch
+	// arena recycled: the peak is then the results (what the program keeps)
+	// and one instruction's buffers, not every instruction's buffers
+	// beside the copies (a 1B model's biases are 154 MB in fp32).
+	owned := map[*tensor]bool{}
+	chain := gr.Chains[gr.InitChain]
+	for i := range chain {
+		if err := s.run(context.Background(), chain[i:i+1]); err != nil {
+			return fmt.Errorf("init chain: %w", err)
+		}
+		m.keepInit(s, owned)
+		s.arena.reset(false)
 	}
+	return nil
+}
+
+// keepInit copies what the init chain wrote into the scratch session s
+// (slots neither a constant nor already copied) into the program: over
+// the constant it replaces, or beside the constants.
+func (m *model) keepInit(s *session, owned map[*tensor]bool) {
 	for t, x := range s.slots {
-		if x == nil || (t < len(m.consts) && x == m.consts[t]) {
+		if x == nil || owned[x] || (t < len(m.consts) && x == m.consts[t]) {
 			continue
 		}
 		// Own the result: a fresh contiguous copy, not a step header or a
@@ -100,13 +117,30 @@ func (m *model) runInit() error {
 			own.f = append([]float32(nil), x.floats(nil)...)
 			m.heapBytes += int64(len(own.f)) * 4
 		}
-		if t < len(m.consts) {
-			m.consts[t] = own
-		} else {
-			m.initSlots = append(m.initSlots, initSlot{g.Tid(t), own})
+		s.slots[t], owned[own] = own, true
+		m.setInit(g.Tid(t), own, owned)
+	}
+}
+
+// setInit keeps the init chain's result x for slot t, replacing (and
+// uncounting) a result an earlier instruction wrote there.
+func (m *model) setInit(t g.Tid, x *tensor, owned map[*tensor]bool) {
+	heap := func(x *tensor) int64 { return int64(len(x.u))*4 + int64(len(x.i))*8 + int64(len(x.f))*4 }
+	if int(t) < len(m.consts) {
+		if old := m.consts[t]; owned[old] {
+			m.heapBytes -= heap(old)
+		}
+		m.consts[t] = x
+		return
+	}
+	for i := range m.initSlots {
+		if m.initSlots[i].t == t {
+			m.heapBytes -= heap(m.initSlots[i].x)
+			m.initSlots[i].x = x
+			return
 		}
 	}
-	return nil
+	m.initSlots = append(m.initSlots, initSlot{t, x})
 }
 
 // prepareQuant builds, once per program, the qMatrix of every
