@@ -145,6 +145,8 @@ type model struct {
 	// deaths: per main-chain instruction, the temporaries it reads last
 	// (planDeaths; a pass of many rows reuses their buffers)
 	deaths [][]mlxgraph.Tid
+	// replaced: per instruction, the temporaries it reads and overwrites
+	replaced [][]mlxgraph.Tid
 	// ropes: the rotary embeddings computed in one pass (planRoPE); acts:
 	// what run does at each main-chain instruction for them (nil: none)
 	ropes     []ropePlan

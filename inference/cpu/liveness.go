@@ -30,6 +30,7 @@ func (m *model) planDeaths() {
 	gr := m.graph
 	firstTemp := g.Tid(gr.NumConstantTensors + gr.NumInputTensors + gr.NumOutputTensors + gr.NumMutableBufferTensors)
 	m.deaths = make([][]g.Tid, len(gr.Instructions))
+	m.replaced = make([][]g.Tid, len(gr.Instructions))
 	last := map[g.Tid]int{}
 	die := func(t g.Tid) {
 		if i, ok := last[t]; ok {
@@ -46,7 +47,11 @@ func (m *model) planDeaths() {
 		}
 		for _, t := range writes {
 			if last[t] == i {
-				delete(last, t) // read and written here: the new value lives on
+				// read and written here: the old value dies as the
+				// instruction replaces it (release compares), the new
+				// one lives on
+				delete(last, t)
+				m.replaced[i] = append(m.replaced[i], t)
 				continue
 			}
 			die(t)
@@ -63,22 +68,43 @@ type arenaBlock struct {
 	free bool
 }
 
-// release gives back the buffers of the slots that die at instruction
-// i (and the followers a fused instruction ran) when no live slot or
-// held rotary embedding is a view of them.
+// release gives back the buffers of the slots that die at instructions
+// [i0, i1] (an instruction and the followers a fused one ran) when no
+// live slot or held rotary embedding is a view of them, and the
+// instruction's scratch.
 func (s *session) release(i0, i1 int) {
+	s.releaseScratch()
+	for _, x := range s.olds {
+		s.releaseTensor(x)
+	}
+	clear(s.olds)
+	s.olds = s.olds[:0]
 	for i := i0; i <= i1 && i < len(s.m.deaths); i++ {
 		for _, t := range s.m.deaths[i] {
 			x := s.slots[t]
 			s.slots[t] = nil
-			if x == nil || x.f == nil {
-				continue
-			}
-			if k := s.arena.find(x.f); k >= 0 && !s.viewed(s.arena.blocks[k].b) {
-				s.arena.blocks[k].free = true
-				s.arena.free = append(s.arena.free, k)
-			}
+			s.releaseTensor(x)
 		}
+	}
+}
+
+// holdReplaced keeps, before instruction i runs, the values of the slots
+// it reads and then replaces, for release to take their buffers back.
+func (s *session) holdReplaced(i int) {
+	for _, t := range s.m.replaced[i] {
+		s.olds = append(s.olds, s.slots[t])
+	}
+}
+
+// releaseTensor takes back x's block unless a live slot or a held rotary
+// embedding views it.
+func (s *session) releaseTensor(x *tensor) {
+	if x == nil || x.f == nil {
+		return
+	}
+	if k := s.arena.find(x.f); k >= 0 && !s.viewed(s.arena.blocks[k].b) {
+		s.arena.blocks[k].free = true
+		s.arena.free = append(s.arena.free, k)
 	}
 }
 
@@ -125,7 +151,9 @@ func (a *arena) find(f []float32) int {
 func (a *arena) reuse(n int) ([]float32, bool) {
 	best := -1
 	for j, k := range a.free {
-		if c := cap(a.blocks[k].b); c >= n && (best < 0 || c < cap(a.blocks[a.free[best]].b)) {
+		// at most twice the request: a small scratch buffer must not
+		// hold a large block for the rest of the pass
+		if c := cap(a.blocks[k].b); c >= n && c <= 2*n && (best < 0 || c < cap(a.blocks[a.free[best]].b)) {
 			best = j
 		}
 	}
@@ -136,5 +164,21 @@ func (a *arena) reuse(n int) ([]float32, bool) {
 	a.free[best] = a.free[len(a.free)-1]
 	a.free = a.free[:len(a.free)-1]
 	a.blocks[k].free = false
+	a.taken = append(a.taken, k)
 	return a.blocks[k].b[:n], true
+}
+
+// releaseScratch takes back the blocks handed out since the last call
+// that no live slot or held rotary embedding views: an instruction's
+// scratch (gathered operands, copies for a kernel), which no slot's
+// death would release.
+func (s *session) releaseScratch() {
+	a := &s.arena
+	for _, k := range a.taken {
+		if !a.blocks[k].free && !s.viewed(a.blocks[k].b) {
+			a.blocks[k].free = true
+			a.free = append(a.free, k)
+		}
+	}
+	a.taken = a.taken[:0]
 }

@@ -25,6 +25,7 @@ type arena struct {
 	track  bool
 	blocks []arenaBlock
 	free   []int
+	taken  []int // blocks handed out since the last releaseScratch
 }
 
 // arenaChunk is the elements of a chunk (16 MiB); a larger request gets
@@ -39,6 +40,7 @@ func (a *arena) alloc(n int) []float32 {
 		return b
 	}
 	b := a.bump(n)
+	a.taken = append(a.taken, len(a.blocks))
 	a.blocks = append(a.blocks, arenaBlock{b: b})
 	return b
 }
@@ -64,7 +66,7 @@ func (a *arena) bump(n int) []float32 {
 func (a *arena) reset(track bool) {
 	a.cur, a.used, a.bumped, a.track = 0, 0, 0, track
 	clear(a.blocks)
-	a.blocks, a.free = a.blocks[:0], a.free[:0]
+	a.blocks, a.free, a.taken = a.blocks[:0], a.free[:0], a.taken[:0]
 }
 
 func (a *arena) bytes() int64 {
@@ -83,6 +85,7 @@ type session struct {
 	// off) and the rotary embeddings computed ahead of their add
 	acts     []fuseAct
 	ropeHeld []*tensor
+	olds     []*tensor // values the running instruction replaces (holdReplaced)
 
 	// off-graph cache
 	cfg   *kvcache.Config
@@ -368,6 +371,9 @@ func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
 				s.release(i, i)
 			}
 			continue
+		}
+		if s.arena.track {
+			s.holdReplaced(i)
 		}
 		if err := s.exec(chain[i]); err != nil {
 			return fmt.Errorf("cpu: instruction %d (%s): %w", i, chain[i].Kind, err)
