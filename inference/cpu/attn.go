@@ -446,7 +446,7 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 	}
 	layer := int(*n.LayerID)
 	if layer < 0 || layer >= len(s.kv) {
-		return fmt.Errorf("UpdateAndAttend: layer %d out of range (%d cache layers)", layer, len(s.kv))
+		return fmt.Errorf("UpdateAndAttend: cache %d (its layer_id) out of range (%d caches)", layer, len(s.kv))
 	}
 	q, err := s.get(n.Q)
 	if err != nil {
@@ -471,7 +471,7 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 	hq, T, D := q.shape[1], q.shape[2], q.shape[3]
 	if k.shape[1] != pool.heads || k.shape[3] != pool.dim || D != pool.dim || k.shape[2] != T ||
 		v.shape[1] != pool.heads || v.shape[2] != T || v.shape[3] != pool.dim || hq%pool.heads != 0 {
-		return fmt.Errorf("UpdateAndAttend layer %d: q %v k %v v %v do not fit the cache's %d heads × %d", layer, q.shape, k.shape, v.shape, pool.heads, pool.dim)
+		return fmt.Errorf("UpdateAndAttend on cache %d: q %v k %v v %v do not fit its %d heads × %d", layer, q.shape, k.shape, v.shape, pool.heads, pool.dim)
 	}
 	if pt.numel() < 1 {
 		return fmt.Errorf("UpdateAndAttend: empty position tensor")
@@ -487,7 +487,7 @@ func (s *session) updateAndAttend(n *g.UpdateAndAttendNode) error {
 	}
 	rows := s.cfg.PoolRows(s.cfg.Layers[layer], need)
 	if rows < need {
-		return fmt.Errorf("UpdateAndAttend layer %d: %d rows needed, pool holds at most %d", layer, need, rows)
+		return fmt.Errorf("UpdateAndAttend on cache %d: %d rows needed, its pool holds at most %d", layer, need, rows)
 	}
 	pool.grow(rows)
 

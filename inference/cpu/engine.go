@@ -142,6 +142,11 @@ type model struct {
 	// same input (a layer's q, k and v projections; gate and up), run
 	// with it as one shared job (planQFusion).
 	qfused map[*mlxgraph.QuantizedMatmulNode][]*mlxgraph.QuantizedMatmulNode
+	// deaths: per main-chain instruction, the temporaries it reads last
+	// (planDeaths; a pass of many rows reuses their buffers)
+	deaths [][]mlxgraph.Tid
+	// replaced: per instruction, the temporaries it reads and overwrites
+	replaced [][]mlxgraph.Tid
 	// ropes: the rotary embeddings computed in one pass (planRoPE); acts:
 	// what run does at each main-chain instruction for them (nil: none)
 	ropes     []ropePlan
@@ -275,6 +280,7 @@ func (m *model) bind() error {
 	}
 	m.planQFusion()
 	m.planRoPE()
+	m.planDeaths()
 
 	// I/O: input_ids and cache_position tensors, and the float output with
 	// a vocabulary dimension (in-graph programs return two more int64

@@ -131,7 +131,7 @@ func TestQPrefillWideBitIdentical(t *testing.T) {
 				p.prepare(x, n, w)
 				useAVX512 = false
 				want := make([]float32, n*c.rows)
-				qMatMulPrepared(want, p, n, w, 0, c.rows)
+				qMatMulPrepared(want, p, n, w, 0, c.rows, new([]float32))
 				useAVX512 = true
 				got := make([]float32, n*c.rows)
 				if s := min(16, c.rows); !qPrefillWide(got, x, n, w, 0, s) || !qPrefillWide(got, x, n, w, s, c.rows) {

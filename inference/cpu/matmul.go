@@ -310,6 +310,11 @@ func (j *mmJob) run() {
 	if j.w != nil {
 		scratch = scratchFor(j.rows, j.w)
 	}
+	var sb *[]float32 // this goroutine's room for widened bf16 scales
+	if j.q != nil || len(j.qs) > 0 {
+		sb = qScaleBufs.Get().(*[]float32)
+		defer qScaleBufs.Put(sb)
+	}
 	N, B := j.cols(), j.block
 	for {
 		n0 := int(j.next.Add(int64(B)) - int64(B))
@@ -322,11 +327,11 @@ func (j *mmJob) run() {
 			continue
 		}
 		if len(j.qs) > 0 {
-			j.runParts(n0, n1)
+			j.runParts(n0, n1, sb)
 			continue
 		}
 		if j.q != nil {
-			qMatMulPrepared(j.out, &j.qp, j.rows, j.q, n0, n1)
+			qMatMulPrepared(j.out, &j.qp, j.rows, j.q, n0, n1, sb)
 		} else {
 			matmulRange(j.out, j.x, j.rows, j.w, n0, n1, scratch, j.prepped)
 		}
@@ -502,13 +507,14 @@ type qPart struct {
 	out []float32
 }
 
-// runParts runs rows [n0, n1) of the fused matrices taken end to end.
-func (j *mmJob) runParts(n0, n1 int) {
+// runParts runs rows [n0, n1) of the fused matrices taken end to end
+// (sb: room for widened bf16 scales).
+func (j *mmJob) runParts(n0, n1 int, sb *[]float32) {
 	base := 0
 	for _, p := range j.qs {
 		a, b := max(n0, base), min(n1, base+p.q.Rows)
 		if a < b {
-			qMatMulPrepared(p.out, &j.qp, j.rows, p.q, a-base, b-base)
+			qMatMulPrepared(p.out, &j.qp, j.rows, p.q, a-base, b-base, sb)
 		}
 		base += p.q.Rows
 	}
@@ -533,7 +539,9 @@ func qMatMulJobs(job *mmJob, parts []qPart, x []float32, rows int, threads int) 
 		job.post(nt)
 		return
 	}
-	job.runParts(0, N)
+	sb := qScaleBufs.Get().(*[]float32)
+	job.runParts(0, N, sb)
+	qScaleBufs.Put(sb)
 	job.qs = nil
 }
 

@@ -22,9 +22,14 @@ import (
 //     elements: element k of a row is the unsigned integer
 //     Q = (word[k / (32/Bits)] >> ((k % (32/Bits))·Bits)) & (2^Bits − 1),
 //     least significant bits first.
-//   - Scales and Biases hold Rows·Cols/GroupSize fp32 values, row-major:
-//     group g of row r uses s = Scales[r·G + g], b = Biases[r·G + g],
-//     G = Cols/GroupSize (bf16/fp16 scales are converted at load).
+//   - The scales are Rows·Cols/GroupSize values, row-major: group g of
+//     row r uses s = scale(r·G + g), G = Cols/GroupSize. They are held as
+//     the file has them: ScalesBF16 (bf16 bits, a view of the mapping;
+//     Scales nil) or Scales (fp32; fp16 scales are converted at load).
+//     Widening bf16 is exact, so either gives the same s. Kernels that want
+//     fp32 scales widen a block's into a buffer (scalesOf).
+//   - Biases hold Rows·Cols/GroupSize fp32 values, row-major: group g of
+//     row r uses b = Biases[r·G + g].
 //     Biases is nil when every bias is BiasMul·s exactly (BiasMul =
 //     −2^(Bits−1), as ExecuTorch's symmetric exports have them): the
 //     kernels then read no bias bytes (bias(i) is the value either way).
@@ -46,13 +51,44 @@ type qMatrix struct {
 	Bits, GroupSize, Rows, Cols int
 	Packed                      []uint32
 	Scales, Biases              []float32
-	BiasMul                     float32 // with Biases nil: b = BiasMul·s
+	ScalesBF16                  []uint16 // the scales as bf16 (Scales nil)
+	BiasMul                     float32  // with Biases nil: b = BiasMul·s
+}
+
+// scale is the scale of group i (row-major over rows and groups).
+func (w *qMatrix) scale(i int) float32 {
+	if w.Scales == nil {
+		return bf16ToF32(w.ScalesBF16[i])
+	}
+	return w.Scales[i]
+}
+
+// scalesOf is groups [i0, i1) of the scales in fp32: a view of Scales,
+// or ScalesBF16 widened into buf (grown when short; *buf keeps it).
+func (w *qMatrix) scalesOf(i0, i1 int, buf *[]float32) []float32 {
+	if w.Scales != nil {
+		return w.Scales[i0:i1]
+	}
+	if cap(*buf) < i1-i0 {
+		*buf = make([]float32, i1-i0)
+	}
+	d := (*buf)[:i1-i0]
+	widenBF16(d, w.ScalesBF16[i0:i1])
+	return d
+}
+
+// numScales is the number of groups of the whole matrix.
+func (w *qMatrix) numScales() int {
+	if w.Scales == nil {
+		return len(w.ScalesBF16)
+	}
+	return len(w.Scales)
 }
 
 // bias is the bias of group i (row-major over rows and groups).
 func (w *qMatrix) bias(i int) float32 {
 	if w.Biases == nil {
-		return w.BiasMul * w.Scales[i]
+		return w.BiasMul * w.scale(i)
 	}
 	return w.Biases[i]
 }
@@ -61,12 +97,12 @@ func (w *qMatrix) bias(i int) float32 {
 // its scale (symmetric quantization written as affine), so that the
 // kernels stream only the scales. It reports whether it did.
 func (w *qMatrix) foldBiases() bool {
-	if w.Biases == nil || len(w.Biases) != len(w.Scales) {
+	if w.Biases == nil || len(w.Biases) != w.numScales() {
 		return false
 	}
 	c := -float32(int(1) << (w.Bits - 1))
-	for i, s := range w.Scales {
-		if math.Float32bits(w.Biases[i]) != math.Float32bits(c*s) {
+	for i, b := range w.Biases {
+		if math.Float32bits(b) != math.Float32bits(c*w.scale(i)) {
 			return false
 		}
 	}
@@ -85,8 +121,8 @@ func (w *qMatrix) rowBiases(r int, buf []float32) []float32 {
 		buf = make([]float32, G)
 	}
 	buf = buf[:G]
-	for g, s := range w.Scales[r*G : (r+1)*G] {
-		buf[g] = w.BiasMul * s
+	for g := range buf {
+		buf[g] = w.BiasMul * w.scale(r*G+g)
 	}
 	return buf
 }
@@ -101,7 +137,8 @@ func (w *qMatrix) groups() int { return w.Cols / w.GroupSize }
 func qDequantRow(dst []float32, w *qMatrix, row int) {
 	G, wpr := w.groups(), w.wordsPerRow()
 	words := w.Packed[row*wpr : (row+1)*wpr]
-	dequantWords(dst[:w.Cols], words, w.Bits, w.GroupSize, w.Scales[row*G:(row+1)*G], w.rowBiases(row, nil))
+	var sc []float32
+	dequantWords(dst[:w.Cols], words, w.Bits, w.GroupSize, w.scalesOf(row*G, (row+1)*G, &sc), w.rowBiases(row, nil))
 }
 
 // dequantWords unpacks len(dst) elements from words (groups of gs elements
@@ -157,7 +194,7 @@ func qMatMulRangeGo(out, x []float32, n int, w *qMatrix, r0, r1 int) {
 			xi := x[i*w.Cols : (i+1)*w.Cols]
 			var acc [4]float32
 			for g := 0; g < G; g++ {
-				s, b := w.Scales[r*G+g], w.bias(r*G+g)
+				s, b := w.scale(r*G+g), w.bias(r*G+g)
 				xg := xi[g*gs : (g+1)*gs]
 				for j, wd := range words[g*wpg : (g+1)*wpg] {
 					xs := xg[j*per : (j+1)*per]

@@ -49,8 +49,9 @@ func qDequant(dst []float32, w *qMatrix, r int) {
 	}
 	_ = dst[w.Cols-1]
 	words := w.Packed[r*wpr : (r+1)*wpr]
-	var buf [256]float32 // a folded row's biases, computed
-	sc, bi := w.Scales[r*G:(r+1)*G], w.rowBiases(r, buf[:])
+	var buf, sbuf [256]float32 // a folded row's biases, computed; bf16 scales widened
+	sb := sbuf[:]
+	sc, bi := w.scalesOf(r*G, (r+1)*G, &sb), w.rowBiases(r, buf[:])
 	if w.Bits == 4 {
 		qDequantQ4AVX2(&dst[0], &words[0], &sc[0], &bi[0], G, w.GroupSize)
 	} else {

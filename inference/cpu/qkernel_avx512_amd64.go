@@ -33,8 +33,9 @@ func qDotRows8Q8FoldedAVX512(xp *float32, words *uint32, wstride int, scales, bi
 
 // qDotRowsWide sets out[r] for rows r0, r0+1, … eight at a time while
 // the AVX-512 kernels are in use and eight rows remain, and returns the
-// first row it did not set. biases is w.Biases, or w.Scales when folded.
-func qDotRowsWide(out, xp []float32, w *qMatrix, biases []float32, r0, r1 int) int {
+// first row it did not set. scales and biases are rows r0… of the fp32
+// scales and biases (the scales again when folded).
+func qDotRowsWide(out, xp []float32, w *qMatrix, scales, biases []float32, r0, r1 int) int {
 	if !useAVX512 {
 		return r0
 	}
@@ -43,7 +44,8 @@ func qDotRowsWide(out, xp []float32, w *qMatrix, biases []float32, r0, r1 int) i
 	r := r0
 	for ; r+8 <= r1; r += 8 {
 		words := w.Packed[r*wpr : (r+8)*wpr]
-		sc, bi := w.Scales[r*G:(r+8)*G], biases[r*G:(r+8)*G]
+		at := (r - r0) * G
+		sc, bi := scales[at:at+8*G], biases[at:at+8*G]
 		o := out[r : r+8]
 		switch {
 		case w.Bits == 4 && w.Biases == nil:

@@ -149,32 +149,59 @@ func qMatMulRangeFast(out, x []float32, n int, w *qMatrix, r0, r1 int) {
 	}
 	p := qPreps.Get().(*qPrep)
 	p.prepare(x, n, w)
-	qMatMulPrepared(out, p, n, w, r0, r1)
+	sb := qScaleBufs.Get().(*[]float32)
+	qMatMulPrepared(out, p, n, w, r0, r1, sb)
+	qScaleBufs.Put(sb)
 	qPreps.Put(p)
 }
 
-// qMatMulPrepared is rows [r0, r1) of out[n][Rows] = x · Wᵀ from x
-// prepared in p.
-func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int) {
-	K, G, wpr := w.Cols, w.groups(), w.wordsPerRow()
-	bpg := w.GroupSize / 32
+// qScaleBufs hold bf16 scales widened for the kernels (qDecodeRows).
+var qScaleBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// qScaleRows is how many rows' bf16 scales decode widens at a time: 16
+// rows of K = 8192 in groups of 32 are 16 KiB, so they stay in L1.
+const qScaleRows = 16
+
+// qDecodeRows is decode's rows [r0, r1) of out = x · Wᵀ from the
+// prepared input xp: eight rows at a time with AVX-512, then four, then
+// one. bf16 scales are widened qScaleRows rows at a time into sbuf.
+func qDecodeRows(out, xp []float32, w *qMatrix, r0, r1 int, sbuf *[]float32) {
+	G, wpr, bpg := w.groups(), w.wordsPerRow(), w.GroupSize/32
 	var acc [4]float32
-	if n == 1 {
+	for r0 < r1 {
+		end := r1
+		if w.Scales == nil {
+			end = min(r1, r0+qScaleRows)
+		}
+		sc := w.scalesOf(r0*G, end*G, sbuf)
 		// with folded biases the prepared Σx carry BiasMul and the
 		// kernels read each group's scale twice (once as its bias)
-		bi := w.Biases
-		if bi == nil {
-			bi = w.Scales
+		bi := sc
+		if w.Biases != nil {
+			bi = w.Biases[r0*G : end*G]
 		}
-		r := qDotRowsWide(out, p.xp, w, bi, r0, r1) // AVX-512: eight rows at a time
-		for ; r+4 <= r1; r += 4 {
-			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], wpr, w.Scales[r*G:], bi[r*G:], G, G, bpg, w.Bits)
+		r := qDotRowsWide(out, xp, w, sc, bi, r0, end) // AVX-512: eight rows at a time
+		for ; r+4 <= end; r += 4 {
+			o := (r - r0) * G
+			qDotRows4(&acc, xp, w.Packed[r*wpr:], wpr, sc[o:], bi[o:], G, G, bpg, w.Bits)
 			copy(out[r:r+4], acc[:])
 		}
-		for ; r < r1; r++ { // the last rows one at a time
-			qDotRows4(&acc, p.xp, w.Packed[r*wpr:], 0, w.Scales[r*G:], bi[r*G:], 0, G, bpg, w.Bits)
+		for ; r < end; r++ { // the last rows one at a time
+			o := (r - r0) * G
+			qDotRows4(&acc, xp, w.Packed[r*wpr:], 0, sc[o:], bi[o:], 0, G, bpg, w.Bits)
 			out[r] = acc[0]
 		}
+		r0 = end
+	}
+}
+
+// qMatMulPrepared is rows [r0, r1) of out[n][Rows] = x · Wᵀ from x
+// prepared in p; sbuf is room for widened bf16 scales (kept by the
+// caller across calls).
+func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
+	K := w.Cols
+	if n == 1 {
+		qDecodeRows(out, p.xp, w, r0, r1, sbuf)
 		return
 	}
 	if n >= gemmMinRows && qPrefillWide(out, p.x, n, w, r0, r1) {
@@ -225,7 +252,7 @@ func qDequantGo(dst []float32, w *qMatrix, r int) {
 	words := w.Packed[r*wpr : (r+1)*wpr]
 	dst = dst[:w.Cols]
 	for g := 0; g < G; g++ {
-		s, b := w.Scales[r*G+g], w.bias(r*G+g)
+		s, b := w.scale(r*G+g), w.bias(r*G+g)
 		for k := g * gs; k < (g+1)*gs; k++ {
 			q := words[k/per] >> (uint(k%per) * uint(w.Bits)) & mask
 			dst[k] = fma32(float32(q), s, b)

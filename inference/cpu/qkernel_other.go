@@ -16,7 +16,7 @@ func qDot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
 
 var useAVX512 = false // settable, as on amd64, for the tests
 
-func qDotRowsWide(out, xp []float32, w *qMatrix, biases []float32, r0, r1 int) int { return r0 }
+func qDotRowsWide(out, xp []float32, w *qMatrix, scales, biases []float32, r0, r1 int) int { return r0 }
 
 // qPrepRow is prepare's assembly (none here).
 func qPrepRow(d, x []float32, groups, bpg int, tab *qPrepTab, mul float32) bool { return false }

@@ -255,7 +255,12 @@ func checkQKernels(t *testing.T, avx2, avx512 bool) {
 			if !sym.foldBiases() {
 				t.Fatalf("q%d g%d: symmetric biases not folded", bits, c.gs)
 			}
-			for _, w := range []*qMatrix{w, sym} {
+			a32, a16 := bf16Scaled(w)
+			s32, s16 := bf16Scaled(sym)
+			for _, pair := range [][2]*qMatrix{{a32, a16}, {s32, s16}} {
+				checkBF16Scales(t, rng, pair[0], pair[1], avx2, avx512)
+			}
+			for _, w := range []*qMatrix{w, sym, a16, s16} {
 				for _, n := range []int{1, 2, 4, 7} {
 					x := randMat(rng, n*c.cols)
 					useAVX2, useAVX512 = avx2, avx512
@@ -288,6 +293,42 @@ func checkQKernels(t *testing.T, avx2, avx512 bool) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// bf16Scaled is w with its scales rounded to bf16, held as fp32 and as
+// bf16 (the file's form; biases, when kept, unchanged).
+func bf16Scaled(w *qMatrix) (f32, bf *qMatrix) {
+	a, b := *w, *w
+	a.Scales = make([]float32, len(w.Scales))
+	b.Scales, b.ScalesBF16 = nil, make([]uint16, len(w.Scales))
+	for i, v := range w.Scales {
+		b.ScalesBF16[i] = f32ToBF16(v)
+		a.Scales[i] = bf16ToF32(b.ScalesBF16[i])
+	}
+	return &a, &b
+}
+
+// checkBF16Scales: scales held as bf16 give the bits of the same scales
+// widened to fp32, at decode and prefill, whole and split over rows.
+func checkBF16Scales(t *testing.T, rng *rand.Rand, f32, bf *qMatrix, avx2, avx512 bool) {
+	t.Helper()
+	useAVX2, useAVX512 = avx2, avx512
+	for _, n := range []int{1, 3, 7} {
+		x := randMat(rng, n*f32.Cols)
+		want, got := make([]float32, n*f32.Rows), make([]float32, n*f32.Rows)
+		qMatMulRangeFast(want, x, n, f32, 0, f32.Rows)
+		for r0 := 0; r0 < bf.Rows; r0 += 21 {
+			qMatMulRangeFast(got, x, n, bf, r0, min(r0+21, bf.Rows))
+		}
+		ref, refBF := make([]float32, n*f32.Rows), make([]float32, n*f32.Rows)
+		qMatMulRef(ref, x, n, f32)
+		qMatMulRef(refBF, x, n, bf)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(ref[i]) != math.Float32bits(refBF[i]) {
+				t.Fatalf("q%d g%d n=%d: out[%d] bf16 scales %v (reference %v), fp32 %v (%v)", f32.Bits, f32.GroupSize, n, i, got[i], refBF[i], want[i], ref[i])
 			}
 		}
 	}

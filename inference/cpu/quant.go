@@ -78,11 +78,28 @@ func (m *model) runInit() error {
 	m.initRuns++
 	s := &session{m: m, threads: 1, slots: make([]*tensor, gr.NumTensors()), vals: make([]value, gr.NumValues), init: true}
 	copy(s.slots, m.consts)
-	if err := s.run(context.Background(), gr.Chains[gr.InitChain]); err != nil {
-		return fmt.Errorf("init chain: %w", err)
+	// One instruction at a time, its results copied out and the scratch
+	// arena recycled: the peak is then the results (what the program keeps)
+	// and one instruction's buffers, not every instruction's buffers
+	// beside the copies (a 1B model's biases are 154 MB in fp32).
+	owned := map[*tensor]bool{}
+	chain := gr.Chains[gr.InitChain]
+	for i := range chain {
+		if err := s.run(context.Background(), chain[i:i+1]); err != nil {
+			return fmt.Errorf("init chain: %w", err)
+		}
+		m.keepInit(s, owned)
+		s.arena.reset(false)
 	}
+	return nil
+}
+
+// keepInit copies what the init chain wrote into the scratch session s
+// (slots neither a constant nor already copied) into the program: over
+// the constant it replaces, or beside the constants.
+func (m *model) keepInit(s *session, owned map[*tensor]bool) {
 	for t, x := range s.slots {
-		if x == nil || (t < len(m.consts) && x == m.consts[t]) {
+		if x == nil || owned[x] || (t < len(m.consts) && x == m.consts[t]) {
 			continue
 		}
 		// Own the result: a fresh contiguous copy, not a step header or a
@@ -100,13 +117,30 @@ func (m *model) runInit() error {
 			own.f = append([]float32(nil), x.floats(nil)...)
 			m.heapBytes += int64(len(own.f)) * 4
 		}
-		if t < len(m.consts) {
-			m.consts[t] = own
-		} else {
-			m.initSlots = append(m.initSlots, initSlot{g.Tid(t), own})
+		s.slots[t], owned[own] = own, true
+		m.setInit(g.Tid(t), own, owned)
+	}
+}
+
+// setInit keeps the init chain's result x for slot t, replacing (and
+// uncounting) a result an earlier instruction wrote there.
+func (m *model) setInit(t g.Tid, x *tensor, owned map[*tensor]bool) {
+	heap := func(x *tensor) int64 { return int64(len(x.u))*4 + int64(len(x.i))*8 + int64(len(x.f))*4 }
+	if int(t) < len(m.consts) {
+		if old := m.consts[t]; owned[old] {
+			m.heapBytes -= heap(old)
+		}
+		m.consts[t] = x
+		return
+	}
+	for i := range m.initSlots {
+		if m.initSlots[i].t == t {
+			m.heapBytes -= heap(m.initSlots[i].x)
+			m.initSlots[i].x = x
+			return
 		}
 	}
-	return nil
+	m.initSlots = append(m.initSlots, initSlot{t, x})
 }
 
 // prepareQuant builds, once per program, the qMatrix of every
@@ -156,16 +190,41 @@ func (m *model) prepareQuant() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.Kind, err)
 		}
-		if &q.Scales[0] != firstF(sc) {
-			m.heapBytes += int64(len(q.Scales)) * 4
-		}
-		if q.Biases != nil && &q.Biases[0] != firstF(bi) {
-			m.heapBytes += int64(len(q.Biases)) * 4
-		}
+		m.heapBytes += q.copiedBytes(sc, bi)
 		built[k] = q
 		m.qmats[n] = q
 	}
+	m.dropFoldedBiases()
 	return nil
+}
+
+// dropFoldedBiases releases the init chain's fp32 biases that only
+// prepared, folded quantized matmuls read (they read none of them): 4
+// bytes a group, as much as fp32 scales would be.
+func (m *model) dropFoldedBiases() {
+	readers := map[g.Tid]int{} // reads other than by a folded matrix's matmul
+	folded := map[g.Tid]bool{}
+	for _, in := range m.graph.Instructions {
+		if n, ok := in.Op.(*g.QuantizedMatmulNode); ok && n.Biases != nil {
+			if q := m.qmats[n]; q != nil && q.Biases == nil {
+				folded[*n.Biases] = true
+				continue
+			}
+		}
+		reads, _ := tidUses(in.Op)
+		for _, t := range reads {
+			readers[t]++
+		}
+	}
+	for t := range folded {
+		if readers[t] > 0 || int(t) >= len(m.consts) || m.consts[t] == nil {
+			continue
+		}
+		if x := m.consts[t]; x.f != nil {
+			m.heapBytes -= int64(len(x.f)) * 4
+		}
+		m.consts[t] = nil
+	}
 }
 
 // planQFusion finds runs of consecutive QuantizedMatmulNodes of the main
@@ -214,6 +273,19 @@ func (m *model) planQFusion() {
 // one input).
 const maxQFused = 4
 
+// copiedBytes is the heap that q's scales and biases take beyond the
+// tensors sc and bi (converted copies; views take none).
+func (q *qMatrix) copiedBytes(sc, bi *tensor) int64 {
+	var n int64
+	if q.Scales != nil && &q.Scales[0] != firstF(sc) {
+		n += int64(len(q.Scales)) * 4
+	}
+	if q.Biases != nil && &q.Biases[0] != firstF(bi) {
+		n += int64(len(q.Biases)) * 4
+	}
+	return n
+}
+
 func firstF(t *tensor) *float32 {
 	if len(t.f) > t.off {
 		return &t.f[t.off]
@@ -236,8 +308,12 @@ func newQMatrix(w, sc, bi *tensor, bits, gs int) (*qMatrix, error) {
 	if sc.isInt() || bi.isInt() || sc.numel() != groups || bi.numel() != groups {
 		return nil, fmt.Errorf("scales %v and biases %v for a %d×%d matrix in groups of %d", sc.shape, bi.shape, rows, cols, gs)
 	}
-	q := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: w.uints(),
-		Scales: sc.floats(nil), Biases: bi.floats(nil)}
+	q := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: w.uints(), Biases: bi.floats(nil)}
+	if sc.dt == stBF16 && sc.h != nil && sc.contiguous() {
+		q.ScalesBF16 = sc.h[sc.off : sc.off+groups] // as the file has them
+	} else {
+		q.Scales = sc.floats(nil)
+	}
 	q.foldBiases()
 	return q, nil
 }

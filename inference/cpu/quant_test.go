@@ -181,6 +181,13 @@ func TestInitChainOncePerProgram(t *testing.T) {
 	for _, in := range gr.Chains[gr.InitChain] {
 		n := in.Op.(*mlxgraph.MultiplyNode)
 		scale, bias := m.consts[n.A], m.consts[n.Out]
+		if bias == nil {
+			// released: only folded matrices read it (they read none)
+			if readElsewhere(m, n.Out) {
+				t.Fatalf("bias slot %d released but still read", n.Out)
+			}
+			continue
+		}
 		sv, bv := scale.floats(nil), bias.floats(nil)
 		if !slices.Equal(bias.shape, scale.shape) {
 			t.Fatalf("bias slot %d shape %v, scale %v", n.Out, bias.shape, scale.shape)
@@ -193,7 +200,7 @@ func TestInitChainOncePerProgram(t *testing.T) {
 		biasBytes += int64(len(bv)) * 4
 	}
 	// One slot is written twice (the tied embedding's), counted once.
-	if m.heapBytes <= 0 || m.heapBytes > biasBytes {
+	if m.heapBytes < 0 || m.heapBytes > biasBytes || (biasBytes > 0) != (m.heapBytes > 0) {
 		t.Errorf("program heap %d bytes; the biases are %d", m.heapBytes, biasBytes)
 	}
 	ids := []int64{791, 6864, 4062}
@@ -243,10 +250,25 @@ func TestQuantizedFixturesFoldBiases(t *testing.T) {
 			if len(m.qmats) == 0 {
 				t.Fatal("no prepared quantized matrices")
 			}
-			for _, q := range m.qmats {
+			dropped := 0
+			for n, q := range m.qmats {
 				if q.Biases != nil || q.BiasMul != -float32(int(1)<<(q.Bits-1)) {
 					t.Fatalf("%d-bit %d×%d matrix: biases kept (BiasMul %v)", q.Bits, q.Rows, q.Cols, q.BiasMul)
 				}
+				// the scales are the file's bf16, and the init chain's
+				// fp32 biases are released unless something else reads them
+				if bf16 := m.consts[n.Scales].dt == stBF16; bf16 != (q.Scales == nil && len(q.ScalesBF16) == q.Rows*q.groups()) {
+					t.Fatalf("%d×%d matrix: scales of dtype %d held as fp32 %v, bf16 %v", q.Rows, q.Cols, m.consts[n.Scales].dt, q.Scales != nil, q.ScalesBF16 != nil)
+				}
+				switch b := m.consts[*n.Biases]; {
+				case b != nil && !readElsewhere(m, *n.Biases):
+					t.Fatalf("%d×%d matrix: folded biases still held (%d floats)", q.Rows, q.Cols, len(b.f))
+				case b == nil:
+					dropped++
+				}
+			}
+			if dropped == 0 {
+				t.Fatal("no folded biases released")
 			}
 		})
 	}
@@ -296,4 +318,19 @@ func TestQuantizedFusion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readElsewhere reports whether an instruction other than a prepared,
+// folded quantized matmul reads t.
+func readElsewhere(m *model, t mlxgraph.Tid) bool {
+	for _, in := range m.graph.Instructions {
+		if n, ok := in.Op.(*mlxgraph.QuantizedMatmulNode); ok && m.qmats[n] != nil && m.qmats[n].Biases == nil {
+			continue
+		}
+		reads, _ := tidUses(in.Op)
+		if slices.Contains(reads, t) {
+			return true
+		}
+	}
+	return false
 }

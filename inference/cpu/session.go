@@ -11,35 +11,71 @@ import (
 )
 
 // arena hands out float buffers for one forward pass; reset makes the
-// memory reusable, so a steady decode loop allocates nothing new.
+// memory reusable, so a steady decode loop allocates nothing new. It
+// grows by chunks that it keeps: the first pass's buffers are the ones
+// every later pass reuses (growing one buffer to the last pass's need
+// left the first pass's allocations as garbage beside a fresh,
+// untouched buffer, whose page faults then slowed the next pass).
 type arena struct {
-	buf  []float32
-	used int
-	over int // elements requested beyond buf since the last reset
-	peak int
+	chunks [][]float32
+	cur    int // the chunk being handed out
+	used   int // elements of chunks[cur] handed out
+	bumped int // elements newly handed out in this pass (not reused)
+	// with track (liveness.go): this pass's blocks, and those released
+	track  bool
+	blocks []arenaBlock
+	free   []int
+	taken  []int // blocks handed out since the last releaseScratch
 }
+
+// arenaChunk is the elements of a chunk (16 MiB); a larger request gets
+// a chunk of its own size.
+const arenaChunk = 4 << 20
 
 func (a *arena) alloc(n int) []float32 {
-	if a.used+n <= len(a.buf) {
-		b := a.buf[a.used : a.used+n : a.used+n]
-		a.used += n
-		// not cleared: every op writes all of its output
+	if !a.track {
+		return a.bump(n)
+	}
+	if b, ok := a.reuse(n); ok {
 		return b
 	}
-	a.over += n
-	return make([]float32, n)
+	b := a.bump(n)
+	a.taken = append(a.taken, len(a.blocks))
+	a.blocks = append(a.blocks, arenaBlock{b: b})
+	return b
 }
 
-// reset recycles the arena, growing it to what the last pass needed.
-func (a *arena) reset() {
-	if need := a.used + a.over; need > len(a.buf) {
-		a.buf = make([]float32, need+need/4)
+func (a *arena) bump(n int) []float32 {
+	a.bumped += n
+	for ; a.cur < len(a.chunks); a.cur, a.used = a.cur+1, 0 {
+		if c := a.chunks[a.cur]; a.used+n <= len(c) {
+			b := c[a.used : a.used+n : a.used+n]
+			a.used += n
+			// not cleared: every op writes all of its output
+			return b
+		}
 	}
-	a.peak = max(a.peak, a.used+a.over)
-	a.used, a.over = 0, 0
+	c := make([]float32, max(n, arenaChunk))
+	a.chunks = append(a.chunks, c)
+	a.used = n
+	return c[:n:n]
 }
 
-func (a *arena) bytes() int64 { return int64(len(a.buf)) * 4 }
+// reset recycles the arena's chunks for the next pass; track: whether
+// it reuses released blocks within the pass.
+func (a *arena) reset(track bool) {
+	a.cur, a.used, a.bumped, a.track = 0, 0, 0, track
+	clear(a.blocks)
+	a.blocks, a.free, a.taken = a.blocks[:0], a.free[:0], a.taken[:0]
+}
+
+func (a *arena) bytes() int64 {
+	var n int64
+	for _, c := range a.chunks {
+		n += int64(len(c)) * 4
+	}
+	return n
+}
 
 // session is one conversation on a loaded model.
 type session struct {
@@ -49,6 +85,7 @@ type session struct {
 	// off) and the rotary embeddings computed ahead of their add
 	acts     []fuseAct
 	ropeHeld []*tensor
+	olds     []*tensor // values the running instruction replaces (holdReplaced)
 
 	// off-graph cache
 	cfg   *kvcache.Config
@@ -116,11 +153,15 @@ func newSession(m *model, cfg *kvcache.Config, threads int) (*session, error) {
 			s.kv[i] = kvPool{heads: l.KVHeads, dim: l.HeadDim, dt: s.cfg.DType}
 			s.kv[i].grow(s.cfg.PoolRows(l, 0))
 		}
-		// Every UpdateAndAttend must name a configured layer.
+		// Every UpdateAndAttend must name a configured cache (its
+		// layer_id is a cache index: layers may share one).
 		for _, in := range gr.Instructions {
 			if n, ok := in.Op.(*g.UpdateAndAttendNode); ok {
-				if n.LayerID == nil || int(*n.LayerID) < 0 || int(*n.LayerID) >= len(s.kv) {
-					return nil, fmt.Errorf("cpu: UpdateAndAttend layer %v outside the cache config's %d layers", n.LayerID, len(s.kv))
+				if n.LayerID == nil {
+					return nil, errors.New("cpu: UpdateAndAttend names no cache (layer_id not set)")
+				}
+				if id := int(*n.LayerID); id < 0 || id >= len(s.kv) {
+					return nil, fmt.Errorf("cpu: UpdateAndAttend on cache %d (its layer_id) outside the cache config's %d caches", id, len(s.kv))
 				}
 			}
 		}
@@ -230,7 +271,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	s.posBuf = append(s.posBuf[:0], positions...)
 	s.slots[s.m.inIDs] = s.newI(stI64, []int{1, n}, s.idsBuf)
 	s.slots[s.m.inPos] = s.newI(stI64, []int{n}, s.posBuf)
-	s.arena.reset()
+	s.arena.reset(s.m.reusesBuffers(n))
 	s.plans = s.plans[:0]
 	s.lastOnly = lastOnly && s.m.headInst >= 0
 
@@ -265,7 +306,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 
 	if s.seq != nil {
 		if len(s.plans) == 0 {
-			return nil, 0, errors.New("cpu: the graph wrote no cache layer")
+			return nil, 0, errors.New("cpu: the graph wrote no cache")
 		}
 		for _, p := range s.plans {
 			s.seq.Commit(p)
@@ -326,10 +367,19 @@ func (s *session) run(ctx context.Context, chain []g.Instruction) (err error) {
 			if err := s.fused(s.acts[i]); err != nil {
 				return fmt.Errorf("cpu: instruction %d (%s, fused): %w", i, chain[i].Kind, err)
 			}
+			if s.arena.track {
+				s.release(i, i)
+			}
 			continue
+		}
+		if s.arena.track {
+			s.holdReplaced(i)
 		}
 		if err := s.exec(chain[i]); err != nil {
 			return fmt.Errorf("cpu: instruction %d (%s): %w", i, chain[i].Kind, err)
+		}
+		if s.arena.track {
+			s.release(i, i+s.skip)
 		}
 		i += s.skip
 		s.skip = 0

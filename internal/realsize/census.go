@@ -55,17 +55,32 @@ func TakeCensus(f *pte.File) (*Census, error) {
 	if g.InitChain >= 0 && g.InitChain < len(g.Chains) {
 		c.InitInstructions = len(g.Chains[g.InitChain])
 	}
+	c.countMatmuls(g, slotSegments(f, g))
+	c.countEmbeddingKeys(f)
+	if err := c.readCaches(f); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// slotSegments maps each named tensor slot to the segment its data is in.
+func slotSegments(f *pte.File, g *mlxgraph.Graph) map[int]int {
+	seg := map[string]int{}
+	for _, nd := range f.NamedData {
+		seg[nd.Key] = nd.Segment
+	}
 	segOf := map[int]int{} // tensor slot → segment
 	for _, ns := range g.NamedSlots {
-		if !ns.Slot.IsTensor() {
-			continue
-		}
-		for _, nd := range f.NamedData {
-			if nd.Key == ns.Name {
-				segOf[ns.Slot.Idx] = nd.Segment
-			}
+		if s, ok := seg[ns.Name]; ok && ns.Slot.IsTensor() {
+			segOf[ns.Slot.Idx] = s
 		}
 	}
+	return segOf
+}
+
+// countMatmuls counts the quantized matmuls by format and finds whether a
+// segment gathered from (the embedding) is also multiplied by (the head).
+func (c *Census) countMatmuls(g *mlxgraph.Graph, segOf map[int]int) {
 	taken := map[int]bool{}  // segments gathered from (embedding rows)
 	matmul := map[int]bool{} // segments multiplied by
 	for _, in := range g.Instructions {
@@ -82,10 +97,13 @@ func TakeCensus(f *pte.File) (*Census, error) {
 		}
 	}
 	for s := range taken {
-		if matmul[s] {
-			c.TiedEmbedding = true
-		}
+		c.TiedEmbedding = c.TiedEmbedding || matmul[s]
 	}
+}
+
+// countEmbeddingKeys counts the segments of embed_tokens keys and the
+// lm_head keys.
+func (c *Census) countEmbeddingKeys(f *pte.File) {
 	embed := map[int]bool{}
 	for _, nd := range f.NamedData {
 		if strings.Contains(nd.Key, "embed_tokens") {
@@ -96,21 +114,25 @@ func TakeCensus(f *pte.File) (*Census, error) {
 		}
 	}
 	c.EmbeddingSegments = len(embed)
+}
+
+// readCaches reads the program's cache constants.
+func (c *Census) readCaches(f *pte.File) error {
 	v, err := f.Constant("get_n_caches")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if c.NCaches, err = v.Int(); err != nil {
-		return nil, err
+		return err
 	}
 	for name, dst := range map[string]*[]int64{"get_kv_heads": &c.KVHeads, "get_head_dims": &c.HeadDims, "get_windows": &c.Windows} {
 		v, err := f.Constant(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if *dst, err = v.Ints(); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return c, nil
+	return nil
 }

@@ -109,6 +109,32 @@ func Strip(path string, keepBelow int64) (*Manifest, []byte, error) {
 		return nil, nil, err
 	}
 	m := &Manifest{Format: Format, Source: Source{Name: baseName(path), Size: f.Size, SHA256: sum}}
+	roles, keys := segmentRoles(f)
+	m.Kept = append(m.Kept, Range{0, f.Header.SegmentBaseOffset})
+	for i, s := range f.Segments {
+		seg := describeSegment(g, Segment{Index: i, Offset: s.Offset, Size: s.Size, Role: roles[i], Keys: keys[i]})
+		seg.Kept = seg.Role != "weight" || s.Size < keepBelow
+		if seg.Kept {
+			m.Kept = append(m.Kept, Range{s.Offset, s.Size})
+		} else if seg.Stats, err = dropped(f, seg); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		m.Segments = append(m.Segments, seg)
+	}
+	var skel []byte
+	for _, r := range m.Kept {
+		b, err := f.ReadRange(r.Offset, r.Size)
+		if err != nil {
+			return nil, nil, err
+		}
+		skel = append(skel, b...)
+	}
+	return m, skel, nil
+}
+
+// segmentRoles names each segment's role (the constant segment, a
+// delegate's blob, named weights) and the named-data keys it holds.
+func segmentRoles(f *pte.File) (map[int]string, map[int][]string) {
 	roles := map[int]string{}
 	if f.ConstantSegment >= 0 {
 		roles[f.ConstantSegment] = "constant"
@@ -127,50 +153,45 @@ func Strip(path string, keepBelow int64) (*Manifest, []byte, error) {
 			roles[nd.Segment] = "weight"
 		}
 	}
-	m.Kept = append(m.Kept, Range{0, f.Header.SegmentBaseOffset})
-	for i, s := range f.Segments {
-		seg := Segment{Index: i, Offset: s.Offset, Size: s.Size, Role: roles[i], Keys: keys[i]}
-		if seg.Role == "" {
-			seg.Role = "other"
-		}
-		if len(seg.Keys) > 0 {
-			if sl, ok := g.Slot(seg.Keys[0]); ok && sl.IsTensor() {
-				if meta := g.Meta(mlxgraph.Tid(sl.Idx)); meta != nil {
-					seg.DType = pte.ScalarType(meta.DType).String()
-					for _, d := range meta.Shape {
-						seg.Shape = append(seg.Shape, d.Value)
-					}
-				}
-			}
-		}
-		seg.Kept = seg.Role != "weight" || s.Size < keepBelow
-		if seg.Kept {
-			m.Kept = append(m.Kept, Range{s.Offset, s.Size})
-		} else {
-			if seg.DType == "" {
-				return nil, nil, fmt.Errorf("%s: segment %d (%d bytes, keys %v) has no dtype in the graph's tensor_meta, so it could not be refilled", path, i, s.Size, seg.Keys)
-			}
-			r, err := f.SegmentReader(i)
-			if err != nil {
-				return nil, nil, err
-			}
-			st, err := statsOf(r, seg.DType)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: segment %d: %w", path, i, err)
-			}
-			seg.Stats = st
-		}
-		m.Segments = append(m.Segments, seg)
+	return roles, keys
+}
+
+// describeSegment gives seg the role "other" when it has none, and the
+// dtype and shape the graph records for its first key.
+func describeSegment(g *mlxgraph.Graph, seg Segment) Segment {
+	if seg.Role == "" {
+		seg.Role = "other"
 	}
-	var skel []byte
-	for _, r := range m.Kept {
-		b, err := f.ReadRange(r.Offset, r.Size)
-		if err != nil {
-			return nil, nil, err
-		}
-		skel = append(skel, b...)
+	if len(seg.Keys) == 0 {
+		return seg
 	}
-	return m, skel, nil
+	sl, ok := g.Slot(seg.Keys[0])
+	if !ok || !sl.IsTensor() {
+		return seg
+	}
+	if meta := g.Meta(mlxgraph.Tid(sl.Idx)); meta != nil {
+		seg.DType = pte.ScalarType(meta.DType).String()
+		for _, d := range meta.Shape {
+			seg.Shape = append(seg.Shape, d.Value)
+		}
+	}
+	return seg
+}
+
+// dropped reads a segment Strip drops and returns its values' statistics.
+func dropped(f *pte.File, seg Segment) (*Stats, error) {
+	if seg.DType == "" {
+		return nil, fmt.Errorf("segment %d (%d bytes, keys %v) has no dtype in the graph's tensor_meta, so it could not be refilled", seg.Index, seg.Size, seg.Keys)
+	}
+	r, err := f.SegmentReader(seg.Index)
+	if err != nil {
+		return nil, err
+	}
+	st, err := statsOf(r, seg.DType)
+	if err != nil {
+		return nil, fmt.Errorf("segment %d: %w", seg.Index, err)
+	}
+	return st, nil
 }
 
 func baseName(p string) string {

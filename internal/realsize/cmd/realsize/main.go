@@ -55,59 +55,74 @@ func run(args []string) error {
 	in := fs.Arg(0)
 	switch args[0] {
 	case "strip":
-		if *out == "" || *name == "" {
-			return usageError("strip needs -o DIR and -name NAME")
-		}
-		m, skel, err := realsize.Strip(in, *keep)
-		if err != nil {
-			return err
-		}
-		if err := realsize.Write(*out, *name, m, skel); err != nil {
-			return err
-		}
-		dropped := int64(0)
-		for _, s := range m.Segments {
-			if !s.Kept {
-				dropped += s.Size
-			}
-		}
-		fmt.Printf("%s: %d bytes, %d segments; skeleton %d bytes kept, %d bytes dropped\n", in, m.Source.Size, len(m.Segments), len(skel), dropped)
-		return nil
+		return strip(in, *out, *name, *keep)
 	case "fill":
-		if *out == "" {
-			return usageError("fill needs -o OUT.pte")
-		}
-		s, err := realsize.Load(in+".manifest.json", in+".skeleton.gz")
-		if err != nil {
-			return err
-		}
-		if err := s.Fill(*out, *seed); err != nil {
-			return err
-		}
-		fmt.Printf("%s: %d bytes from %s (seed %d)\n", *out, s.Size(), in, *seed)
-		return nil
+		return fill(in, *out, *seed)
 	case "census":
-		var f *pte.File
-		var err error
-		if strings.HasSuffix(in, ".pte") {
-			f, err = pte.Open(in)
-		} else {
-			var s *realsize.Skeleton
-			if s, err = realsize.Load(in+".manifest.json", in+".skeleton.gz"); err == nil {
-				f, err = s.Open()
-			}
-		}
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		c, err := realsize.TakeCensus(f)
-		if err != nil {
-			return err
-		}
-		js, _ := json.MarshalIndent(c, "", " ")
-		fmt.Println(string(js))
-		return nil
+		return census(in)
 	}
 	return usageError(usage)
+}
+
+// strip writes in's skeleton as DIR/NAME.manifest.json and .skeleton.gz.
+func strip(in, dir, name string, keep int64) error {
+	if dir == "" || name == "" {
+		return usageError("strip needs -o DIR and -name NAME")
+	}
+	m, skel, err := realsize.Strip(in, keep)
+	if err != nil {
+		return err
+	}
+	if err := realsize.Write(dir, name, m, skel); err != nil {
+		return err
+	}
+	dropped := int64(0)
+	for _, s := range m.Segments {
+		if !s.Kept {
+			dropped += s.Size
+		}
+	}
+	fmt.Printf("%s: %d bytes, %d segments; skeleton %d bytes kept, %d bytes dropped\n", in, m.Source.Size, len(m.Segments), len(skel), dropped)
+	return nil
+}
+
+// fill writes the program of the skeleton in (DIR/NAME) to out.
+func fill(in, out string, seed uint64) error {
+	if out == "" {
+		return usageError("fill needs -o OUT.pte")
+	}
+	s, err := realsize.Load(in+".manifest.json", in+".skeleton.gz")
+	if err != nil {
+		return err
+	}
+	if err := s.Fill(out, seed); err != nil {
+		return err
+	}
+	fmt.Printf("%s: %d bytes from %s (seed %d)\n", out, s.Size(), in, seed)
+	return nil
+}
+
+// census prints the census of a .pte or of a skeleton (DIR/NAME).
+func census(in string) error {
+	var f *pte.File
+	var err error
+	if strings.HasSuffix(in, ".pte") {
+		f, err = pte.Open(in)
+	} else {
+		var s *realsize.Skeleton
+		if s, err = realsize.Load(in+".manifest.json", in+".skeleton.gz"); err == nil {
+			f, err = s.Open()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c, err := realsize.TakeCensus(f)
+	if err != nil {
+		return err
+	}
+	js, _ := json.MarshalIndent(c, "", " ")
+	fmt.Println(string(js))
+	return nil
 }
