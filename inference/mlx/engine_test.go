@@ -366,7 +366,7 @@ func TestHandleLifetime(t *testing.T) {
 		_, err = l.length(stale)
 		assertErr(t, err, engine.ErrClosed, StatusClosed, "session is closed or unknown")
 		buf := make([]float32, 4)
-		_, err = l.forward(stale, []int64{1}, []int64{0}, buf, false)
+		_, err = l.forward(stale, []int64{1}, []int64{0}, buf, false, nil)
 		assertErr(t, err, engine.ErrClosed, StatusClosed, "forward: session is closed or unknown")
 		if err := l.closeSession(stale); err != nil {
 			t.Errorf("closing a stale handle: %v", err)
