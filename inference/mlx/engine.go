@@ -202,6 +202,7 @@ type Session struct {
 	cfg      *kvcache.Config // nil for in-graph programs
 	capacity int
 	maxLen   int // high-water length, for the KV pool estimate
+	length   int // the cache's length as the library keeps it; -1 = ask it
 	buf      []float32
 	timer    *stepTimer // nil unless EnvTiming
 }
@@ -275,13 +276,18 @@ func (s *Session) noteStep(positions []int64, err error) {
 	if errors.As(err, &le) && (le.Status == StatusExecute || le.Status == StatusInternal) {
 		s.broken = true
 	}
-	if err == nil || errors.As(err, &le) && le.Status == StatusUnsupported {
+	ran := err == nil || errors.As(err, &le) && le.Status == StatusUnsupported
+	if ran {
 		// The step ran (an unsupported all-rows copy fails after it).
 		for _, p := range positions {
-			if int(p)+1 > s.maxLen {
-				s.maxLen = int(p) + 1
+			end := int(p) + 1
+			s.maxLen = max(s.maxLen, end)
+			if s.length >= 0 {
+				s.length = max(s.length, end)
 			}
 		}
+	} else {
+		s.length = -1 // a failure inside the runtime resyncs the library's length
 	}
 }
 
@@ -313,24 +319,46 @@ func (s *Session) Rewind(newLen int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lib.rewind(s.h, int32(newLen))
+	err := s.lib.rewind(s.h, int32(newLen))
+	s.length = newLen
+	if err != nil {
+		s.length = -1 // refused (unchanged) or failed midway: ask the library
+	}
+	return err
 }
 
 // Clear empties the cache.
 func (s *Session) Clear() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lib.clear(s.h)
+	err := s.lib.clear(s.h)
+	s.length = 0
+	if err != nil {
+		s.length = -1
+	}
+	return err
 }
 
-// Len is the number of tokens in the cache (0 once closed).
+// Len is the number of tokens in the cache (0 once closed). The session
+// follows the library's rule (the highest position run + 1, set by rewind
+// and clear), so asking costs no call into the library, whose thread a call
+// would cross (the generation loop asks after every step); after a step or
+// rewind that failed inside the runtime (which may have moved the length)
+// it asks the library once.
 func (s *Session) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.h == 0 {
+		return 0
+	}
+	if s.length >= 0 {
+		return s.length
+	}
 	n, err := s.lib.length(s.h)
 	if err != nil {
 		return 0
 	}
+	s.length = n
 	return n
 }
 

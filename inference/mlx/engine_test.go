@@ -487,3 +487,48 @@ func TestUnsupportedAllRowsStillCountsTheStep(t *testing.T) {
 		}
 	})
 }
+
+// TestLenFollowsTheLibrary: Session.Len answers from the session's own
+// record of the length (no call into the library per step); it must agree
+// with the library's after steps, refused and accepted rewinds, a clear,
+// refused steps and a step that failed inside the runtime (after which the
+// library resyncs its cache).
+func TestLenFollowsTheLibrary(t *testing.T) {
+	eachLib(t, func(t *testing.T, lib string) {
+		e := newEngine(t, lib)
+		ctx := context.Background()
+		s, err := e.Open(ctx, writeProgram(t, "vocab=16 poison=7"), testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ms := s.(*Session)
+		check := func(when string) {
+			t.Helper()
+			want, err := ms.lib.length(ms.h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Len(); got != want {
+				t.Errorf("%s: Len %d, library %d", when, got, want)
+			}
+		}
+		check("opened")
+		s.Forward(ctx, seq(1, 3), seq(0, 3))
+		check("prefill of 3")
+		s.Forward(ctx, []int64{2}, []int64{3})
+		check("a decode step")
+		s.Forward(ctx, []int64{2}, []int64{9}) // off the length: refused
+		check("a refused step")
+		s.Forward(ctx, []int64{7}, []int64{4}) // poison: fails in the runtime
+		check("a failed step")
+		s.Rewind(100)
+		check("a refused rewind")
+		s.Rewind(2)
+		check("a rewind")
+		s.Clear()
+		check("a clear")
+		s.Forward(ctx, seq(1, 2), seq(0, 2))
+		check("after the clear")
+	})
+}
