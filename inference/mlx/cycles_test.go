@@ -79,7 +79,7 @@ func TestRealOpenCloseCycles(t *testing.T) {
 			t.Fatal(err)
 		}
 		buf := make([]float32, 128256)
-		if _, err := e.lib.forward(h, []int64{1}, []int64{0}, buf, false); err != nil {
+		if _, err := e.lib.forward(h, []int64{1}, []int64{0}, buf, false, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.lib.closeSession(h); err != nil {

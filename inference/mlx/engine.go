@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
+	"time"
 
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
@@ -24,6 +27,9 @@ type Options struct {
 	Getenv func(string) string
 	// Executable replaces os.Executable() for the search (tests).
 	Executable string
+	// TimingOut receives the step-timing breakdowns (EnvTiming); default
+	// standard error.
+	TimingOut io.Writer
 }
 
 func defaultCandidates(o Options) []string {
@@ -58,6 +64,10 @@ func (o Options) env() func(string) string {
 // Engine runs programs through libetchat_runner.
 type Engine struct {
 	lib *library
+	// timingOut receives each session's step-timing breakdown when it
+	// closes; nil = timing off (EnvTiming unset, or a library without
+	// section 6).
+	timingOut io.Writer
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -71,7 +81,23 @@ func New(opts Options) (engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{lib: l}, nil
+	e := &Engine{lib: l}
+	if timingOn(opts.env()) && l.setTiming != nil {
+		l.setTiming(1) // process-wide; engines without timing just do not read it
+		e.timingOut = opts.TimingOut
+		if e.timingOut == nil {
+			e.timingOut = os.Stderr
+		}
+	}
+	return e, nil
+}
+
+// newTimer is a session's step timer, nil with timing off.
+func (e *Engine) newTimer() *stepTimer {
+	if e.timingOut == nil {
+		return nil
+	}
+	return &stepTimer{out: e.timingOut}
 }
 
 // Name is "metal".
@@ -112,7 +138,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 			cp := *cfg
 			cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
 			return &Session{lib: e.lib, h: idle.h, key: key, vocab: idle.vocab, cfg: &cp,
-				capacity: idle.capacity, maxLen: idle.maxLen}, nil
+				capacity: idle.capacity, maxLen: idle.maxLen, timer: e.newTimer()}, nil
 		}
 	}
 	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
@@ -159,7 +185,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		e.lib.closeSession(h)
 		return nil, err
 	}
-	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity}, nil
+	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, timer: e.newTimer()}, nil
 }
 
 // Session is an engine.Session backed by an etchat_session. Its methods
@@ -176,23 +202,38 @@ type Session struct {
 	cfg      *kvcache.Config // nil for in-graph programs
 	capacity int
 	maxLen   int // high-water length, for the KV pool estimate
+	length   int // the cache's length as the library keeps it; -1 = ask it
 	buf      []float32
+	timer    *stepTimer // nil unless EnvTiming
 }
 
 var _ engine.Session = (*Session)(nil)
 
-func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]float32, error) {
+// checkStep refuses, before anything is locked or called, a step no
+// library could run.
+func checkStep(ctx context.Context, ids, positions []int64) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if len(ids) == 0 {
-		return nil, errors.New("mlx: forward: no tokens")
+		return errors.New("mlx: forward: no tokens")
 	}
 	if len(ids) != len(positions) {
-		return nil, fmt.Errorf("mlx: forward: %d ids but %d positions", len(ids), len(positions))
+		return fmt.Errorf("mlx: forward: %d ids but %d positions", len(ids), len(positions))
 	}
 	if len(ids) > math.MaxInt32 {
-		return nil, fmt.Errorf("mlx: forward: %d tokens in one step", len(ids))
+		return fmt.Errorf("mlx: forward: %d tokens in one step", len(ids))
+	}
+	return nil
+}
+
+func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]float32, error) {
+	var t0 time.Time
+	if s.timer != nil {
+		t0 = time.Now()
+	}
+	if err := checkStep(ctx, ids, positions); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,26 +249,57 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 		s.buf = make([]float32, need)
 	}
 	buf := s.buf[:need]
-	n, err := s.lib.forward(s.h, ids, positions, buf, all)
-	var le *Error
-	if errors.As(err, &le) && (le.Status == StatusExecute || le.Status == StatusInternal) {
-		s.broken = true
+	var sample *StepSample
+	if s.timer != nil {
+		sample = &StepSample{Tokens: len(ids)}
 	}
-	if err == nil || errors.As(err, &le) && le.Status == StatusUnsupported {
-		// The step ran (an unsupported all-rows copy fails after it).
-		for _, p := range positions {
-			if int(p)+1 > s.maxLen {
-				s.maxLen = int(p) + 1
-			}
-		}
-	}
+	n, err := s.lib.forward(s.h, ids, positions, buf, all, sample)
+	s.noteStep(positions, err)
 	if err != nil {
 		return nil, err
 	}
 	if n != need {
 		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", n, need)
 	}
+	if sample != nil {
+		sample.Go = time.Since(t0)
+		s.timer.samples = append(s.timer.samples, *sample)
+	}
 	return buf, nil
+}
+
+// noteStep records what a forward's outcome says about the session: a
+// failure inside the runtime breaks it (never parked), and a step that ran
+// raises the high-water length.
+func (s *Session) noteStep(positions []int64, err error) {
+	var le *Error
+	if errors.As(err, &le) && (le.Status == StatusExecute || le.Status == StatusInternal) {
+		s.broken = true
+	}
+	ran := err == nil || errors.As(err, &le) && le.Status == StatusUnsupported
+	if ran {
+		// The step ran (an unsupported all-rows copy fails after it).
+		for _, p := range positions {
+			end := int(p) + 1
+			s.maxLen = max(s.maxLen, end)
+			if s.length >= 0 {
+				s.length = max(s.length, end)
+			}
+		}
+	} else {
+		s.length = -1 // a failure inside the runtime resyncs the library's length
+	}
+}
+
+// StepTiming is the session's timed steps since it was opened (nil unless
+// EnvTiming was set when the engine was made).
+func (s *Session) StepTiming() []StepSample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer == nil {
+		return nil
+	}
+	return slices.Clone(s.timer.samples)
 }
 
 // Forward runs ids at positions and returns the last position's logits.
@@ -247,24 +319,46 @@ func (s *Session) Rewind(newLen int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lib.rewind(s.h, int32(newLen))
+	err := s.lib.rewind(s.h, int32(newLen))
+	s.length = newLen
+	if err != nil {
+		s.length = -1 // refused (unchanged) or failed midway: ask the library
+	}
+	return err
 }
 
 // Clear empties the cache.
 func (s *Session) Clear() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lib.clear(s.h)
+	err := s.lib.clear(s.h)
+	s.length = 0
+	if err != nil {
+		s.length = -1
+	}
+	return err
 }
 
-// Len is the number of tokens in the cache (0 once closed).
+// Len is the number of tokens in the cache (0 once closed). The session
+// follows the library's rule (the highest position run + 1, set by rewind
+// and clear), so asking costs no call into the library, whose thread a call
+// would cross (the generation loop asks after every step); after a step or
+// rewind that failed inside the runtime (which may have moved the length)
+// it asks the library once.
 func (s *Session) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.h == 0 {
+		return 0
+	}
+	if s.length >= 0 {
+		return s.length
+	}
 	n, err := s.lib.length(s.h)
 	if err != nil {
 		return 0
 	}
+	s.length = n
 	return n
 }
 
@@ -332,6 +426,10 @@ func (s *Session) Close() error {
 	s.buf = nil
 	if h == 0 {
 		return nil
+	}
+	if s.timer != nil && len(s.timer.samples) > 0 {
+		_ = WriteTiming(s.timer.out, s.timer.samples) // a report on stderr; its failure is no reason to fail Close
+		s.timer.samples = nil
 	}
 	if s.key == "" || s.broken || kvPoolBytes(s.cfg, s.maxLen) > maxParkedKV || s.lib.clear(h) != nil {
 		return s.lib.closeSession(h)

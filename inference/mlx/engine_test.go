@@ -366,7 +366,7 @@ func TestHandleLifetime(t *testing.T) {
 		_, err = l.length(stale)
 		assertErr(t, err, engine.ErrClosed, StatusClosed, "session is closed or unknown")
 		buf := make([]float32, 4)
-		_, err = l.forward(stale, []int64{1}, []int64{0}, buf, false)
+		_, err = l.forward(stale, []int64{1}, []int64{0}, buf, false, nil)
 		assertErr(t, err, engine.ErrClosed, StatusClosed, "forward: session is closed or unknown")
 		if err := l.closeSession(stale); err != nil {
 			t.Errorf("closing a stale handle: %v", err)
@@ -485,5 +485,50 @@ func TestUnsupportedAllRowsStillCountsTheStep(t *testing.T) {
 		if got, want := s.Memory().KVBytes, kvPoolBytes(testConfig(), 6); got != want || want == kvPoolBytes(testConfig(), 4) {
 			t.Errorf("KVBytes %d, want %d (pools grown past the initial 4 rows)", got, want)
 		}
+	})
+}
+
+// TestLenFollowsTheLibrary: Session.Len answers from the session's own
+// record of the length (no call into the library per step); it must agree
+// with the library's after steps, refused and accepted rewinds, a clear,
+// refused steps and a step that failed inside the runtime (after which the
+// library resyncs its cache).
+func TestLenFollowsTheLibrary(t *testing.T) {
+	eachLib(t, func(t *testing.T, lib string) {
+		e := newEngine(t, lib)
+		ctx := context.Background()
+		s, err := e.Open(ctx, writeProgram(t, "vocab=16 poison=7"), testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ms := s.(*Session)
+		check := func(when string) {
+			t.Helper()
+			want, err := ms.lib.length(ms.h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Len(); got != want {
+				t.Errorf("%s: Len %d, library %d", when, got, want)
+			}
+		}
+		check("opened")
+		s.Forward(ctx, seq(1, 3), seq(0, 3))
+		check("prefill of 3")
+		s.Forward(ctx, []int64{2}, []int64{3})
+		check("a decode step")
+		s.Forward(ctx, []int64{2}, []int64{9}) // off the length: refused
+		check("a refused step")
+		s.Forward(ctx, []int64{7}, []int64{4}) // poison: fails in the runtime
+		check("a failed step")
+		s.Rewind(100)
+		check("a refused rewind")
+		s.Rewind(2)
+		check("a rewind")
+		s.Clear()
+		check("a clear")
+		s.Forward(ctx, seq(1, 2), seq(0, 2))
+		check("after the clear")
 	})
 }

@@ -134,6 +134,7 @@ type library struct {
 	sessionFuncs
 	memoryFuncs
 	deviceFuncs
+	timingFuncs
 
 	pool sessionPool // idle sessions kept for reuse (pool.go)
 }
@@ -147,6 +148,12 @@ func (l *library) symbol(fptr any, name string) error {
 	registerFunc(fptr, addr)
 	l.bound = append(l.bound, name)
 	return nil
+}
+
+// has reports whether the library exports name (for optional sections).
+func (l *library) has(name string) bool {
+	addr, err := dlsym(l.handle, name)
+	return err == nil && addr != 0
 }
 
 // bind loads the library at path, checks its ABI version first, then binds
@@ -176,6 +183,7 @@ func bind(path string) (*library, error) {
 			return nil, err
 		}
 	}
+	l.timingFuncs.bind(l)
 	return l, nil
 }
 

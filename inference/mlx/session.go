@@ -2,6 +2,8 @@ package mlx
 
 // Header section 3: session.
 
+import "time"
+
 // sessionHandle is an etchat_session*; zero means closed.
 type sessionHandle uintptr
 
@@ -58,8 +60,9 @@ func (l *library) openSession(p programHandle, cfg *CConfig, layers []CLayer) (s
 }
 
 // forward runs ids at positions and fills out (len(out) floats of room);
-// it returns the number of floats written.
-func (l *library) forward(h sessionHandle, ids, positions []int64, out []float32, allRows bool) (int, error) {
+// it returns the number of floats written. With sample (timing on) it
+// also records the call's duration and the library's parts of it.
+func (l *library) forward(h sessionHandle, ids, positions []int64, out []float32, allRows bool, sample *StepSample) (int, error) {
 	if h == 0 {
 		return 0, errZeroHandle("forward", "session")
 	}
@@ -72,9 +75,24 @@ func (l *library) forward(h sessionHandle, ids, positions []int64, out []float32
 		all = 1
 	}
 	var written int64
-	err := l.call("forward", func() int32 {
-		return l.sessionForward(h, &ids[0], &positions[0], int32(len(ids)), &out[0], int64(len(out)), all, &written)
-	})
+	var err error
+	if sample == nil {
+		err = l.call("forward", func() int32 {
+			return l.sessionForward(h, &ids[0], &positions[0], int32(len(ids)), &out[0], int64(len(out)), all, &written)
+		})
+	} else {
+		// The library's timing is thread_local on the calling thread: read
+		// it under the same pin as the call.
+		err = l.call("forward", func() int32 {
+			t := time.Now()
+			st := l.sessionForward(h, &ids[0], &positions[0], int32(len(ids)), &out[0], int64(len(out)), all, &written)
+			sample.Call = time.Since(t)
+			if st == 0 {
+				l.lastTiming(&sample.C)
+			}
+			return st
+		})
+	}
 	if err != nil {
 		return 0, err
 	}

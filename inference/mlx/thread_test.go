@@ -55,7 +55,7 @@ func TestOneLibraryThread(t *testing.T) {
 			s.mu.Lock() // one step at a time per session, each from its length
 			n, err := s.lib.length(s.h)
 			if err == nil {
-				_, err = s.lib.forward(s.h, []int64{int64(g)}, []int64{int64(n)}, make([]float32, 16), false)
+				_, err = s.lib.forward(s.h, []int64{int64(g)}, []int64{int64(n)}, make([]float32, 16), false, nil)
 			}
 			if err == nil && i%5 == 4 {
 				err = s.lib.rewind(s.h, int32(n))

@@ -251,11 +251,15 @@ class ETSession final : public SessionBackend {
 
   LogitsView forward(const int64_t* ids, const int64_t* positions, int32_t n)
       override {
+    const bool timed = timing_on();
+    const int64_t t0 = timed ? now_ns() : 0;
     auto in = make_tensor_ptr({1, n}, std::vector<int64_t>(ids, ids + n));
     auto pos =
         make_tensor_ptr({n}, std::vector<int64_t>(positions, positions + n));
     outputs.clear();
+    const int64_t t1 = timed ? now_ns() : 0;
     auto result = module_->execute("forward", {in, pos});
+    const int64_t t2 = timed ? now_ns() : 0;
     if (!result.ok()) {
       fail(ETCHAT_ERR_EXECUTE, "forward failed: " + et_error(result.error()));
     }
@@ -286,6 +290,11 @@ class ETSession final : public SessionBackend {
                 " are not supported (float, half, bfloat16)");
     }
     v.data = t.const_data_ptr();
+    if (timed) {
+      v.inputs_ns = t1 - t0;
+      v.execute_ns = t2 - t1;
+      v.outputs_ns = now_ns() - t2;
+    }
     return v;
   }
   bool has_cache() const override {

@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -183,18 +184,43 @@ Outcome run_guarded(const char* op, F& f) noexcept {
   return out;
 }
 
+// Per-forward timing (etchat_set_timing), and the calling thread's last
+// forward's (etchat_last_timing).
+std::atomic<bool> g_timing{false};
+thread_local etchat_step_timing t_timing{};
+
+// Runs f on the library's thread as guard() does; with tm, also records
+// the hand-over to the library's thread and back and the call's total.
 template <class F>
-etchat_status guard(const char* op, F&& f) noexcept {
+etchat_status guard(
+    const char* op,
+    F&& f,
+    etchat_step_timing* tm = nullptr) noexcept {
+  const int64_t t0 = tm != nullptr ? etchat::now_ns() : 0;
+  int64_t t_done = 0;
   t_last_error.clear();
   Outcome out;
   try {
-    library_thread().run([&] { out = run_guarded(op, f); });
+    library_thread().run([&] {
+      if (tm != nullptr) {
+        tm->to_thread_ns = etchat::now_ns() - t0;
+      }
+      out = run_guarded(op, f);
+      if (tm != nullptr) {
+        t_done = etchat::now_ns();
+      }
+    });
   } catch (const Failure& e) {
     out.status = e.status;
     out.message = std::string(op) + ": " + e.what();
   } catch (...) {
     out.status = ETCHAT_ERR_INTERNAL;
     out.message = std::string(op) + ": cannot reach the library's thread";
+  }
+  if (tm != nullptr && t_done != 0) {
+    const int64_t t1 = etchat::now_ns();
+    tm->from_thread_ns = t1 - t_done;
+    tm->total_ns = t1 - t0;
   }
   if (out.status != ETCHAT_OK) {
     try {
@@ -623,7 +649,10 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     int64_t logits_cap,
     int32_t all_rows,
     int64_t* written) {
-  return guard("forward", [&] {
+  const bool timed = etchat::timing_on();
+  etchat_step_timing tm{};
+  const etchat_status status = guard("forward", [&] {
+    const int64_t b0 = timed ? etchat::now_ns() : 0;
     auto* s = sessions().get(session, "session");
     if (n <= 0 || ids == nullptr || positions == nullptr ||
         logits == nullptr || written == nullptr) {
@@ -664,6 +693,7 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     }
 
     etchat::LogitsView v;
+    const int64_t b1 = timed ? etchat::now_ns() : 0;
     try {
       v = s->backend->forward(ids, positions, n);
     } catch (...) {
@@ -679,6 +709,7 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     if (v.rows < 1) {
       fail(ETCHAT_ERR_EXECUTE, "forward returned no logits rows");
     }
+    const int64_t b2 = timed ? etchat::now_ns() : 0;
     // The step ran, so the cache holds it whatever the copy below does;
     // its writes overwrote, in each ring, the cells ring_rows before them.
     s->length = std::max(s->length, static_cast<int32_t>(last + 1));
@@ -695,9 +726,23 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
               " tokens; all rows are not available");
     }
     const int64_t rows = all_rows ? v.rows : 1;
+    const int64_t b3 = timed ? etchat::now_ns() : 0;
     copy_logits(v, v.rows - rows, rows, logits);
     *written = rows * v.vocab;
-  });
+    if (timed) {
+      tm.checks_ns = b1 - b0;
+      tm.inputs_ns = v.inputs_ns;
+      tm.execute_ns = v.execute_ns;
+      tm.outputs_ns = v.outputs_ns;
+      tm.cache_ns = b3 - b2;
+      tm.logits_ns = etchat::now_ns() - b3;
+      tm.tokens = n;
+    }
+  }, timed ? &tm : nullptr);
+  if (timed && status == ETCHAT_OK) {
+    t_timing = tm;
+  }
+  return status;
 }
 
 extern "C" ETCHAT_API etchat_status
@@ -801,6 +846,27 @@ etchat_session_can_extend(etchat_session* session, int32_t n, int32_t* out) {
 extern "C" ETCHAT_API etchat_status
 etchat_session_close(etchat_session* session) {
   return guard("session_close", [&] { sessions().take(session).reset(); });
+}
+
+// ===== 6. Step timing (before 4: guard's callers above use it) ===========
+
+bool etchat::timing_on() noexcept {
+  return g_timing.load(std::memory_order_relaxed);
+}
+
+extern "C" ETCHAT_API etchat_status etchat_set_timing(int32_t on) {
+  g_timing.store(on != 0, std::memory_order_relaxed);
+  return ETCHAT_OK;
+}
+
+extern "C" ETCHAT_API etchat_status
+etchat_last_timing(etchat_step_timing* out) {
+  if (out == nullptr) {
+    t_last_error = "last_timing: out is NULL";
+    return ETCHAT_ERR_INVALID_ARGUMENT;
+  }
+  *out = t_timing;
+  return ETCHAT_OK;
 }
 
 // ===== 4. Memory ===========================================================

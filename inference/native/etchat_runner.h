@@ -32,6 +32,7 @@
  *
  * Sections (the Go binding in inference/mlx has one file per section):
  *   1. version and errors   2. program   3. session   4. memory   5. device
+ *   6. step timing (optional: a binding must work without it)
  */
 #ifndef ETCHAT_RUNNER_H
 #define ETCHAT_RUNNER_H
@@ -231,6 +232,38 @@ ETCHAT_API etchat_status etchat_device(etchat_device_info* out);
  * Metal device is first used. A later call is ETCHAT_ERR_INVALID_ARGUMENT;
  * a path that is not a readable file is ETCHAT_ERR_DEVICE. */
 ETCHAT_API etchat_status etchat_set_metallib_path(const char* path);
+
+/* ===== 6. Step timing ==================================================== */
+
+/* Where one etchat_session_forward's time went, in nanoseconds, measured
+ * on the library's clock (CLOCK_MONOTONIC). Opt-in: with timing off (the
+ * default) the library reads no clock. The parts of total that are not
+ * named here (the guard, the task's bookkeeping) are the rest. Added
+ * without an ABI version bump: these two functions are optional, and a
+ * binding that finds them missing has no timing. */
+typedef struct etchat_step_timing {
+  int64_t total_ns;       /* entry to return, on the calling thread */
+  int64_t to_thread_ns;   /* entry until the library's thread runs the call */
+  int64_t from_thread_ns; /* the library's thread done until the caller runs */
+  int64_t checks_ns;      /* handle lookup, argument and step checks */
+  int64_t inputs_ns;      /* the input tensors built */
+  int64_t execute_ns;     /* ExecuTorch's execute of "forward" (the MLX
+                             delegate, the off-graph cache's update) */
+  int64_t outputs_ns;     /* the logits tensor inspected */
+  int64_t cache_ns;       /* our cache bookkeeping: length, ring oldest */
+  int64_t logits_ns;      /* logits copied/converted to the caller's floats */
+  int64_t tokens;         /* n of the step */
+} etchat_step_timing;
+
+/* Turns the per-forward timing on (non-zero) or off. Any thread; takes
+ * effect at the next forward. */
+ETCHAT_API etchat_status etchat_set_timing(int32_t on);
+
+/* The timing of the last successful forward made from the CALLING thread
+ * while timing was on (zeros if none). Does not go through the library's
+ * thread: call it on the thread that made the forward (Go: under the same
+ * LockOSThread). */
+ETCHAT_API etchat_status etchat_last_timing(etchat_step_timing* out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -7,6 +7,7 @@
 // includes an ExecuTorch header.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -41,7 +42,23 @@ struct LogitsView {
   LogitsType type = LogitsType::kFloat32;
   int64_t rows = 0;
   int64_t vocab = 0;
+  // The backend's parts of the step, in ns, filled only while timing_on()
+  // (etchat_set_timing); a backend that does not time them leaves zeros.
+  int64_t inputs_ns = 0;
+  int64_t execute_ns = 0;
+  int64_t outputs_ns = 0;
 };
+
+// Whether per-forward timing is on (etchat_set_timing). One relaxed
+// atomic load: with it off a backend reads no clock.
+bool timing_on() noexcept;
+
+// The clock of the step timing: monotonic, in ns.
+inline int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // The off-graph cache layout a program publishes (get_n_caches and its
 // per-cache lists); one entry per cache.

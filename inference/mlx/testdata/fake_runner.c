@@ -450,6 +450,21 @@ etchat_status etchat_set_metallib_path(const char* path) {
   return ETCHAT_OK;
 }
 
+/* ---- 6. step timing: the C fake times nothing (zeros), like a backend
+ * that fills no parts; the ABI layer's real timing is tested over
+ * fake_backend.cpp -------------------------------------------------------- */
+
+etchat_status etchat_set_timing(int32_t on) {
+  (void)on;
+  return ETCHAT_OK;
+}
+
+etchat_status etchat_last_timing(etchat_step_timing* out) {
+  if (out == NULL) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "last_timing: out is NULL");
+  memset(out, 0, sizeof *out);
+  return ETCHAT_OK;
+}
+
 /* ---- test-only extras (not part of the ABI) -------------------------------- */
 
 /* Copies the config the last off-graph session was opened with into
