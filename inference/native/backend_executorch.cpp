@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib> // setenv
 #include <mutex>
 #include <optional>
 #include <string>
@@ -389,6 +390,13 @@ class ETProgram final : public ProgramBackend {
 } // namespace
 
 std::unique_ptr<ProgramBackend> open_program(const std::string& path) {
+#if defined(ETCHAT_MLX_CUDA)
+  // cuDNN's SDPA builds a plan for each new query/key length (~20 ms at a
+  // new depth) and decodes slower at depth than MLX's own sdpa_vector on an
+  // H200 (docs/cuda-report.md, 2026-12-02 second section). MLX reads this
+  // once, at the first attention; a value the user set wins.
+  setenv("MLX_CUDA_USE_CUDNN_SDPA", "0", 0);
+#endif
   return std::make_unique<ETProgram>(path);
 }
 
