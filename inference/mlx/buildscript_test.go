@@ -351,7 +351,12 @@ func TestRunnerCMakeProject(t *testing.T) {
 	if _, err := exec.LookPath("c++"); err != nil {
 		t.Skip("no c++")
 	}
-	cmd := exec.Command(cmake, "-S", filepath.Join("..", "native"), "-B", t.TempDir(), "-DEXECUTORCH_SOURCE_DIR="+t.TempDir())
+	// Ninja, as scripts/build-native uses (scripts/setup installs it; a
+	// machine with only what setup installs has no make).
+	if _, err := exec.LookPath("ninja"); err != nil {
+		t.Skip("no ninja")
+	}
+	cmd := exec.Command(cmake, "-G", "Ninja", "-S", filepath.Join("..", "native"), "-B", t.TempDir(), "-DEXECUTORCH_SOURCE_DIR="+t.TempDir())
 	b, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "Utils.cmake not found") {
 		t.Errorf("configure without Utils.cmake: %v\n%s", err, b)

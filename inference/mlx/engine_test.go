@@ -275,7 +275,7 @@ func TestOpenErrors(t *testing.T) {
 		// A bad config never reaches the library.
 		bad := testConfig()
 		bad.Layers[1].Window = 0
-		if _, err := e.Open(ctx, writeProgram(t, "vocab=16"), bad); err == nil || !strings.Contains(err.Error(), "layer 1") {
+		if _, err := e.Open(ctx, writeProgram(t, "vocab=16"), bad); err == nil || !strings.Contains(err.Error(), "cache 1") {
 			t.Errorf("bad config: %v", err)
 		}
 		cctx, cancel := context.WithCancel(ctx)
