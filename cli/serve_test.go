@@ -126,14 +126,15 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func TestServeOpenAIClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: the openai client test needs Node 20 or later")
+		t.Skip("node is not installed: the openai client test needs Node 18 or later")
 	}
-	// openai 6.x declares no engines, so npm installs it anywhere; its
-	// README supports Node 20 LTS and later (Debian 12's nodejs is 18).
+	// openai 6.x declares no engines and its README names Node 20 LTS, but
+	// this test passes on Debian 12's own nodejs 18.20.4 (what scripts/setup
+	// installs on a machine without Node; scripts/check-fresh ran it).
 	if v, err := exec.Command(node, "-p", "process.versions.node").Output(); err != nil {
 		t.Fatalf("node -p process.versions.node: %v", err)
-	} else if major, _, _ := strings.Cut(strings.TrimSpace(string(v)), "."); atoi(major) < 20 {
-		t.Skipf("node is %s: the pinned openai package supports Node 20 LTS or later", strings.TrimSpace(string(v)))
+	} else if major, _, _ := strings.Cut(strings.TrimSpace(string(v)), "."); atoi(major) < 18 {
+		t.Skipf("node is %s: the openai client test needs Node 18 or later", strings.TrimSpace(string(v)))
 	}
 	dir, _ := filepath.Abs(filepath.Join("..", "tests", "openai-client"))
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
