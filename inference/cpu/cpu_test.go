@@ -48,7 +48,13 @@ type reference struct {
 // layoutOf reads the cache layout from a fixture's constant methods.
 func layoutOf(tb testing.TB, name string) kvcache.Layout {
 	tb.Helper()
-	f, err := pte.Open(fixtures.PTE(name))
+	return layoutOfFile(tb, fixtures.PTE(name))
+}
+
+// layoutOfFile is layoutOf for a program's path.
+func layoutOfFile(tb testing.TB, path string) kvcache.Layout {
+	tb.Helper()
+	f, err := pte.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -108,10 +108,37 @@ DATA qmask8<>+120(SB)/4, $0xff000000
 DATA qmask8<>+124(SB)/4, $0xff000000
 GLOBL qmask8<>(SB), RODATA|NOPTR, $128
 
+// Q4WORDS loads one block's four words of each of the four rows into
+// Y8..Y11, the upper four lanes shifted right by 4 (qshift4).
+#define Q4WORDS \
+	VBROADCASTI128 (DI), Y8; VPSRLVD qshift4<>(SB), Y8, Y8; \
+	VBROADCASTI128 (R9), Y9; VPSRLVD qshift4<>(SB), Y9, Y9; \
+	VBROADCASTI128 (R10), Y10; VPSRLVD qshift4<>(SB), Y10, Y10; \
+	VBROADCASTI128 (R11), Y11; VPSRLVD qshift4<>(SB), Y11, Y11
+
+// Q4PLANE(M, off, OP) is one plane of a block for the four rows: the
+// plane's prepared input (at off(SI)) loaded once into Y13, each row's
+// plane masked (M) and converted in Y12, then OP (VMULPS: the group's
+// first product; VFMADD231PS: the rest) into the row's sum Y4..Y7.
+#define Q4PLANE(M, off, OP) \
+	VMOVUPS off(SI), Y13; \
+	VPAND M, Y8, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, Y4; \
+	VPAND M, Y9, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, Y5; \
+	VPAND M, Y10, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, Y6; \
+	VPAND M, Y11, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, Y7
+
+// Q4NEXT moves the pointers past one block and prefetches the next rows.
+#define Q4NEXT \
+	ADDQ $128, SI; ADDQ $16, DI; ADDQ $16, R9; ADDQ $16, R10; ADDQ $16, R11; \
+	PREFETCHT0 (AX); ADDQ $64, AX
+
 // func qDotRows4Q4AVX2(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride int, groups, bpg int, out *float32)
 // out[j] = row j's dot with xp, j < 4: row j's words at words+j·wstride
 // bytes, its scales and biases at +j·sstride bytes; groups groups of bpg
 // blocks, each group's blocks followed in xp by its eight lane sums.
+// Each plane's prepared input is loaded once for the four rows and two
+// masks stay in registers: the loads, not the arithmetic, bounded the
+// earlier form (45 loads a group; now 29).
 TEXT ·qDotRows4Q4AVX2(SB), NOSPLIT, $0-72
 	MOVQ xp+0(FP), SI
 	MOVQ words+8(FP), DI
@@ -128,6 +155,7 @@ TEXT ·qDotRows4Q4AVX2(SB), NOSPLIT, $0-72
 	// hardware prefetchers lose track of rows read 16 bytes at a time)
 	LEAQ (R11)(R8*1), AX
 	VMOVDQU qmask4<>(SB), Y15
+	VMOVDQU qmask4<>+32(SB), Y14
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -135,136 +163,22 @@ TEXT ·qDotRows4Q4AVX2(SB), NOSPLIT, $0-72
 q4r4group:
 	TESTQ CX, CX
 	JZ q4r4done
-	VBROADCASTI128 (DI), Y8
-	VPSRLVD qshift4<>(SB), Y8, Y8
-	VBROADCASTI128 (R9), Y9
-	VPSRLVD qshift4<>(SB), Y9, Y9
-	VBROADCASTI128 (R10), Y10
-	VPSRLVD qshift4<>(SB), Y10, Y10
-	VBROADCASTI128 (R11), Y11
-	VPSRLVD qshift4<>(SB), Y11, Y11
-	VPAND Y15, Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VMULPS 0(SI), Y12, Y4
-	VPAND Y15, Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VMULPS 0(SI), Y13, Y5
-	VPAND Y15, Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VMULPS 0(SI), Y12, Y6
-	VPAND Y15, Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VMULPS 0(SI), Y13, Y7
-	VPAND qmask4<>+32(SB), Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 32(SI), Y12, Y4
-	VPAND qmask4<>+32(SB), Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 32(SI), Y13, Y5
-	VPAND qmask4<>+32(SB), Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 32(SI), Y12, Y6
-	VPAND qmask4<>+32(SB), Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 32(SI), Y13, Y7
-	VPAND qmask4<>+64(SB), Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 64(SI), Y12, Y4
-	VPAND qmask4<>+64(SB), Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 64(SI), Y13, Y5
-	VPAND qmask4<>+64(SB), Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 64(SI), Y12, Y6
-	VPAND qmask4<>+64(SB), Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 64(SI), Y13, Y7
-	VPAND qmask4<>+96(SB), Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 96(SI), Y12, Y4
-	VPAND qmask4<>+96(SB), Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 96(SI), Y13, Y5
-	VPAND qmask4<>+96(SB), Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 96(SI), Y12, Y6
-	VPAND qmask4<>+96(SB), Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 96(SI), Y13, Y7
-	ADDQ $128, SI
-	ADDQ $16, DI
-	ADDQ $16, R9
-	ADDQ $16, R10
-	ADDQ $16, R11
-	PREFETCHT0 (AX)
-	ADDQ $64, AX
+	Q4WORDS
+	Q4PLANE(Y15, 0, VMULPS)
+	Q4PLANE(Y14, 32, VFMADD231PS)
+	Q4PLANE(qmask4<>+64(SB), 64, VFMADD231PS)
+	Q4PLANE(qmask4<>+96(SB), 96, VFMADD231PS)
+	Q4NEXT
 	MOVQ bpg+56(FP), R12
 	DECQ R12
 	JZ q4r4scale
 q4r4block:
-	VBROADCASTI128 (DI), Y8
-	VPSRLVD qshift4<>(SB), Y8, Y8
-	VBROADCASTI128 (R9), Y9
-	VPSRLVD qshift4<>(SB), Y9, Y9
-	VBROADCASTI128 (R10), Y10
-	VPSRLVD qshift4<>(SB), Y10, Y10
-	VBROADCASTI128 (R11), Y11
-	VPSRLVD qshift4<>(SB), Y11, Y11
-	VPAND Y15, Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 0(SI), Y12, Y4
-	VPAND Y15, Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 0(SI), Y13, Y5
-	VPAND Y15, Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 0(SI), Y12, Y6
-	VPAND Y15, Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 0(SI), Y13, Y7
-	VPAND qmask4<>+32(SB), Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 32(SI), Y12, Y4
-	VPAND qmask4<>+32(SB), Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 32(SI), Y13, Y5
-	VPAND qmask4<>+32(SB), Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 32(SI), Y12, Y6
-	VPAND qmask4<>+32(SB), Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 32(SI), Y13, Y7
-	VPAND qmask4<>+64(SB), Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 64(SI), Y12, Y4
-	VPAND qmask4<>+64(SB), Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 64(SI), Y13, Y5
-	VPAND qmask4<>+64(SB), Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 64(SI), Y12, Y6
-	VPAND qmask4<>+64(SB), Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 64(SI), Y13, Y7
-	VPAND qmask4<>+96(SB), Y8, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 96(SI), Y12, Y4
-	VPAND qmask4<>+96(SB), Y9, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 96(SI), Y13, Y5
-	VPAND qmask4<>+96(SB), Y10, Y12
-	VCVTDQ2PS Y12, Y12
-	VFMADD231PS 96(SI), Y12, Y6
-	VPAND qmask4<>+96(SB), Y11, Y13
-	VCVTDQ2PS Y13, Y13
-	VFMADD231PS 96(SI), Y13, Y7
-	ADDQ $128, SI
-	ADDQ $16, DI
-	ADDQ $16, R9
-	ADDQ $16, R10
-	ADDQ $16, R11
-	PREFETCHT0 (AX)
-	ADDQ $64, AX
+	Q4WORDS
+	Q4PLANE(Y15, 0, VFMADD231PS)
+	Q4PLANE(Y14, 32, VFMADD231PS)
+	Q4PLANE(qmask4<>+64(SB), 64, VFMADD231PS)
+	Q4PLANE(qmask4<>+96(SB), 96, VFMADD231PS)
+	Q4NEXT
 	DECQ R12
 	JNZ q4r4block
 q4r4scale:
@@ -568,5 +482,211 @@ dq8loop:
 	DECQ CX
 	JMP dq8group
 dq8done:
+	VZEROUPPER
+	RET
+
+// The three-row 4-bit kernel for groups of 32 (one block a group, as
+// MLX's default and the exports' group size): the operations of
+// qDotRows4Q4AVX2, row for row in the same order (the same bits), but
+// software-pipelined: a group's plane products (sq, four dependent
+// multiply-adds a row) are interleaved with the previous group's scale
+// and bias multiply-adds, so twice as many independent chains are in
+// flight. The four-row form waited on the chains (measured: 27 cycles
+// a group of four rows against 12 of multiply-add throughput). Three
+// rows leave registers for two sets of sums: Y0–Y2 the totals, Y3–Y5
+// and Y6–Y8 the two groups' sums, Y9–Y11 the words, Y12 scratch, Y13
+// the plane's input, Y14 and Y15 two masks.
+
+#define Q3WORDS \
+	VBROADCASTI128 (DI), Y9; VPSRLVD qshift4<>(SB), Y9, Y9; \
+	VBROADCASTI128 (R9), Y10; VPSRLVD qshift4<>(SB), Y10, Y10; \
+	VBROADCASTI128 (R10), Y11; VPSRLVD qshift4<>(SB), Y11, Y11
+
+#define Q3PLANE(M, off, OP, s0, s1, s2) \
+	VMOVUPS off(SI), Y13; \
+	VPAND M, Y9, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, s0; \
+	VPAND M, Y10, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, s1; \
+	VPAND M, Y11, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, s2
+
+// the previous group's scale terms (its scales at -4 from DX) and bias
+// terms (its biases at -4 from R14, its lane sums at -32(SI))
+#define Q3SCALES(q0, q1, q2) \
+	VBROADCASTSS -4(DX), Y12; VFMADD231PS Y12, q0, Y0; \
+	VBROADCASTSS -4(DX)(BX*1), Y12; VFMADD231PS Y12, q1, Y1; \
+	VBROADCASTSS -4(DX)(R13*1), Y12; VFMADD231PS Y12, q2, Y2
+#define Q3BIASES \
+	VBROADCASTSS -4(R14), Y12; VFMADD231PS -32(SI), Y12, Y0; \
+	VBROADCASTSS -4(R14)(BX*1), Y12; VFMADD231PS -32(SI), Y12, Y1; \
+	VBROADCASTSS -4(R14)(R13*1), Y12; VFMADD231PS -32(SI), Y12, Y2
+
+#define Q3NEXT \
+	ADDQ $160, SI; ADDQ $16, DI; ADDQ $16, R9; ADDQ $16, R10; ADDQ $4, DX; ADDQ $4, R14; \
+	PREFETCHT0 (AX); ADDQ $48, AX
+
+// Q3STEP: one group into n0..n2, with the previous group's in o0..o2
+// finished into the totals between its planes.
+#define Q3STEP(n0, n1, n2, o0, o1, o2) \
+	Q3WORDS; \
+	Q3PLANE(Y15, 0, VMULPS, n0, n1, n2); \
+	Q3SCALES(o0, o1, o2); \
+	Q3PLANE(Y14, 32, VFMADD231PS, n0, n1, n2); \
+	Q3BIASES; \
+	Q3PLANE(qmask4<>+64(SB), 64, VFMADD231PS, n0, n1, n2); \
+	Q3PLANE(qmask4<>+96(SB), 96, VFMADD231PS, n0, n1, n2); \
+	Q3NEXT
+
+// func qDotRows3Q4G32AVX2(xp *float32, words *uint32, w1, w2 int, scales, biases *float32, s1, s2, groups int, out *float32)
+// out[j] = row j's dot with xp, j < 3: rows at words, words+w1 and
+// words+w2 bytes, their scales and biases at +0, +s1 and +s2 bytes;
+// groups ≥ 1 groups of one block, each followed in xp by its lane sums.
+TEXT ·qDotRows3Q4G32AVX2(SB), NOSPLIT, $0-80
+	MOVQ xp+0(FP), SI
+	MOVQ words+8(FP), DI
+	MOVQ w1+16(FP), R9
+	MOVQ w2+24(FP), R10
+	MOVQ scales+32(FP), DX
+	MOVQ biases+40(FP), R14
+	MOVQ s1+48(FP), BX
+	MOVQ s2+56(FP), R13
+	MOVQ groups+64(FP), CX
+	// AX: the words of the next three rows (the next pass)
+	LEAQ (DI)(R9*1), AX
+	ADDQ R10, AX
+	ADDQ DI, R9
+	ADDQ DI, R10
+	VMOVDQU qmask4<>(SB), Y15
+	VMOVDQU qmask4<>+32(SB), Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	// the first group, into Y3–Y5, with nothing to finish
+	Q3WORDS
+	Q3PLANE(Y15, 0, VMULPS, Y3, Y4, Y5)
+	Q3PLANE(Y14, 32, VFMADD231PS, Y3, Y4, Y5)
+	Q3PLANE(qmask4<>+64(SB), 64, VFMADD231PS, Y3, Y4, Y5)
+	Q3PLANE(qmask4<>+96(SB), 96, VFMADD231PS, Y3, Y4, Y5)
+	Q3NEXT
+	DECQ CX
+q3pair:
+	CMPQ CX, $2
+	JLT q3tail
+	Q3STEP(Y6, Y7, Y8, Y3, Y4, Y5)
+	Q3STEP(Y3, Y4, Y5, Y6, Y7, Y8)
+	SUBQ $2, CX
+	JMP q3pair
+q3tail:
+	TESTQ CX, CX
+	JZ q3lastA
+	Q3STEP(Y6, Y7, Y8, Y3, Y4, Y5)
+	Q3SCALES(Y6, Y7, Y8)
+	Q3BIASES
+	JMP q3done
+q3lastA:
+	Q3SCALES(Y3, Y4, Y5)
+	Q3BIASES
+q3done:
+	MOVQ out+72(FP), DI
+	LANESUM8(Y0, X0, X12)
+	MOVSS X0, 0(DI)
+	LANESUM8(Y1, X1, X12)
+	MOVSS X1, 4(DI)
+	LANESUM8(Y2, X2, X12)
+	MOVSS X2, 8(DI)
+	VZEROUPPER
+	RET
+
+// The same for folded biases (each group's scale is its bias, times the
+// BiasMul the prepared sums carry), with fewer instructions: decode is
+// bound by how many the core issues (about 3.3 a cycle whatever their
+// kind: removing any one kind from the loop barely changed its speed),
+// so the scale is broadcast once for both of its multiply-adds, the
+// prepared input is read by the multiply-adds themselves, and the
+// three rows' words share one index (R11). Y13 holds a third mask.
+
+#define Q3FWORDS \
+	VBROADCASTI128 (DI)(R11*1), Y9; VPSRLVD qshift4<>(SB), Y9, Y9; \
+	VBROADCASTI128 (R9)(R11*1), Y10; VPSRLVD qshift4<>(SB), Y10, Y10; \
+	VBROADCASTI128 (R10)(R11*1), Y11; VPSRLVD qshift4<>(SB), Y11, Y11
+
+#define Q3FPLANE(M, off, OP, s0, s1, s2) \
+	VPAND M, Y9, Y12; VCVTDQ2PS Y12, Y12; OP off(SI), Y12, s0; \
+	VPAND M, Y10, Y12; VCVTDQ2PS Y12, Y12; OP off(SI), Y12, s1; \
+	VPAND M, Y11, Y12; VCVTDQ2PS Y12, Y12; OP off(SI), Y12, s2
+
+// the previous group's scale and bias terms: scale·sq, then the same
+// scale·(its lane sums, at -32(SI))
+#define Q3FSCALE(sc, q, acc) \
+	VBROADCASTSS sc, Y12; VFMADD231PS Y12, q, acc; VFMADD231PS -32(SI), Y12, acc
+
+#define Q3FNEXT \
+	ADDQ $160, SI; ADDQ $16, R11; ADDQ $4, DX; PREFETCHT0 (AX); ADDQ $48, AX
+
+#define Q3FSTEP(n0, n1, n2, o0, o1, o2) \
+	Q3FWORDS; \
+	Q3FPLANE(Y15, 0, VMULPS, n0, n1, n2); \
+	Q3FSCALE(-4(DX), o0, Y0); \
+	Q3FPLANE(Y14, 32, VFMADD231PS, n0, n1, n2); \
+	Q3FSCALE(-4(DX)(BX*1), o1, Y1); \
+	Q3FPLANE(Y13, 64, VFMADD231PS, n0, n1, n2); \
+	Q3FSCALE(-4(DX)(R13*1), o2, Y2); \
+	Q3FPLANE(qmask4<>+96(SB), 96, VFMADD231PS, n0, n1, n2); \
+	Q3FNEXT
+
+// func qDotRows3Q4G32FoldedAVX2(xp *float32, words *uint32, w1, w2 int, scales *float32, s1, s2, groups int, out *float32)
+// qDotRows3Q4G32AVX2 with each row's biases its scales.
+TEXT ·qDotRows3Q4G32FoldedAVX2(SB), NOSPLIT, $0-72
+	MOVQ xp+0(FP), SI
+	MOVQ words+8(FP), DI
+	MOVQ w1+16(FP), R9
+	MOVQ w2+24(FP), R10
+	MOVQ scales+32(FP), DX
+	MOVQ s1+40(FP), BX
+	MOVQ s2+48(FP), R13
+	MOVQ groups+56(FP), CX
+	LEAQ (DI)(R9*1), AX
+	ADDQ R10, AX
+	ADDQ DI, R9
+	ADDQ DI, R10
+	XORQ R11, R11
+	VMOVDQU qmask4<>(SB), Y15
+	VMOVDQU qmask4<>+32(SB), Y14
+	VMOVDQU qmask4<>+64(SB), Y13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	Q3FWORDS
+	Q3FPLANE(Y15, 0, VMULPS, Y3, Y4, Y5)
+	Q3FPLANE(Y14, 32, VFMADD231PS, Y3, Y4, Y5)
+	Q3FPLANE(Y13, 64, VFMADD231PS, Y3, Y4, Y5)
+	Q3FPLANE(qmask4<>+96(SB), 96, VFMADD231PS, Y3, Y4, Y5)
+	Q3FNEXT
+	DECQ CX
+q3fpair:
+	CMPQ CX, $2
+	JLT q3ftail
+	Q3FSTEP(Y6, Y7, Y8, Y3, Y4, Y5)
+	Q3FSTEP(Y3, Y4, Y5, Y6, Y7, Y8)
+	SUBQ $2, CX
+	JMP q3fpair
+q3ftail:
+	TESTQ CX, CX
+	JZ q3flastA
+	Q3FSTEP(Y6, Y7, Y8, Y3, Y4, Y5)
+	Q3FSCALE(-4(DX), Y6, Y0)
+	Q3FSCALE(-4(DX)(BX*1), Y7, Y1)
+	Q3FSCALE(-4(DX)(R13*1), Y8, Y2)
+	JMP q3fdone
+q3flastA:
+	Q3FSCALE(-4(DX), Y3, Y0)
+	Q3FSCALE(-4(DX)(BX*1), Y4, Y1)
+	Q3FSCALE(-4(DX)(R13*1), Y5, Y2)
+q3fdone:
+	MOVQ out+64(FP), DI
+	LANESUM8(Y0, X0, X12)
+	MOVSS X0, 0(DI)
+	LANESUM8(Y1, X1, X12)
+	MOVSS X1, 4(DI)
+	LANESUM8(Y2, X2, X12)
+	MOVSS X2, 8(DI)
 	VZEROUPPER
 	RET

@@ -158,9 +158,10 @@ func qMatMulRangeFast(out, x []float32, n int, w *qMatrix, r0, r1 int) {
 // qScaleBufs hold bf16 scales widened for the kernels (qDecodeRows).
 var qScaleBufs = sync.Pool{New: func() any { return new([]float32) }}
 
-// qScaleRows is how many rows' bf16 scales decode widens at a time: 16
-// rows of K = 8192 in groups of 32 are 16 KiB, so they stay in L1.
-const qScaleRows = 16
+// qScaleRows is how many rows' bf16 scales decode widens at a time: 24
+// rows of K = 8192 in groups of 32 are 24 KiB, so they stay in L1; a
+// multiple of the kernels' three and eight rows.
+const qScaleRows = 24
 
 // qDecodeRows is decode's rows [r0, r1) of out = x · Wᵀ from the
 // prepared input xp: eight rows at a time with AVX-512, then four, then
@@ -181,6 +182,7 @@ func qDecodeRows(out, xp []float32, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 			bi = w.Biases[r0*G : end*G]
 		}
 		r := qDotRowsWide(out, xp, w, sc, bi, r0, end) // AVX-512: eight rows at a time
+		r = qDecodeRows3(out, xp, w, sc, bi, r0, r, end)
 		for ; r+4 <= end; r += 4 {
 			o := (r - r0) * G
 			qDotRows4(&acc, xp, w.Packed[r*wpr:], wpr, sc[o:], bi[o:], G, G, bpg, w.Bits)
@@ -193,6 +195,30 @@ func qDecodeRows(out, xp []float32, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 		}
 		r0 = end
 	}
+}
+
+// useRows3 is settable for the benchmarks (false: the four-row kernel).
+var useRows3 = true
+
+// qDecodeRows3 sets out[r] for rows [r, end) three at a time (the last
+// one or two repeated) where the pipelined AVX2 kernel applies, and
+// returns the first row it did not set (r where it does not apply).
+// sc and bi are the scales and biases of rows r0….
+func qDecodeRows3(out, xp []float32, w *qMatrix, sc, bi []float32, r0, r, end int) int {
+	if !useRows3 {
+		return r
+	}
+	G, wpr, bpg := w.groups(), w.wordsPerRow(), w.GroupSize/32
+	var acc [4]float32
+	for ; r < end; r += 3 {
+		n := min(3, end-r)
+		o := (r - r0) * G
+		if !qDotRows3(&acc, xp, w.Packed[r*wpr:], wpr*min(1, n-1), wpr*min(2, n-1), sc[o:], bi[o:], G*min(1, n-1), G*min(2, n-1), G, bpg, w.Bits) {
+			return r
+		}
+		copy(out[r:r+n], acc[:n])
+	}
+	return end
 }
 
 // qMatMulPrepared is rows [r0, r1) of out[n][Rows] = x · Wᵀ from x

@@ -1,9 +1,14 @@
 package cpu
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
+
+	"etchat/inference/kvcache"
 )
 
 // realShapes are a Llama-3.2-1B layer's 4-bit matrices (N × K) and its
@@ -56,4 +61,93 @@ func BenchmarkQGemvRealSize(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkQGemvL2 is the same kernel on a matrix that stays in L2
+// (512 × 1024: 288 KiB), one thread: the kernel's own speed.
+func BenchmarkQGemvL2(b *testing.B) {
+	w := realQMatrix(512, 1024)
+	x := make([]float32, 1024)
+	for i := range x {
+		x[i] = float32(i%5) - 2
+	}
+	out := make([]float32, 512)
+	var job mmJob
+	for i := 0; i < b.N; i++ {
+		qMatMulJob(&job, out, x, 1, w, 1)
+	}
+	b.ReportMetric(float64(512*1024)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+}
+
+// BenchmarkQGemvRows34 is BenchmarkQGemvL2 with the pipelined three-row
+// kernel and the four-row one, interleaved (on a shared machine compare
+// the pairs, not runs).
+func BenchmarkQGemvRows34(b *testing.B) {
+	defer func(v bool) { useRows3 = v }(useRows3)
+	for _, K := range []int{1024, 8192} {
+		N := (512 << 10) / K * 8 / 8
+		w := realQMatrix(N, K)
+		x := make([]float32, K)
+		for i := range x {
+			x[i] = float32(i%5) - 2
+		}
+		out := make([]float32, N)
+		for round := 0; round < 3; round++ {
+			for _, rows3 := range []bool{true, false} {
+				b.Run(fmt.Sprintf("K%d/rows3=%v/%d", K, rows3, round), func(b *testing.B) {
+					useRows3 = rows3
+					var job mmJob
+					for i := 0; i < b.N; i++ {
+						qMatMulJob(&job, out, x, 1, w, 1)
+					}
+					b.ReportMetric(float64(N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeRealSize is decode steps of the real-size program
+// (scripts/realsize writes it; ETCHAT_REALSIZE_PTE names another) after
+// a 128-token prompt, as `etchat bench -p 128 -n 64` runs them; skipped
+// when the file is absent. With -cpuprofile it shows where a real-size
+// step's time goes.
+func BenchmarkDecodeRealSize(b *testing.B) {
+	path := os.Getenv("ETCHAT_REALSIZE_PTE")
+	if path == "" {
+		path = filepath.Join("..", "..", "build", "realsize", "llama1b-q4.pte")
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%v (scripts/realsize writes it)", err)
+	}
+	l := layoutOfFile(b, path)
+	p := kvcache.DefaultPolicy()
+	p.StorageDType = "bf16"
+	cfg, err := kvcache.Build(l, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{}).Open(context.Background(), path, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ids := make([]int64, 128)
+	for i := range ids {
+		ids[i] = int64(i + 3)
+	}
+	prefill(b, s, ids, l.PrefillChunk)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if s.Len() >= len(ids)+64 {
+			b.StopTimer()
+			s.Rewind(s.Len() - len(ids))
+			b.StartTimer()
+		}
+		if _, err := s.Forward(ctx, []int64{7}, []int64{int64(s.Len())}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 }
