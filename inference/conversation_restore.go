@@ -43,20 +43,9 @@ func Resume(ctx context.Context, sess engine.Session, opts ConversationOptions, 
 	if err != nil {
 		return nil, err
 	}
-	var ids []int
-	vocab := sess.Vocab()
-	for i, m := range msgs {
-		switch m.Role {
-		case RoleSystem, RoleUser, RoleAssistant:
-		default:
-			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
-		}
-		for _, id := range m.IDs {
-			if id < 0 || (vocab > 0 && id >= vocab) {
-				return nil, fmt.Errorf("message %d: token %d outside the vocabulary (%d)", i, id, vocab)
-			}
-		}
-		ids = append(ids, m.IDs...)
+	ids, err := historyIDs(sess, msgs)
+	if err != nil {
+		return nil, err
 	}
 	c.msgs = cloneMessages(msgs)
 	if len(ids) == 0 || !sess.CanExtend(len(ids)+1) {
