@@ -229,10 +229,11 @@ func attendDirect(D int) bool { return useAVX2 && D > 0 && D%8 == 0 }
 func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, window int, scale float32, h0, h1 int, scores []float32) {
 	group := hq / hkv
 	direct := attendDirect(D)
-	// heads taken together at decode: fours where attendGroup allows them
-	// (and the scratch holds them), else pairs
+	// heads taken together (each K and V row read once for them, at
+	// decode and for each query of a prefill chunk): fours where
+	// attendGroup allows them (and the scratch holds them), else pairs
 	n := 0
-	if T == 1 && direct {
+	if direct {
 		n = attendGroup(k, v, D)
 	}
 	four, two := n == 4 && len(scores) >= 4*S, n >= 2 && len(scores) >= 2*S
@@ -246,7 +247,9 @@ func attendHeads(out, q []float32, k, v kvRows, hq, hkv, T, S, D, qBase, kBase, 
 			m = 2
 		}
 		if m > 0 {
-			attendHeadsN(m, out, q, k, v, S, D, qBase, kBase, window, scale, h, kh, scores)
+			for t := 0; t < T; t++ {
+				attendHeadsN(m, out, q, k, v, T, t, S, D, qBase, kBase, window, scale, h, kh, scores)
+			}
 			h += m - 1
 			continue
 		}

@@ -39,30 +39,35 @@ func attendGroup(k, v kvRows, D int) int {
 	return 0
 }
 
-// attendHeadsN is attendHeads for the n (attendGroup) decode heads h…
-// of KV head kh with bf16 rows: their scores and weighted sums computed
-// together (each row widened once, every head's sums kept as the per-row
-// kernels add them), the softmax per head as attendHeads does it, so the
-// bits are the same.
-func attendHeadsN(n int, out, q []float32, k, v kvRows, S, D, qBase, kBase, window int, scale float32, h, kh int, scores []float32) {
+// attendHeadsN is attendHeads for query t (of T) of the n (attendGroup)
+// heads h… of KV head kh with bf16 rows: their scores and weighted sums
+// computed together (each row widened once, every head's sums kept as
+// the per-row kernels add them), the softmax per head as attendHeads
+// does it, so the bits are the same. The heads' queries and outputs are
+// T·D apart (D at decode).
+func attendHeadsN(n int, out, q []float32, k, v kvRows, T, t, S, D, qBase, kBase, window int, scale float32, h, kh int, scores []float32) {
+	qp := qBase + t
 	lo := 0
 	if window > 0 {
-		lo = max(0, qBase-window+1-kBase)
+		lo = max(0, qp-window+1-kBase)
 	}
-	hi := min(S, qBase-kBase+1)
-	o := out[h*D : (h+n)*D]
-	clear(o)
+	hi := min(S, qp-kBase+1)
+	first, last := (h*T+t)*D, ((h+n-1)*T+t+1)*D // the first head's row, one past the last head's
+	o := out[first:last]
+	for i := 0; i < n; i++ {
+		clear(o[i*T*D : i*T*D+D])
+	}
 	if hi <= lo {
 		return
 	}
 	ko, vo := kh*k.hs+lo*D, kh*v.hs+lo*D
 	rows := hi - lo
 	// bounds: n heads' queries, scores and outputs, rows rows of K and V
-	qs, sc, kr, vr := q[h*D:(h+n)*D], scores[lo:(n-1)*S+hi], k.h[ko:ko+rows*D], v.h[vo:vo+rows*D]
+	qs, sc, kr, vr := q[first:last], scores[lo:(n-1)*S+hi], k.h[ko:ko+rows*D], v.h[vo:vo+rows*D]
 	if n == 4 {
-		attnScores4BF16AVX512(&qs[0], 4*D, &kr[0], D, rows, &sc[0], 4*S)
+		attnScores4BF16AVX512(&qs[0], 4*T*D, &kr[0], D, rows, &sc[0], 4*S)
 	} else {
-		attnScores2BF16AVX2(&qs[0], 4*D, &kr[0], D, rows, &sc[0], 4*S)
+		attnScores2BF16AVX2(&qs[0], 4*T*D, &kr[0], D, rows, &sc[0], 4*S)
 	}
 	for i := 0; i < n; i++ {
 		sc := scores[i*S+lo : i*S+hi]
@@ -76,8 +81,8 @@ func attendHeadsN(n int, out, q []float32, k, v kvRows, S, D, qBase, kBase, wind
 		mulScalar(sc, 1/sum)
 	}
 	if n == 4 {
-		attnWsum4BF16AVX512(&o[0], 4*D, &vr[0], D, rows, &sc[0], 4*S)
+		attnWsum4BF16AVX512(&o[0], 4*T*D, &vr[0], D, rows, &sc[0], 4*S)
 	} else {
-		attnWsum2BF16AVX2(&o[0], 4*D, &vr[0], D, rows, &sc[0], 4*S)
+		attnWsum2BF16AVX2(&o[0], 4*T*D, &vr[0], D, rows, &sc[0], 4*S)
 	}
 }

@@ -7,6 +7,6 @@ var useAttn4, useAttn2 = false, false
 
 func attendGroup(k, v kvRows, D int) int { return 0 }
 
-func attendHeadsN(n int, out, q []float32, k, v kvRows, S, D, qBase, kBase, window int, scale float32, h, kh int, scores []float32) {
+func attendHeadsN(n int, out, q []float32, k, v kvRows, T, t, S, D, qBase, kBase, window int, scale float32, h, kh int, scores []float32) {
 	panic("cpu: attendHeadsN without SIMD") // attendGroup is 0
 }
