@@ -5,6 +5,7 @@ package mlx
 import (
 	"context"
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -85,4 +86,93 @@ func TestExceptionsBecomeErrors(t *testing.T) {
 	if msg := e.lib.lastError(); msg != "" {
 		t.Errorf("last error after success = %q", msg)
 	}
+}
+
+// inBuf reports whether row lies inside the session's own Go buffer (a
+// copy) rather than the library's output tensor (read in place).
+func inBuf(s *Session, row []float32) bool {
+	if len(row) == 0 || cap(s.buf) == 0 {
+		return false
+	}
+	b := s.buf[:cap(s.buf)]
+	return &row[0] == &b[0]
+}
+
+// TestLogitsReadInPlace: with etchat_session_forward_view, float32 logits
+// come straight from the library's output (no copy into Go's buffer) and
+// stay valid across the calls that are not a forward; 16-bit logits are
+// still converted into the buffer; a library without the function is
+// copied from, as before.
+func TestLogitsReadInPlace(t *testing.T) {
+	ctx := context.Background()
+	open := func(t *testing.T, lib, prog string) *Session {
+		t.Helper()
+		s, err := newEngine(t, lib).Open(ctx, writeProgram(t, prog), testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s.(*Session)
+	}
+	t.Run("float32", func(t *testing.T) {
+		s := open(t, abiLayerLib(t), "vocab=16")
+		if s.lib.sessionForwardView == nil {
+			t.Fatal("the ABI layer's etchat_session_forward_view is not bound")
+		}
+		row, err := s.Forward(ctx, []int64{3, 5}, seq(0, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inBuf(s, row) {
+			t.Error("float32 logits were copied into Go's buffer")
+		}
+		checkRow(t, row, 5, 1)
+		// Rewind, Len, CanExtend and Clear leave the output alone.
+		if err := s.Rewind(1); err != nil || s.Len() != 1 || !s.CanExtend(1) {
+			t.Fatalf("rewind: %v, len %d", err, s.Len())
+		}
+		checkRow(t, row, 5, 1)
+		if err := s.Clear(); err != nil {
+			t.Fatal(err)
+		}
+		checkRow(t, row, 5, 1)
+		all, err := s.ForwardAll(ctx, []int64{1, 2, 4}, seq(0, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 48 || inBuf(s, all) {
+			t.Fatalf("ForwardAll: %d logits, copied %v", len(all), inBuf(s, all))
+		}
+		checkRow(t, all[:16], 1, 0)
+		checkRow(t, all[32:], 4, 2)
+		next, err := s.Forward(ctx, []int64{9}, seq(3, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRow(t, next, 9, 3)
+	})
+	t.Run("bf16", func(t *testing.T) {
+		s := open(t, abiLayerLib(t), "vocab=20 dtype=bf16")
+		row, err := s.Forward(ctx, []int64{7}, seq(0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inBuf(s, row) || row[3] != logit16(7, 0, 3, 20) {
+			t.Errorf("bf16 logits: in the buffer %v, logit 3 = %v", inBuf(s, row), row[3])
+		}
+	})
+	t.Run("without-view", func(t *testing.T) {
+		s := open(t, compileC(t, "noview/"+LibraryName(runtime.GOOS), "fake_runner.c", "-DNO_VIEW"), "vocab=16")
+		if s.lib.sessionForwardView != nil {
+			t.Fatal("bound a function the library lacks")
+		}
+		row, err := s.Forward(ctx, []int64{3}, seq(0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inBuf(s, row) {
+			t.Error("a library without the view: logits not in Go's buffer")
+		}
+		checkRow(t, row, 3, 0)
+	})
 }

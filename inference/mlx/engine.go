@@ -253,19 +253,19 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	if s.timer != nil {
 		sample = &StepSample{Tokens: len(ids)}
 	}
-	n, err := s.lib.forward(s.h, ids, positions, buf, all, sample)
+	out, err := s.lib.forward(s.h, ids, positions, buf, all, sample)
 	s.noteStep(positions, err)
 	if err != nil {
 		return nil, err
 	}
-	if n != need {
-		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", n, need)
+	if len(out) != need {
+		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", len(out), need)
 	}
 	if sample != nil {
 		sample.Go = time.Since(t0)
 		s.timer.samples = append(s.timer.samples, *sample)
 	}
-	return buf, nil
+	return out, nil
 }
 
 // noteStep records what a forward's outcome says about the session: a
@@ -303,6 +303,11 @@ func (s *Session) StepTiming() []StepSample {
 }
 
 // Forward runs ids at positions and returns the last position's logits.
+// As engine.Session says, the slice is valid until the session's next call;
+// it must not be written: where the library has etchat_session_forward_view
+// and the program's logits are float32 it is the library's own output
+// tensor, read in place (no copy), which the next forward overwrites and a
+// close may free. Other dtypes are converted into the session's buffer.
 func (s *Session) Forward(ctx context.Context, ids, positions []int64) ([]float32, error) {
 	return s.run(ctx, ids, positions, false)
 }

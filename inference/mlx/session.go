@@ -2,7 +2,10 @@ package mlx
 
 // Header section 3: session.
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // sessionHandle is an etchat_session*; zero means closed.
 type sessionHandle uintptr
@@ -16,6 +19,9 @@ type sessionFuncs struct {
 	sessionCapacity  func(s sessionHandle, out *int32) int32
 	sessionCanExtend func(s sessionHandle, n int32, out *int32) int32
 	sessionClose     func(s sessionHandle) int32
+	// nil when the library lacks etchat_session_forward_view (optional):
+	// forward then copies every step's logits into the caller's buffer.
+	sessionForwardView func(s sessionHandle, ids, positions *int64, n int32, logits *float32, capacity int64, allRows int32, out **float32, written *int64) int32
 }
 
 func (f *sessionFuncs) bind(l *library) error {
@@ -35,6 +41,9 @@ func (f *sessionFuncs) bind(l *library) error {
 		if err := l.symbol(s.fptr, s.name); err != nil {
 			return err
 		}
+	}
+	if l.has("etchat_session_forward_view") {
+		return l.symbol(&f.sessionForwardView, "etchat_session_forward_view")
 	}
 	return nil
 }
@@ -59,15 +68,19 @@ func (l *library) openSession(p programHandle, cfg *CConfig, layers []CLayer) (s
 	return h, nil
 }
 
-// forward runs ids at positions and fills out (len(out) floats of room);
-// it returns the number of floats written. With sample (timing on) it
-// also records the call's duration and the library's parts of it.
-func (l *library) forward(h sessionHandle, ids, positions []int64, out []float32, allRows bool, sample *StepSample) (int, error) {
+// forward runs ids at positions and returns the logits: len(out) floats
+// of room in out, which the library fills when it copies (or converts)
+// them. Where the library has etchat_session_forward_view and the logits
+// are float32 the result is not out but the library's own output tensor,
+// read in place: read-only, valid until the session's next forward or
+// close. With sample (timing on) it also records the call's duration and
+// the library's parts of it.
+func (l *library) forward(h sessionHandle, ids, positions []int64, out []float32, allRows bool, sample *StepSample) ([]float32, error) {
 	if h == 0 {
-		return 0, errZeroHandle("forward", "session")
+		return nil, errZeroHandle("forward", "session")
 	}
 	if len(ids) == 0 || len(ids) != len(positions) || len(out) == 0 {
-		return 0, &Error{Op: "forward", Status: StatusInvalidArgument,
+		return nil, &Error{Op: "forward", Status: StatusInvalidArgument,
 			Msg: "forward: needs as many positions as ids (at least one) and an output buffer"}
 	}
 	all := int32(0)
@@ -75,17 +88,22 @@ func (l *library) forward(h sessionHandle, ids, positions []int64, out []float32
 		all = 1
 	}
 	var written int64
+	view := &out[0]
+	step := func() int32 {
+		if l.sessionForwardView != nil {
+			return l.sessionForwardView(h, &ids[0], &positions[0], int32(len(ids)), &out[0], int64(len(out)), all, &view, &written)
+		}
+		return l.sessionForward(h, &ids[0], &positions[0], int32(len(ids)), &out[0], int64(len(out)), all, &written)
+	}
 	var err error
 	if sample == nil {
-		err = l.call("forward", func() int32 {
-			return l.sessionForward(h, &ids[0], &positions[0], int32(len(ids)), &out[0], int64(len(out)), all, &written)
-		})
+		err = l.call("forward", step)
 	} else {
 		// The library's timing is thread_local on the calling thread: read
 		// it under the same pin as the call.
 		err = l.call("forward", func() int32 {
 			t := time.Now()
-			st := l.sessionForward(h, &ids[0], &positions[0], int32(len(ids)), &out[0], int64(len(out)), all, &written)
+			st := step()
 			sample.Call = time.Since(t)
 			if st == 0 {
 				l.lastTiming(&sample.C)
@@ -94,12 +112,17 @@ func (l *library) forward(h sessionHandle, ids, positions []int64, out []float32
 		})
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if written < 0 || written > int64(len(out)) {
-		return 0, &Error{Op: "forward", Status: StatusInternal, Msg: "forward: library reported an impossible logits count"}
+	if written < 0 || written > int64(len(out)) || view == nil {
+		return nil, &Error{Op: "forward", Status: StatusInternal, Msg: "forward: library reported an impossible logits count"}
 	}
-	return int(written), nil
+	if view == &out[0] {
+		return out[:written], nil
+	}
+	// The library's memory, not Go's: the garbage collector neither moves
+	// nor frees it, and the session keeps it alive until its next forward.
+	return unsafe.Slice(view, written), nil
 }
 
 func (l *library) rewind(h sessionHandle, newLen int32) error {

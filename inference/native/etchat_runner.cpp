@@ -640,7 +640,12 @@ extern "C" ETCHAT_API etchat_status etchat_session_open(
   });
 }
 
-extern "C" ETCHAT_API etchat_status etchat_session_forward(
+namespace {
+
+// etchat_session_forward's body; with view (etchat_session_forward_view)
+// float32 logits are not copied: *view points at them in the backend's
+// output, which stays alive until the session's next forward or close.
+etchat_status forward_impl(
     etchat_session* session,
     const int64_t* ids,
     const int64_t* positions,
@@ -648,6 +653,7 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     float* logits,
     int64_t logits_cap,
     int32_t all_rows,
+    const float** view,
     int64_t* written) {
   const bool timed = etchat::timing_on();
   etchat_step_timing tm{};
@@ -727,7 +733,14 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     }
     const int64_t rows = all_rows ? v.rows : 1;
     const int64_t b3 = timed ? etchat::now_ns() : 0;
-    copy_logits(v, v.rows - rows, rows, logits);
+    if (view != nullptr && v.type == etchat::LogitsType::kFloat32) {
+      *view = static_cast<const float*>(v.data) + (v.rows - rows) * v.vocab;
+    } else {
+      copy_logits(v, v.rows - rows, rows, logits);
+      if (view != nullptr) {
+        *view = logits;
+      }
+    }
     *written = rows * v.vocab;
     if (timed) {
       tm.checks_ns = b1 - b0;
@@ -743,6 +756,39 @@ extern "C" ETCHAT_API etchat_status etchat_session_forward(
     t_timing = tm;
   }
   return status;
+}
+
+} // namespace
+
+extern "C" ETCHAT_API etchat_status etchat_session_forward(
+    etchat_session* session,
+    const int64_t* ids,
+    const int64_t* positions,
+    int32_t n,
+    float* logits,
+    int64_t logits_cap,
+    int32_t all_rows,
+    int64_t* written) {
+  return forward_impl(
+      session, ids, positions, n, logits, logits_cap, all_rows, nullptr, written);
+}
+
+extern "C" ETCHAT_API etchat_status etchat_session_forward_view(
+    etchat_session* session,
+    const int64_t* ids,
+    const int64_t* positions,
+    int32_t n,
+    float* logits,
+    int64_t logits_cap,
+    int32_t all_rows,
+    const float** out,
+    int64_t* written) {
+  if (out == nullptr) {
+    t_last_error = "forward: out is NULL";
+    return ETCHAT_ERR_INVALID_ARGUMENT;
+  }
+  return forward_impl(
+      session, ids, positions, n, logits, logits_cap, all_rows, out, written);
 }
 
 extern "C" ETCHAT_API etchat_status

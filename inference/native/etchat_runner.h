@@ -169,6 +169,24 @@ ETCHAT_API etchat_status etchat_session_forward(etchat_session* session,
                                                 int32_t all_rows,
                                                 int64_t* written);
 
+/* etchat_session_forward without the copy where none is needed. When the
+ * program's logits are float32, *out points at the rows asked for (the
+ * last, or all of them) inside the library's own output tensor and the
+ * caller's buffer is not touched; logits of another dtype are converted
+ * into the caller's buffer, as etchat_session_forward does, and *out is
+ * logits. Either way *written floats are readable at *out. Memory inside
+ * the library is READ-ONLY and stays valid until this session's next
+ * forward (etchat_session_forward or _view, whether it succeeds or not) or
+ * its close; the other calls on the session (rewind, clear, length, ...)
+ * and other sessions' calls leave it. logits and logits_cap are checked as
+ * for etchat_session_forward (the dtype is known only once the step has
+ * run). Added without an ABI version bump: optional, a binding that finds
+ * it missing calls etchat_session_forward. */
+ETCHAT_API etchat_status etchat_session_forward_view(
+    etchat_session* session, const int64_t* ids, const int64_t* positions,
+    int32_t n, float* logits, int64_t logits_cap, int32_t all_rows,
+    const float** out, int64_t* written);
+
 /* Shortens the cache to new_len tokens. ETCHAT_ERR_REWIND_REFUSED if
  * new_len is above the length or a ring layer no longer holds the cells the
  * next step would attend to: a ring of window w keeps window+max_write-1

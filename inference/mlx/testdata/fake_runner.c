@@ -327,6 +327,23 @@ done:
   return st;
 }
 
+#ifndef NO_VIEW
+/* The optional in-place forward: this fake always "converts", so *out is
+ * the caller's buffer (the ABI layer over fake_backend.cpp reads float32
+ * logits in place). -DNO_VIEW leaves it out: the binding then copies. */
+etchat_status etchat_session_forward_view(etchat_session* h, const int64_t* ids, const int64_t* positions,
+                                          int32_t n, float* logits, int64_t logits_cap, int32_t all_rows,
+                                          const float** out, int64_t* written) {
+  if (out == NULL) {
+    t_err[0] = 0;
+    return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "forward: out is NULL");
+  }
+  etchat_status st = etchat_session_forward(h, ids, positions, n, logits, logits_cap, all_rows, written);
+  if (st == ETCHAT_OK) *out = logits;
+  return st;
+}
+#endif
+
 etchat_status etchat_session_rewind(etchat_session* h, int32_t new_len) {
   t_err[0] = 0;
   pthread_mutex_lock(&mu);
