@@ -422,7 +422,7 @@ func (s *session) Rewind(newLen int) error {
 }
 
 // CanRewind reports whether Rewind(newLen) would be accepted: what the
-// cache sequence allows (no sliding-window layer has overwritten cells the
+// cache sequence allows (no sliding-window cache has overwritten cells the
 // shorter length needs); an in-graph cache only stays where it is.
 func (s *session) CanRewind(newLen int) bool {
 	if s.closed {

@@ -180,7 +180,7 @@ func TestLibraryErrorsCarryMessages(t *testing.T) {
 		// The ring (window 4, 4+4-1 rows) holds positions 1..7: a next step
 		// at 3 would need 0..2.
 		err = s.Rewind(3)
-		assertErr(t, err, engine.ErrRewindRefused, StatusRewindRefused, "sliding-window layer")
+		assertErr(t, err, engine.ErrRewindRefused, StatusRewindRefused, "sliding-window cache")
 		if err := s.Rewind(4); err != nil {
 			t.Errorf("rewind to the ring's floor: %v", err)
 		}

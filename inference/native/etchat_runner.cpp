@@ -480,7 +480,7 @@ void check_step(const etchat_session& s, const int64_t* positions, int32_t n) {
         ETCHAT_ERR_INVALID_ARGUMENT,
         "a step of " + std::to_string(n) +
             " tokens exceeds max_write " + std::to_string(s.max_step) +
-            " of the sliding-window layers (split it into steps of at most " +
+            " of the sliding-window caches (split it into steps of at most " +
             std::to_string(s.max_step) + ")");
   }
 }
@@ -811,7 +811,7 @@ etchat_session_rewind(etchat_session* session, int32_t new_len) {
     if (new_len != 0 && new_len < floor) {
       fail(
           ETCHAT_ERR_REWIND_REFUSED,
-          "a sliding-window layer has overwritten cells that length " +
+          "a sliding-window cache has overwritten cells that length " +
               std::to_string(new_len) + " needs (shortest rewind now " +
               std::to_string(floor) + ", or 0)");
     }
@@ -822,7 +822,7 @@ etchat_session_rewind(etchat_session* session, int32_t new_len) {
     } else if (!s->backend->rewind(new_len)) {
       fail(
           ETCHAT_ERR_REWIND_REFUSED,
-          "a sliding-window layer no longer holds the cells for length " +
+          "a sliding-window cache no longer holds the cells for length " +
               std::to_string(new_len) + " (the runtime's cache refused it)");
     }
     s->length = new_len;

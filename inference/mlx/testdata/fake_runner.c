@@ -358,7 +358,7 @@ etchat_status etchat_session_rewind(etchat_session* h, int32_t new_len) {
   for (int i = 0; i < s->n_layers; i++) {
     int w = s->layers[i].window;
     if (s->layers[i].kind == ETCHAT_LAYER_RING && s->length > w && new_len < s->length - w) {
-      st = seterr(ETCHAT_ERR_REWIND_REFUSED, "rewind: a sliding-window layer no longer holds the cells for length %d", new_len);
+      st = seterr(ETCHAT_ERR_REWIND_REFUSED, "rewind: a sliding-window cache no longer holds the cells for length %d", new_len);
       goto done;
     }
   }
