@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/internal/fixtures"
 )
@@ -169,20 +170,26 @@ func BenchmarkPrefillMatmul(b *testing.B) {
 			w := wmat{h: h, n: s.N, k: s.K, ld: s.K}
 			out := make([]float32, rows*s.N)
 			scratch := scratchFor(rows, &w)
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ResetTimer()
-			cpu0 := threadCPU()
-			for i := 0; i < b.N; i++ {
-				matmulRange(out, x, rows, &w, 0, s.N, scratch, false)
-			}
-			macs := float64(rows*s.N*s.K) * float64(b.N)
-			if c := threadCPU() - cpu0; c > 0 {
-				b.ReportMetric(macs/c.Seconds()/1e9, "GMAC/cpu-s")
-			}
-			b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			benchMACs(b, float64(rows*s.N*s.K), func() { matmulRange(out, x, rows, &w, 0, s.N, scratch, false) })
 		})
 	}
+}
+
+// benchMACs runs f b.N times on a locked thread and reports macs
+// multiply-adds per call per second of that thread's CPU time and of
+// wall time.
+func benchMACs(b *testing.B, macs float64, f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ResetTimer()
+	cpu0 := threadCPU()
+	for i := 0; i < b.N; i++ {
+		f()
+	}
+	if c := threadCPU() - cpu0; c > 0 {
+		b.ReportMetric(macs*float64(b.N)/c.Seconds()/1e9, "GMAC/cpu-s")
+	}
+	b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 var sinkU uint64
@@ -289,18 +296,8 @@ func BenchmarkDecodeRoofline(b *testing.B) {
 				ids[i] = int64(i + 3)
 			}
 			prefill(b, s, ids, l.PrefillChunk)
-			ctx := context.Background()
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if s.Len() >= len(ids)+64 || !s.CanExtend(1) {
-					b.StopTimer()
-					s.Rewind(s.Len() - len(ids))
-					b.StartTimer()
-				}
-				if _, err := s.Forward(ctx, []int64{7}, []int64{int64(s.Len())}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			decodeSteps(b, s, len(ids))
 			b.StopTimer()
 			after := readBandwidth(threads, 5)
 			bw := (before.median + after.median) / 2
@@ -312,6 +309,25 @@ func BenchmarkDecodeRoofline(b *testing.B) {
 			b.ReportMetric(bw/1e9, "readGB/s")
 			b.ReportMetric(float64(m.weightBytes)/perTok/1e9, "weightGB/s")
 		})
+	}
+}
+
+// decodeSteps runs b.N one-token decode steps after a prompt of prompt
+// tokens, going back to the prompt every 64 steps (as `etchat bench -n
+// 64` repeats) or when the cache is full.
+func decodeSteps(b *testing.B, s engine.Session, prompt int) {
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		if s.Len() >= prompt+64 || !s.CanExtend(1) {
+			b.StopTimer()
+			if err := s.Rewind(prompt); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if _, err := s.Forward(ctx, []int64{7}, []int64{int64(s.Len())}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -412,17 +428,7 @@ func BenchmarkPrefillMatmulRealSize(b *testing.B) {
 		b.Run(fmt.Sprintf("q4/%s-K%d-N%d", s.name, s.k, s.n), func(b *testing.B) {
 			w := realQMatrix(s.n, s.k)
 			var job mmJob
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ResetTimer()
-			cpu0 := threadCPU()
-			for i := 0; i < b.N; i++ {
-				qMatMulJob(&job, out, x, rows, w, 1)
-			}
-			if c := threadCPU() - cpu0; c > 0 {
-				b.ReportMetric(macs*float64(b.N)/c.Seconds()/1e9, "GMAC/cpu-s")
-			}
-			b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			benchMACs(b, macs, func() { qMatMulJob(&job, out, x, rows, w, 1) })
 		})
 		b.Run(fmt.Sprintf("bf16/%s-K%d-N%d", s.name, s.k, s.n), func(b *testing.B) {
 			h := make([]uint16, s.n*s.k)
@@ -431,17 +437,7 @@ func BenchmarkPrefillMatmulRealSize(b *testing.B) {
 			}
 			w := wmat{h: h, n: s.n, k: s.k, ld: s.k}
 			scratch := scratchFor(rows, &w)
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ResetTimer()
-			cpu0 := threadCPU()
-			for i := 0; i < b.N; i++ {
-				matmulRange(out, x, rows, &w, 0, s.n, scratch, false)
-			}
-			if c := threadCPU() - cpu0; c > 0 {
-				b.ReportMetric(macs*float64(b.N)/c.Seconds()/1e9, "GMAC/cpu-s")
-			}
-			b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			benchMACs(b, macs, func() { matmulRange(out, x, rows, &w, 0, s.n, scratch, false) })
 		})
 	}
 }

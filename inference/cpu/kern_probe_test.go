@@ -6,8 +6,8 @@ import (
 )
 
 // BenchmarkQDotKernels is the decode kernels alone on L1-resident rows
-// (K = 1024, folded biases), interleaved: the four-row kernel, the
-// pipelined three-row one with separate biases and the folded one.
+// (K = 1024, folded biases), interleaved: the four-row kernel and the
+// three-row one.
 func BenchmarkQDotKernels(b *testing.B) {
 	const K = 1024
 	G := K / 32
@@ -20,7 +20,6 @@ func BenchmarkQDotKernels(b *testing.B) {
 	for i := range sc {
 		sc[i] = 0.01
 	}
-	bi := append([]float32(nil), sc...)
 	var acc [4]float32
 	wpr := K / 8
 	kernels := []struct {
@@ -29,8 +28,7 @@ func BenchmarkQDotKernels(b *testing.B) {
 		f    func()
 	}{
 		{"rows4", 4, func() { qDotRows4(&acc, xp, w.Packed, wpr, sc, sc, G, G, 1, 4) }},
-		{"rows3", 3, func() { qDotRows3(&acc, xp, w.Packed, wpr, 2*wpr, sc, bi, G, 2*G, G, 1, 4) }},
-		{"rows3folded", 3, func() { qDotRows3(&acc, xp, w.Packed, wpr, 2*wpr, sc, sc, G, 2*G, G, 1, 4) }},
+		{"rows3", 3, func() { qDotRows3(&acc, xp, w.Packed, wpr, 2*wpr, sc, G, 2*G, G, 1, 4, true) }},
 	}
 	for round := 0; round < 3; round++ {
 		for _, k := range kernels {

@@ -14,10 +14,7 @@ func qDotRows4Q4AVX2(xp *float32, words *uint32, wstride int, scales, biases *fl
 func qDotRows4Q8AVX2(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg int, out *float32)
 
 //go:noescape
-func qDotRows3Q4G32AVX2(xp *float32, words *uint32, w1, w2 int, scales, biases *float32, s1, s2, groups int, out *float32)
-
-//go:noescape
-func qDotRows3Q4G32FoldedAVX2(xp *float32, words *uint32, w1, w2 int, scales *float32, s1, s2, groups int, out *float32)
+func qDotRows3Q4G32AVX2(xp *float32, words *uint32, w1, w2 int, scales *float32, s1, s2, groups int, out *float32)
 
 //go:noescape
 func qDequantQ4AVX2(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
@@ -47,24 +44,19 @@ func qDotRows4(acc *[4]float32, xp []float32, words []uint32, wstride int, scale
 }
 
 // qDotRows3 sets acc[j] (j < 3) to the dot with the prepared input xp
-// of the 4-bit, group-32 rows at words[0:], words[w1:] and words[w2:]
-// (their scales and biases at 0, s1 and s2), as qDotRows4 would: the
-// same operations, pipelined (qDotRows3Q4G32AVX2). It reports false,
-// doing nothing, where that kernel does not apply.
-func qDotRows3(acc *[4]float32, xp []float32, words []uint32, w1, w2 int, scales, biases []float32, s1, s2, groups, bpg, bits int) bool {
-	if !useAVX2 || bits != 4 || bpg != 1 || groups < 1 {
+// of the 4-bit, group-32 rows with folded biases at words[0:], words[w1:]
+// and words[w2:] (their scales at 0, s1 and s2), as qDotRows4 would: the
+// same operations in fewer instructions (qDotRows3Q4G32AVX2). It reports
+// false, doing nothing, where that kernel does not apply.
+func qDotRows3(acc *[4]float32, xp []float32, words []uint32, w1, w2 int, scales []float32, s1, s2, groups, bpg, bits int, folded bool) bool {
+	if !useAVX2 || bits != 4 || bpg != 1 || groups < 1 || !folded {
 		return false
 	}
 	K := groups * 32
 	_ = xp[K+8*groups-1]
 	_ = words[max(w1, w2)+K/8-1]
 	_ = scales[max(s1, s2)+groups-1]
-	_ = biases[max(s1, s2)+groups-1]
-	if &biases[0] == &scales[0] { // folded: the scales serve as biases
-		qDotRows3Q4G32FoldedAVX2(&xp[0], &words[0], 4*w1, 4*w2, &scales[0], 4*s1, 4*s2, groups, &acc[0])
-		return true
-	}
-	qDotRows3Q4G32AVX2(&xp[0], &words[0], 4*w1, 4*w2, &scales[0], &biases[0], 4*s1, 4*s2, groups, &acc[0])
+	qDotRows3Q4G32AVX2(&xp[0], &words[0], 4*w1, 4*w2, &scales[0], 4*s1, 4*s2, groups, &acc[0])
 	return true
 }
 

@@ -486,122 +486,17 @@ dq8done:
 	RET
 
 // The three-row 4-bit kernel for groups of 32 (one block a group, as
-// MLX's default and the exports' group size): the operations of
-// qDotRows4Q4AVX2, row for row in the same order (the same bits), but
-// software-pipelined: a group's plane products (sq, four dependent
-// multiply-adds a row) are interleaved with the previous group's scale
-// and bias multiply-adds, so twice as many independent chains are in
-// flight. The four-row form waited on the chains (measured: 27 cycles
-// a group of four rows against 12 of multiply-add throughput). Three
-// rows leave registers for two sets of sums: Y0–Y2 the totals, Y3–Y5
-// and Y6–Y8 the two groups' sums, Y9–Y11 the words, Y12 scratch, Y13
-// the plane's input, Y14 and Y15 two masks.
-
-#define Q3WORDS \
-	VBROADCASTI128 (DI), Y9; VPSRLVD qshift4<>(SB), Y9, Y9; \
-	VBROADCASTI128 (R9), Y10; VPSRLVD qshift4<>(SB), Y10, Y10; \
-	VBROADCASTI128 (R10), Y11; VPSRLVD qshift4<>(SB), Y11, Y11
-
-#define Q3PLANE(M, off, OP, s0, s1, s2) \
-	VMOVUPS off(SI), Y13; \
-	VPAND M, Y9, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, s0; \
-	VPAND M, Y10, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, s1; \
-	VPAND M, Y11, Y12; VCVTDQ2PS Y12, Y12; OP Y13, Y12, s2
-
-// the previous group's scale terms (its scales at -4 from DX) and bias
-// terms (its biases at -4 from R14, its lane sums at -32(SI))
-#define Q3SCALES(q0, q1, q2) \
-	VBROADCASTSS -4(DX), Y12; VFMADD231PS Y12, q0, Y0; \
-	VBROADCASTSS -4(DX)(BX*1), Y12; VFMADD231PS Y12, q1, Y1; \
-	VBROADCASTSS -4(DX)(R13*1), Y12; VFMADD231PS Y12, q2, Y2
-#define Q3BIASES \
-	VBROADCASTSS -4(R14), Y12; VFMADD231PS -32(SI), Y12, Y0; \
-	VBROADCASTSS -4(R14)(BX*1), Y12; VFMADD231PS -32(SI), Y12, Y1; \
-	VBROADCASTSS -4(R14)(R13*1), Y12; VFMADD231PS -32(SI), Y12, Y2
-
-#define Q3NEXT \
-	ADDQ $160, SI; ADDQ $16, DI; ADDQ $16, R9; ADDQ $16, R10; ADDQ $4, DX; ADDQ $4, R14; \
-	PREFETCHT0 (AX); ADDQ $48, AX
-
-// Q3STEP: one group into n0..n2, with the previous group's in o0..o2
-// finished into the totals between its planes.
-#define Q3STEP(n0, n1, n2, o0, o1, o2) \
-	Q3WORDS; \
-	Q3PLANE(Y15, 0, VMULPS, n0, n1, n2); \
-	Q3SCALES(o0, o1, o2); \
-	Q3PLANE(Y14, 32, VFMADD231PS, n0, n1, n2); \
-	Q3BIASES; \
-	Q3PLANE(qmask4<>+64(SB), 64, VFMADD231PS, n0, n1, n2); \
-	Q3PLANE(qmask4<>+96(SB), 96, VFMADD231PS, n0, n1, n2); \
-	Q3NEXT
-
-// func qDotRows3Q4G32AVX2(xp *float32, words *uint32, w1, w2 int, scales, biases *float32, s1, s2, groups int, out *float32)
-// out[j] = row j's dot with xp, j < 3: rows at words, words+w1 and
-// words+w2 bytes, their scales and biases at +0, +s1 and +s2 bytes;
-// groups ≥ 1 groups of one block, each followed in xp by its lane sums.
-TEXT ·qDotRows3Q4G32AVX2(SB), NOSPLIT, $0-80
-	MOVQ xp+0(FP), SI
-	MOVQ words+8(FP), DI
-	MOVQ w1+16(FP), R9
-	MOVQ w2+24(FP), R10
-	MOVQ scales+32(FP), DX
-	MOVQ biases+40(FP), R14
-	MOVQ s1+48(FP), BX
-	MOVQ s2+56(FP), R13
-	MOVQ groups+64(FP), CX
-	// AX: the words of the next three rows (the next pass)
-	LEAQ (DI)(R9*1), AX
-	ADDQ R10, AX
-	ADDQ DI, R9
-	ADDQ DI, R10
-	VMOVDQU qmask4<>(SB), Y15
-	VMOVDQU qmask4<>+32(SB), Y14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	// the first group, into Y3–Y5, with nothing to finish
-	Q3WORDS
-	Q3PLANE(Y15, 0, VMULPS, Y3, Y4, Y5)
-	Q3PLANE(Y14, 32, VFMADD231PS, Y3, Y4, Y5)
-	Q3PLANE(qmask4<>+64(SB), 64, VFMADD231PS, Y3, Y4, Y5)
-	Q3PLANE(qmask4<>+96(SB), 96, VFMADD231PS, Y3, Y4, Y5)
-	Q3NEXT
-	DECQ CX
-q3pair:
-	CMPQ CX, $2
-	JLT q3tail
-	Q3STEP(Y6, Y7, Y8, Y3, Y4, Y5)
-	Q3STEP(Y3, Y4, Y5, Y6, Y7, Y8)
-	SUBQ $2, CX
-	JMP q3pair
-q3tail:
-	TESTQ CX, CX
-	JZ q3lastA
-	Q3STEP(Y6, Y7, Y8, Y3, Y4, Y5)
-	Q3SCALES(Y6, Y7, Y8)
-	Q3BIASES
-	JMP q3done
-q3lastA:
-	Q3SCALES(Y3, Y4, Y5)
-	Q3BIASES
-q3done:
-	MOVQ out+72(FP), DI
-	LANESUM8(Y0, X0, X12)
-	MOVSS X0, 0(DI)
-	LANESUM8(Y1, X1, X12)
-	MOVSS X1, 4(DI)
-	LANESUM8(Y2, X2, X12)
-	MOVSS X2, 8(DI)
-	VZEROUPPER
-	RET
-
-// The same for folded biases (each group's scale is its bias, times the
-// BiasMul the prepared sums carry), with fewer instructions: decode is
-// bound by how many the core issues (about 3.3 a cycle whatever their
-// kind: removing any one kind from the loop barely changed its speed),
-// so the scale is broadcast once for both of its multiply-adds, the
-// prepared input is read by the multiply-adds themselves, and the
-// three rows' words share one index (R11). Y13 holds a third mask.
+// MLX's default and the exports' group size) with folded biases (each
+// group's scale is its bias, times the BiasMul the prepared sums carry):
+// the operations of qDotRows4Q4AVX2, row for row in the same order (the
+// same bits), in fewer instructions. Decode is bound by how many the core
+// issues (about 3.3 a cycle whatever their kind: removing any one kind
+// from the loop barely changed its speed), so each scale is broadcast
+// once for both of its multiply-adds, the prepared input is read by the
+// multiply-adds themselves, the three rows' words share one index (R11),
+// and a group's plane products are interleaved with the previous group's
+// scale and bias terms. Registers: Y0–Y2 the totals, Y3–Y5 and Y6–Y8 the
+// two groups' sums, Y9–Y11 the words, Y12 scratch, Y13–Y15 three masks.
 
 #define Q3FWORDS \
 	VBROADCASTI128 (DI)(R11*1), Y9; VPSRLVD qshift4<>(SB), Y9, Y9; \
@@ -632,9 +527,11 @@ q3done:
 	Q3FPLANE(qmask4<>+96(SB), 96, VFMADD231PS, n0, n1, n2); \
 	Q3FNEXT
 
-// func qDotRows3Q4G32FoldedAVX2(xp *float32, words *uint32, w1, w2 int, scales *float32, s1, s2, groups int, out *float32)
-// qDotRows3Q4G32AVX2 with each row's biases its scales.
-TEXT ·qDotRows3Q4G32FoldedAVX2(SB), NOSPLIT, $0-72
+// func qDotRows3Q4G32AVX2(xp *float32, words *uint32, w1, w2 int, scales *float32, s1, s2, groups int, out *float32)
+// out[j] = row j's dot with xp, j < 3: rows at words, words+w1 and
+// words+w2 bytes, their scales at +0, +s1 and +s2 bytes (the biases too);
+// groups ≥ 1 groups of one block, each followed in xp by its lane sums.
+TEXT ·qDotRows3Q4G32AVX2(SB), NOSPLIT, $0-72
 	MOVQ xp+0(FP), SI
 	MOVQ words+8(FP), DI
 	MOVQ w1+16(FP), R9

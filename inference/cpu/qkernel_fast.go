@@ -182,7 +182,7 @@ func qDecodeRows(out, xp []float32, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 			bi = w.Biases[r0*G : end*G]
 		}
 		r := qDotRowsWide(out, xp, w, sc, bi, r0, end) // AVX-512: eight rows at a time
-		r = qDecodeRows3(out, xp, w, sc, bi, r0, r, end)
+		r = qDecodeRows3(out, xp, w, sc, r0, r, end)
 		for ; r+4 <= end; r += 4 {
 			o := (r - r0) * G
 			qDotRows4(&acc, xp, w.Packed[r*wpr:], wpr, sc[o:], bi[o:], G, G, bpg, w.Bits)
@@ -197,23 +197,17 @@ func qDecodeRows(out, xp []float32, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 	}
 }
 
-// useRows3 is settable for the benchmarks (false: the four-row kernel).
-var useRows3 = true
-
 // qDecodeRows3 sets out[r] for rows [r, end) three at a time (the last
-// one or two repeated) where the pipelined AVX2 kernel applies, and
-// returns the first row it did not set (r where it does not apply).
-// sc and bi are the scales and biases of rows r0….
-func qDecodeRows3(out, xp []float32, w *qMatrix, sc, bi []float32, r0, r, end int) int {
-	if !useRows3 {
-		return r
-	}
+// one or two repeated) where the three-row AVX2 kernel applies (4-bit,
+// group 32, folded biases), and returns the first row it did not set (r
+// where it does not apply). sc is the scales of rows r0….
+func qDecodeRows3(out, xp []float32, w *qMatrix, sc []float32, r0, r, end int) int {
 	G, wpr, bpg := w.groups(), w.wordsPerRow(), w.GroupSize/32
 	var acc [4]float32
 	for ; r < end; r += 3 {
 		n := min(3, end-r)
 		o := (r - r0) * G
-		if !qDotRows3(&acc, xp, w.Packed[r*wpr:], wpr*min(1, n-1), wpr*min(2, n-1), sc[o:], bi[o:], G*min(1, n-1), G*min(2, n-1), G, bpg, w.Bits) {
+		if !qDotRows3(&acc, xp, w.Packed[r*wpr:], wpr*min(1, n-1), wpr*min(2, n-1), sc[o:], G*min(1, n-1), G*min(2, n-1), G, bpg, w.Bits, w.Biases == nil) {
 			return r
 		}
 		copy(out[r:r+n], acc[:n])

@@ -22,6 +22,6 @@ func qDotRowsWide(out, xp []float32, w *qMatrix, scales, biases []float32, r0, r
 func qPrepRow(d, x []float32, groups, bpg int, tab *qPrepTab, mul float32) bool { return false }
 
 // qDotRows3 is amd64's pipelined three-row kernel (none here).
-func qDotRows3(acc *[4]float32, xp []float32, words []uint32, w1, w2 int, scales, biases []float32, s1, s2, groups, bpg, bits int) bool {
+func qDotRows3(acc *[4]float32, xp []float32, words []uint32, w1, w2 int, scales []float32, s1, s2, groups, bpg, bits int, folded bool) bool {
 	return false
 }

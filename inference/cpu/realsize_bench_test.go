@@ -79,34 +79,6 @@ func BenchmarkQGemvL2(b *testing.B) {
 	b.ReportMetric(float64(512*1024)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
 }
 
-// BenchmarkQGemvRows34 is BenchmarkQGemvL2 with the pipelined three-row
-// kernel and the four-row one, interleaved (on a shared machine compare
-// the pairs, not runs).
-func BenchmarkQGemvRows34(b *testing.B) {
-	defer func(v bool) { useRows3 = v }(useRows3)
-	for _, K := range []int{1024, 8192} {
-		N := (512 << 10) / K * 8 / 8
-		w := realQMatrix(N, K)
-		x := make([]float32, K)
-		for i := range x {
-			x[i] = float32(i%5) - 2
-		}
-		out := make([]float32, N)
-		for round := 0; round < 3; round++ {
-			for _, rows3 := range []bool{true, false} {
-				b.Run(fmt.Sprintf("K%d/rows3=%v/%d", K, rows3, round), func(b *testing.B) {
-					useRows3 = rows3
-					var job mmJob
-					for i := 0; i < b.N; i++ {
-						qMatMulJob(&job, out, x, 1, w, 1)
-					}
-					b.ReportMetric(float64(N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
-				})
-			}
-		}
-	}
-}
-
 // BenchmarkDecodeRealSize is decode steps of the real-size program
 // (scripts/realsize writes it; ETCHAT_REALSIZE_PTE names another) after
 // a 128-token prompt, as `etchat bench -p 128 -n 64` runs them; skipped
@@ -137,17 +109,7 @@ func BenchmarkDecodeRealSize(b *testing.B) {
 		ids[i] = int64(i + 3)
 	}
 	prefill(b, s, ids, l.PrefillChunk)
-	ctx := context.Background()
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if s.Len() >= len(ids)+64 {
-			b.StopTimer()
-			s.Rewind(s.Len() - len(ids))
-			b.StartTimer()
-		}
-		if _, err := s.Forward(ctx, []int64{7}, []int64{int64(s.Len())}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	decodeSteps(b, s, len(ids))
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 }
