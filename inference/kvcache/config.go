@@ -18,6 +18,9 @@ type Layout struct {
 	Windows      []int // get_windows; 0 = flat
 	PrefillChunk int   // get_prefill_chunk_size
 	MaxCtxLen    int   // get_max_ctx_len; 0 if not published
+	// ActivationDType is the export's get_activation_dtype (0 if not
+	// published): the storage dtype when the policy names none.
+	ActivationDType DType
 }
 
 // Validate checks that the layout is self-consistent.
@@ -123,8 +126,11 @@ type Config struct {
 	Capacity        int // most tokens the cache admits
 	InitialCapacity int // starting pool size in tokens; pools double up to Capacity
 	DType           DType
-	MaxWrite        int     // largest step; 0 = unset (then a ring's window bounds it)
-	Layers          []Layer // one per cache (get_n_caches), not per model layer
+	// DTypeFrom says where DType came from: DTypeChosen,
+	// DTypeFromModel or DTypeDefault (shown beside it).
+	DTypeFrom string
+	MaxWrite  int     // largest step; 0 = unset (then a ring's window bounds it)
+	Layers    []Layer // one per cache (get_n_caches), not per model layer
 
 	// LayerCache is, for each model layer, the cache it attends (its
 	// UpdateAndAttendNode's id, in graph order); nil when unknown. With KV
@@ -137,17 +143,26 @@ type Config struct {
 // Policy is what the user chooses; zero values mean "the default".
 type Policy struct {
 	Capacity        int    // 0 = the file's get_max_ctx_len
-	StorageDType    string // "" = bf16
+	StorageDType    string // "" = the model's get_activation_dtype, else bf16
 	InitialCapacity int    // -1 = default (512); 0 is a valid choice
 	Windows         string // "" = the model's own; "512" or "8,8,0" repeats over the caches
 }
 
-// DefaultStorageDType is the runner's KV storage dtype.
+// DefaultStorageDType is the runner's KV storage dtype for a model that
+// publishes no get_activation_dtype.
 const DefaultStorageDType = BFloat16
 
-// DefaultPolicy is the runner's defaults, as every front end offers them.
+// Where a Config's DType came from.
+const (
+	DTypeChosen    = "chosen"               // the policy named it
+	DTypeFromModel = "get_activation_dtype" // the export's activation dtype (newer ExecuTorch's runner does the same)
+	DTypeDefault   = "default"              // neither: DefaultStorageDType
+)
+
+// DefaultPolicy is the runner's defaults, as every front end offers them:
+// the storage dtype left to the model (its activation dtype, else bf16).
 func DefaultPolicy() Policy {
-	return Policy{StorageDType: DefaultStorageDType.Flag(), InitialCapacity: -1}
+	return Policy{InitialCapacity: -1}
 }
 
 // DefaultInitialCapacity is ExecuTorch CacheConfig's default pool size.
@@ -257,12 +272,16 @@ func Build(l Layout, p Policy) (*Config, error) {
 		return nil, sortFields(bad)
 	}
 
-	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity, Capacity: p.Capacity, DType: DefaultStorageDType}
+	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity, Capacity: p.Capacity, DType: DefaultStorageDType, DTypeFrom: DTypeDefault}
+	if l.ActivationDType != 0 {
+		cfg.DType, cfg.DTypeFrom = l.ActivationDType, DTypeFromModel
+	}
 	if cfg.Capacity == 0 {
 		cfg.Capacity = l.MaxCtxLen
 	}
 	if p.StorageDType != "" {
 		cfg.DType, _ = ParseDType(p.StorageDType) // Validate accepted it
+		cfg.DTypeFrom = DTypeChosen
 	}
 	cfg.Layers = make([]Layer, len(l.KVHeads))
 	for i := range cfg.Layers {

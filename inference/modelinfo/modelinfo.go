@@ -40,7 +40,8 @@ const (
 	Unsupported Kind = "unsupported"
 )
 
-// The constant methods of an off-graph export.
+// The constant methods of an off-graph export (older names; metadata.go
+// has #22655's).
 const (
 	MethodNCaches      = "get_n_caches"
 	MethodKVHeads      = "get_kv_heads"
@@ -141,8 +142,12 @@ type Info struct {
 	PrefillChunk int             `json:"prefill_chunk_size"`
 	VocabSize    int             `json:"vocab_size"`
 	LogitsDType  string          `json:"logits_dtype"`
-	EOSIDs       []int           `json:"eos_ids"`
-	EOSSource    string          `json:"eos_source"` // get_eos_ids, generation_config.json or config.json
+	// Metadata is the program's own word on its limits, dtype and logits
+	// rows, with the names it was read from (MaxCtxLen and PrefillChunk
+	// above are its values).
+	Metadata  Metadata `json:"metadata"`
+	EOSIDs    []int    `json:"eos_ids"`
+	EOSSource string   `json:"eos_source"` // get_eos_ids, generation_config.json or config.json
 
 	Header    pte.Header   `json:"header"`
 	Segments  int          `json:"segments"`
@@ -245,21 +250,12 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 		info.Constants = append(info.Constants, Constant{Name: m.Name, Kind: v.Kind.String(), Value: v})
 	}
 
-	// Limits every kind may publish.
-	if _, ok := f.Method(MethodMaxCtxLen); ok {
-		n, err := intConstant(f, MethodMaxCtxLen, 1, kvcache.MaxCapacity)
-		if err != nil {
-			return nil, err
-		}
-		info.MaxCtxLen = n
+	// Limits every kind may publish, under either generation's names.
+	md, err := ReadMetadata(f)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := f.Method(MethodPrefillChunk); ok {
-		n, err := intConstant(f, MethodPrefillChunk, 1, kvcache.MaxCapacity)
-		if err != nil {
-			return nil, err
-		}
-		info.PrefillChunk = n
-	}
+	info.Metadata, info.MaxCtxLen, info.PrefillChunk = md, md.MaxCtxLen, md.PrefillChunk
 	if err := info.readEOS(f); err != nil {
 		return nil, err
 	}
@@ -282,19 +278,33 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 			}
 		}
 	}
+	var graphErr error
 	if mlxDelegate != nil {
 		g, blobData, err := readGraph(f, mlxDelegate)
-		if err != nil {
+		var op *mlxgraph.UnknownOpError
+		switch {
+		case errors.As(err, &op):
+			// A newer serializer's op: said as the kind's reason below.
+			graphErr = err
+		case err != nil:
 			return nil, fail("forward's MLX delegate: %v", err)
+		default:
+			info.Graph = g
+			info.MLX = summarize(g, g.NamedSlots)
+			info.MLX.BlobBytes, info.MLX.BlobDataBytes = mlxDelegate.Size, blobData
 		}
-		info.Graph = g
-		info.MLX = summarize(g, g.NamedSlots)
-		info.MLX.BlobBytes, info.MLX.BlobDataBytes = mlxDelegate.Size, blobData
 	}
 	info.weights(f)
 	info.quantization(f)
+	if hasForward {
+		if err := info.Metadata.checkForward(path, forward, info.VocabSize); err != nil {
+			return nil, err
+		}
+	}
 
-	if err := info.classify(f, forward, hasForward, mlxDelegate); err != nil {
+	if why := newerThanBuild(f, info.Graph, graphErr); why != "" {
+		info.Kind, info.KindReason = Unsupported, why
+	} else if err := info.classify(f, forward, hasForward, mlxDelegate); err != nil {
 		return nil, err
 	}
 
@@ -509,6 +519,10 @@ func (info *Info) classify(f *pte.File, forward *pte.Method, hasForward bool, ml
 	}
 	switch {
 	case !hasForward:
+		if l := otherLayout(f); l != "" {
+			set(Unsupported, "the program has %s and no forward method: that layout is not supported (etchat runs one forward)", l)
+			return nil
+		}
 		set(Unsupported, "the program has no forward method")
 		return nil
 	case mlx == nil:
@@ -522,7 +536,7 @@ func (info *Info) classify(f *pte.File, forward *pte.Method, hasForward bool, ml
 		set(Unsupported, "partial off-graph layout: has %s but not %s", strings.Join(have, ", "), strings.Join(missing, ", "))
 		return nil
 	case len(missing) == 0 && info.PrefillChunk == 0:
-		set(Unsupported, "publishes a cache layout but no %s", MethodPrefillChunk)
+		set(Unsupported, "publishes a cache layout but no largest step (%s or, beside a capacity, %s)", MethodPrefillChunk, MethodMaxSeqLen)
 		return nil
 	}
 
@@ -556,7 +570,7 @@ func (info *Info) classify(f *pte.File, forward *pte.Method, hasForward bool, ml
 		}
 	}
 	info.Layout = l
-	set(OffGraph, "publishes get_n_caches=%d, get_kv_heads, get_head_dims, get_windows and get_prefill_chunk_size=%d; the runtime owns the KV cache", len(l.KVHeads), l.PrefillChunk)
+	set(OffGraph, "publishes get_n_caches=%d, get_kv_heads, get_head_dims, get_windows and %s=%d; the runtime owns the KV cache", len(l.KVHeads), info.Metadata.ChunkFrom, l.PrefillChunk)
 	return nil
 }
 
@@ -575,7 +589,7 @@ func (info *Info) layout(f *pte.File) (*kvcache.Layout, string, error) {
 	if n <= 0 || n > 1<<16 {
 		return nil, fmt.Sprintf("get_n_caches = %d", n), nil
 	}
-	l := &kvcache.Layout{PrefillChunk: info.PrefillChunk, MaxCtxLen: info.MaxCtxLen}
+	l := &kvcache.Layout{PrefillChunk: info.PrefillChunk, MaxCtxLen: info.MaxCtxLen, ActivationDType: info.Metadata.ActivationDType}
 	for _, a := range []struct {
 		name string
 		dst  *[]int
