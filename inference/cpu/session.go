@@ -117,8 +117,9 @@ type session struct {
 	cat     []*tensor
 	idsBuf  []int64
 	posBuf  []int64
-	wm      wmat  // addmm's weight view
-	mm      mmJob // addmm's matmul, shared with the workers
+	rowsBuf []int64 // a LogitsSelected program's row indices
+	wm      wmat    // addmm's weight view
+	mm      mmJob   // addmm's matmul, shared with the workers
 	qparts  []qPart
 	un      unaryArgs // a shared unary op's arguments
 	// skip: instructions after this one that it ran too (a fused run)
@@ -218,10 +219,19 @@ func (s *session) Forward(ctx context.Context, ids, positions []int64) ([]float3
 	return out, err
 }
 
+// ForwardAll returns every position's logits; a program that keeps only
+// the last position's (get_logits_to_keep_mode 1) has them for a step of
+// one token only, and a longer step is refused before it runs.
 func (s *session) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	if s.m.logitsMode == engine.LogitsLast && len(ids) > 1 {
+		return nil, fmt.Errorf("cpu: %d tokens: %w", len(ids), engine.ErrLastRowOnly)
+	}
 	out, _, err := s.forward(ctx, ids, positions, false)
 	return out, err
 }
+
+// LogitsMode is the program's get_logits_to_keep_mode.
+func (s *session) LogitsMode() engine.LogitsMode { return s.m.logitsMode }
 
 // forward runs one step. With lastOnly it returns the last row's logits
 // and, where the graph allows, computes only that row of the LM head.
@@ -271,9 +281,24 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	s.posBuf = append(s.posBuf[:0], positions...)
 	s.slots[s.m.inIDs] = s.newI(stI64, []int{1, n}, s.idsBuf)
 	s.slots[s.m.inPos] = s.newI(stI64, []int{n}, s.posBuf)
+	if s.m.logitsMode == engine.LogitsSelected {
+		// The rows to return: the last for a step's next token, every
+		// one where all are asked for.
+		s.rowsBuf = s.rowsBuf[:0]
+		if lastOnly {
+			s.rowsBuf = append(s.rowsBuf, int64(n-1))
+		} else {
+			for i := range n {
+				s.rowsBuf = append(s.rowsBuf, int64(i))
+			}
+		}
+		s.slots[s.m.inRows] = s.newI(stI64, []int{len(s.rowsBuf)}, s.rowsBuf)
+	}
 	s.arena.reset(s.m.reusesBuffers(n))
 	s.plans = s.plans[:0]
-	s.lastOnly = lastOnly && s.m.headInst >= 0
+	// The program's own rows (modes 1 and 2) are already the ones asked
+	// for; only a full-rows program has rows to skip.
+	s.lastOnly = lastOnly && s.m.headInst >= 0 && s.m.logitsMode == engine.LogitsFull
 
 	s.acts = nil
 	if fuseRoPE {
@@ -289,7 +314,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	}
 	V := s.m.vocab
 	rows := n
-	if s.lastOnly {
+	if s.lastOnly || s.m.logitsMode == engine.LogitsLast || s.m.logitsMode == engine.LogitsSelected && lastOnly {
 		rows = 1
 	}
 	if lt.numel() != rows*V || lt.shape[len(lt.shape)-1] != V {
@@ -300,7 +325,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	}
 	s.logits = s.logitsBuf[:rows*V]
 	copy(s.logits, lt.floats(s.logits[:0]))
-	if lastOnly && !s.lastOnly {
+	if lastOnly && rows == n && n > 1 {
 		s.logits = s.logits[(n-1)*V:]
 	}
 
