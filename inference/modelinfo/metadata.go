@@ -230,28 +230,30 @@ func NewerExport(what string) string {
 // newerThanBuild says what in the file is beyond this build ("" when
 // nothing): the Program schema version, the MLX graph's version, or an op
 // type the pinned MLX schema does not have (graphErr, the graph's parse).
-func newerThanBuild(f *pte.File, g *mlxgraph.Graph, graphErr error) string {
+// newer is false for a graph version that is not a number (not newer,
+// just unreadable).
+func newerThanBuild(f *pte.File, g *mlxgraph.Graph, graphErr error) (why string, newer bool) {
 	if f.Version > MaxProgramVersion {
-		return NewerExport(fmt.Sprintf("Program schema version %d; this build reads up to %d", f.Version, MaxProgramVersion))
+		return NewerExport(fmt.Sprintf("Program schema version %d; this build reads up to %d", f.Version, MaxProgramVersion)), true
 	}
 	var op *mlxgraph.UnknownOpError
 	if errors.As(graphErr, &op) {
-		return NewerExport(fmt.Sprintf("the MLX graph has op type %d; this build's schema knows 1..%d", op.Type, op.Known))
+		return NewerExport(fmt.Sprintf("the MLX graph has op type %d; this build's schema knows 1..%d", op.Type, op.Known)), true
 	}
 	if g != nil {
 		v := 1
 		if s := strings.TrimSpace(g.Version); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil {
-				return fmt.Sprintf("the MLX graph's version %q is not a number", g.Version)
+				return fmt.Sprintf("the MLX graph's version %q is not a number", g.Version), false
 			}
 			v = n
 		}
 		if v > MaxMLXGraphVersion {
-			return NewerExport(fmt.Sprintf("MLX graph version %d; this build reads up to %d", v, MaxMLXGraphVersion))
+			return NewerExport(fmt.Sprintf("MLX graph version %d; this build reads up to %d", v, MaxMLXGraphVersion)), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // methodLayouts are program layouts other exporters write instead of one

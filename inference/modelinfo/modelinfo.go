@@ -145,9 +145,13 @@ type Info struct {
 	// Metadata is the program's own word on its limits, dtype and logits
 	// rows, with the names it was read from (MaxCtxLen and PrefillChunk
 	// above are its values).
-	Metadata  Metadata `json:"metadata"`
-	EOSIDs    []int    `json:"eos_ids"`
-	EOSSource string   `json:"eos_source"` // get_eos_ids, generation_config.json or config.json
+	Metadata Metadata `json:"metadata"`
+	// NewerExport: the file is Unsupported because a newer ExecuTorch
+	// wrote it (its Program or MLX graph version, or an op type, is beyond
+	// this build); KindReason says which.
+	NewerExport bool   `json:"newer_export"`
+	EOSIDs      []int  `json:"eos_ids"`
+	EOSSource   string `json:"eos_source"` // get_eos_ids, generation_config.json or config.json
 
 	Header    pte.Header   `json:"header"`
 	Segments  int          `json:"segments"`
@@ -302,8 +306,8 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 		}
 	}
 
-	if why := newerThanBuild(f, info.Graph, graphErr); why != "" {
-		info.Kind, info.KindReason = Unsupported, why
+	if why, newer := newerThanBuild(f, info.Graph, graphErr); why != "" {
+		info.Kind, info.KindReason, info.NewerExport = Unsupported, why, newer
 	} else if err := info.classify(f, forward, hasForward, mlxDelegate); err != nil {
 		return nil, err
 	}
