@@ -346,6 +346,14 @@ func (m *model) bind() error {
 	return nil
 }
 
+// skipsRows says whether a step that needs the last row only may compute
+// the LM head for that row alone: a program that returns every row has
+// rows to skip; one that keeps the last or selected rows (modes 1 and 2)
+// already returns just those asked for.
+func (m *model) skipsRows() bool {
+	return m.headInst >= 0 && m.logitsMode == engine.LogitsFull
+}
+
 // bindInputs finds forward's inputs: input_ids and cache_position, and for
 // a program that selects its logits rows (get_logits_to_keep_mode 2) the
 // Long row indices the engine feeds.

@@ -233,6 +233,36 @@ func (s *session) ForwardAll(ctx context.Context, ids, positions []int64) ([]flo
 // LogitsMode is the program's get_logits_to_keep_mode.
 func (s *session) LogitsMode() engine.LogitsMode { return s.m.logitsMode }
 
+// bindRows feeds a LogitsSelected program's third input: the last row
+// for a step's next token, every row where all are asked for.
+func (s *session) bindRows(n int, lastOnly bool) {
+	if s.m.logitsMode != engine.LogitsSelected {
+		return
+	}
+	s.rowsBuf = s.rowsBuf[:0]
+	if lastOnly {
+		s.rowsBuf = append(s.rowsBuf, int64(n-1))
+	} else {
+		for i := range n {
+			s.rowsBuf = append(s.rowsBuf, int64(i))
+		}
+	}
+	s.slots[s.m.inRows] = s.newI(stI64, []int{len(s.rowsBuf)}, s.rowsBuf)
+}
+
+// logitRows is how many logits rows a step of n tokens returns: one for a
+// last-row program, the selected ones for a selected-rows program, else
+// n, or one where the head ran for the last row only.
+func (s *session) logitRows(n int, lastOnly bool) int {
+	switch {
+	case s.lastOnly, s.m.logitsMode == engine.LogitsLast:
+		return 1
+	case s.m.logitsMode == engine.LogitsSelected && lastOnly:
+		return 1
+	}
+	return n
+}
+
 // forward runs one step. With lastOnly it returns the last row's logits
 // and, where the graph allows, computes only that row of the LM head.
 func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly bool) ([]float32, int, error) {
@@ -281,24 +311,10 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	s.posBuf = append(s.posBuf[:0], positions...)
 	s.slots[s.m.inIDs] = s.newI(stI64, []int{1, n}, s.idsBuf)
 	s.slots[s.m.inPos] = s.newI(stI64, []int{n}, s.posBuf)
-	if s.m.logitsMode == engine.LogitsSelected {
-		// The rows to return: the last for a step's next token, every
-		// one where all are asked for.
-		s.rowsBuf = s.rowsBuf[:0]
-		if lastOnly {
-			s.rowsBuf = append(s.rowsBuf, int64(n-1))
-		} else {
-			for i := range n {
-				s.rowsBuf = append(s.rowsBuf, int64(i))
-			}
-		}
-		s.slots[s.m.inRows] = s.newI(stI64, []int{len(s.rowsBuf)}, s.rowsBuf)
-	}
+	s.bindRows(n, lastOnly)
 	s.arena.reset(s.m.reusesBuffers(n))
 	s.plans = s.plans[:0]
-	// The program's own rows (modes 1 and 2) are already the ones asked
-	// for; only a full-rows program has rows to skip.
-	s.lastOnly = lastOnly && s.m.headInst >= 0 && s.m.logitsMode == engine.LogitsFull
+	s.lastOnly = lastOnly && s.m.skipsRows()
 
 	s.acts = nil
 	if fuseRoPE {
@@ -313,10 +329,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 		return nil, 0, fmt.Errorf("cpu: logits: %w", err)
 	}
 	V := s.m.vocab
-	rows := n
-	if s.lastOnly || s.m.logitsMode == engine.LogitsLast || s.m.logitsMode == engine.LogitsSelected && lastOnly {
-		rows = 1
-	}
+	rows := s.logitRows(n, lastOnly)
 	if lt.numel() != rows*V || lt.shape[len(lt.shape)-1] != V {
 		return nil, 0, fmt.Errorf("cpu: logits of shape %v, want [1, %d, %d]", lt.shape, rows, V)
 	}

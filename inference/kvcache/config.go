@@ -172,6 +172,19 @@ const DefaultInitialCapacity = 512
 // overflow (2^24 tokens is far beyond any exported context).
 const MaxCapacity = 1 << 24
 
+// storageDType is the KV storage dtype for the policy and where it came
+// from: the policy's, else the model's activation dtype, else the default.
+func storageDType(l Layout, p Policy) (DType, string) {
+	switch {
+	case p.StorageDType != "":
+		dt, _ := ParseDType(p.StorageDType) // Validate accepted it
+		return dt, DTypeChosen
+	case l.ActivationDType != 0:
+		return l.ActivationDType, DTypeFromModel
+	}
+	return DefaultStorageDType, DTypeDefault
+}
+
 // Field names a Policy field in errors; the front ends map it to their own
 // control (a flag, a settings field).
 type Field string
@@ -272,16 +285,10 @@ func Build(l Layout, p Policy) (*Config, error) {
 		return nil, sortFields(bad)
 	}
 
-	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity, Capacity: p.Capacity, DType: DefaultStorageDType, DTypeFrom: DTypeDefault}
-	if l.ActivationDType != 0 {
-		cfg.DType, cfg.DTypeFrom = l.ActivationDType, DTypeFromModel
-	}
+	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity, Capacity: p.Capacity}
+	cfg.DType, cfg.DTypeFrom = storageDType(l, p)
 	if cfg.Capacity == 0 {
 		cfg.Capacity = l.MaxCtxLen
-	}
-	if p.StorageDType != "" {
-		cfg.DType, _ = ParseDType(p.StorageDType) // Validate accepted it
-		cfg.DTypeFrom = DTypeChosen
 	}
 	cfg.Layers = make([]Layer, len(l.KVHeads))
 	for i := range cfg.Layers {

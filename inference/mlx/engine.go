@@ -145,10 +145,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 	}
 	mode, err := programLogitsMode(path)
 	if err != nil {
-		return nil, fmt.Errorf("mlx: %w", err)
-	}
-	if mode == engine.LogitsSelected {
-		return nil, fmt.Errorf("mlx: %s: %w: the program selects its logits rows through a third forward input (get_logits_to_keep_mode 2), which the runner library does not feed; the CPU engine does", path, engine.ErrUnsupported)
+		return nil, err
 	}
 	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
 		return nil, err
@@ -201,6 +198,8 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 // modelinfo's one table of metadata names. A file this reader cannot parse
 // is left to the library (LogitsFull here), whose load says what is wrong
 // with it.
+// A selected-rows program (mode 2) is refused: the library feeds forward
+// two inputs.
 func programLogitsMode(path string) (engine.LogitsMode, error) {
 	f, err := pte.Open(path)
 	if err != nil {
@@ -209,7 +208,10 @@ func programLogitsMode(path string) (engine.LogitsMode, error) {
 	defer f.Close()
 	md, err := modelinfo.ReadMetadata(f)
 	if err != nil {
-		return engine.LogitsFull, err
+		return engine.LogitsFull, fmt.Errorf("mlx: %w", err)
+	}
+	if md.LogitsMode == engine.LogitsSelected {
+		return 0, fmt.Errorf("mlx: %s: %w: the program selects its logits rows through a third forward input (get_logits_to_keep_mode 2), which the runner library does not feed; the CPU engine does", path, engine.ErrUnsupported)
 	}
 	return md.LogitsMode, nil
 }

@@ -267,6 +267,15 @@ var methodLayouts = []struct {
 	{[]string{"text_decoder"}, "a text_decoder method (a multimodal layout)"},
 }
 
+// noForward is the reason a program without forward is unsupported,
+// naming its layout where it is one other exporters write.
+func noForward(f *pte.File) string {
+	if l := otherLayout(f); l != "" {
+		return fmt.Sprintf("the program has %s and no forward method: that layout is not supported (etchat runs one forward)", l)
+	}
+	return "the program has no forward method"
+}
+
 // otherLayout names the layout of a program without forward ("" when it
 // is none etchat knows).
 func otherLayout(f *pte.File) string {

@@ -284,18 +284,8 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 	}
 	var graphErr error
 	if mlxDelegate != nil {
-		g, blobData, err := readGraph(f, mlxDelegate)
-		var op *mlxgraph.UnknownOpError
-		switch {
-		case errors.As(err, &op):
-			// A newer serializer's op: said as the kind's reason below.
-			graphErr = err
-		case err != nil:
+		if graphErr, err = info.readForwardGraph(f, mlxDelegate); err != nil {
 			return nil, fail("forward's MLX delegate: %v", err)
-		default:
-			info.Graph = g
-			info.MLX = summarize(g, g.NamedSlots)
-			info.MLX.BlobBytes, info.MLX.BlobDataBytes = mlxDelegate.Size, blobData
 		}
 	}
 	info.weights(f)
@@ -325,6 +315,24 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 	}
 	info.BytesRead = f.BytesRead()
 	return info, nil
+}
+
+// readForwardGraph reads and summarizes forward's MLX graph. An op type
+// this reader's schema does not have is not a failure but newer, the
+// graph left unread: it comes back as newer for the kind's reason.
+func (info *Info) readForwardGraph(f *pte.File, d *pte.Delegate) (newer, err error) {
+	g, blobData, err := readGraph(f, d)
+	var op *mlxgraph.UnknownOpError
+	switch {
+	case errors.As(err, &op):
+		return err, nil
+	case err != nil:
+		return nil, err
+	}
+	info.Graph = g
+	info.MLX = summarize(g, g.NamedSlots)
+	info.MLX.BlobBytes, info.MLX.BlobDataBytes = d.Size, blobData
+	return nil, nil
 }
 
 // intConstant evaluates an Int constant method and checks its range.
@@ -523,11 +531,7 @@ func (info *Info) classify(f *pte.File, forward *pte.Method, hasForward bool, ml
 	}
 	switch {
 	case !hasForward:
-		if l := otherLayout(f); l != "" {
-			set(Unsupported, "the program has %s and no forward method: that layout is not supported (etchat runs one forward)", l)
-			return nil
-		}
-		set(Unsupported, "the program has no forward method")
+		set(Unsupported, "%s", noForward(f))
 		return nil
 	case mlx == nil:
 		ids := []string{}
