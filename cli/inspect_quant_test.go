@@ -2,9 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"etchat/inference/pte/ptetest"
 	"etchat/internal/fixtures"
 )
 
@@ -106,5 +109,33 @@ func TestInspectNewerMetadata(t *testing.T) {
 		if d.Cache.KVDType != "BFloat16" || d.Cache.KVDTypeFrom != "chosen" {
 			t.Errorf("document %d: --kv-storage-dtype bf16 gave %+v", i, d.Cache)
 		}
+	}
+}
+
+// What this build cannot read is said at inspect time: a Program written
+// by a newer ExecuTorch is unsupported with the reason and what to do,
+// and metadata that contradicts itself fails the file naming both
+// constants.
+func TestInspectNewerExport(t *testing.T) {
+	dir := t.TempDir()
+	newer := ptetest.FullProgram(ptetest.SmallGraph())
+	newer.Version = 3
+	conflict := ptetest.FullProgram(ptetest.SmallGraph())
+	conflict.Methods = append(conflict.Methods, ptetest.Constant("get_max_ctx_len", ptetest.IntValue(128)), ptetest.Constant("get_max_context_len", ptetest.IntValue(256)))
+	paths := []string{filepath.Join(dir, "newer.pte"), filepath.Join(dir, "conflict.pte")}
+	for i, p := range []ptetest.Program{newer, conflict} {
+		if err := os.WriteFile(paths[i], ptetest.Build(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := inspectRun(t, "--no-sha256", paths[0], paths[1])
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (one file failed)", code)
+	}
+	if want := "kind        unsupported: exported by a newer ExecuTorch than this etchat reads (Program schema version 3; this build reads up to 0): re-export with an ExecuTorch of this schema, or update etchat"; !strings.Contains(stdout, want) {
+		t.Errorf("report lacks %q:\n%s", want, stdout)
+	}
+	if want := "get_max_ctx_len = 128 and get_max_context_len = 256 disagree: both name the KV-cache capacity"; !strings.Contains(stderr+stdout, want) {
+		t.Errorf("output lacks %q:\n%s\n%s", want, stdout, stderr)
 	}
 }
