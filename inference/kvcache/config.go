@@ -279,7 +279,7 @@ func Build(l Layout, p Policy) (*Config, error) {
 		bad = errors.Join(withoutField(bad, FieldCapacity), fieldErr(FieldCapacity,
 			"capacity %d is more than the model's context: at most %d, the model was exported for %d tokens", p.Capacity, l.MaxCtxLen, l.MaxCtxLen))
 	case p.Capacity == 0 && l.MaxCtxLen <= 0:
-		bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity not given and the model publishes no get_max_ctx_len: give one"))
+		bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity not given and the model publishes no context length (get_max_ctx_len or get_max_context_len): give one"))
 	}
 	if bad != nil {
 		return nil, sortFields(bad)
