@@ -1,6 +1,7 @@
 package mlx
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"etchat/inference/engine"
 	"etchat/inference/pte/ptetest"
+	"etchat/internal/fixtures"
 )
 
 // A program that selects its logits rows through a third forward input
@@ -37,5 +39,39 @@ func TestOpenRefusesSelectedRows(t *testing.T) {
 	}
 	if _, err := e.Open(context.Background(), path, testConfig()); err == nil || !strings.Contains(err.Error(), "get_max_ctx_len = 64 and get_max_context_len = 32 disagree") {
 		t.Errorf("conflicting capacities: %v", err)
+	}
+}
+
+// The runner library reads the capacity by modelinfo's table: the meta2
+// twin with its get_max_seq_len renamed get_max_ctx_len publishes two
+// capacities that disagree (32 and get_max_context_len's 128), which the
+// library refuses when it opens the program, naming both; the twin itself
+// opens.
+func TestLibraryCapacityNames(t *testing.T) {
+	e := realEngine(t)
+	b, err := os.ReadFile(fixtures.PTE(fixtures.Llama3Q4Meta2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.lib.openProgram(fixtures.PTE(fixtures.Llama3Q4Meta2))
+	if err != nil {
+		t.Fatalf("the twin: %v", err)
+	}
+	e.lib.closeProgram(p)
+	i := bytes.Index(b[:16<<10], []byte("get_max_seq_len\x00"))
+	if i < 0 {
+		t.Fatal("get_max_seq_len not in the program")
+	}
+	copy(b[i:], "get_max_ctx_len")
+	path := filepath.Join(t.TempDir(), "model.pte")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err = e.lib.openProgram(path)
+	if err == nil {
+		e.lib.closeProgram(p)
+	}
+	if err == nil || !strings.Contains(err.Error(), "get_max_ctx_len = 32 and get_max_context_len = 128 disagree") {
+		t.Errorf("conflicting capacities in the library: %v", err)
 	}
 }
