@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 )
@@ -118,6 +119,25 @@ func (e LibraryEntry) Row() string {
 		parts = append(parts, "chunk "+strconv.Itoa(m.PrefillChunk))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// exportMetadata is what a newer ExecuTorch's export (PR #22655) says of
+// itself beyond its limits, and what etchat does with it ("" for older
+// exports, which publish none of it).
+func exportMetadata(m *ModelInfo) string {
+	md := m.Metadata
+	var parts []string
+	if md.ChunkFrom == modelinfo.MethodMaxSeqLen || md.CapacityFrom == modelinfo.MethodMaxContextLen {
+		parts = append(parts, "limits from "+md.ChunkFrom+" and "+md.CapacityFrom)
+	}
+	if md.ActivationDType != 0 {
+		parts = append(parts, "activations "+md.ActivationDType.Flag()+" (the KV cache stores "+md.ActivationDType.Flag()+" unless the settings choose)")
+	}
+	if md.LogitsPublished {
+		parts = append(parts, map[engine.LogitsMode]string{engine.LogitsFull: "logits for every position",
+			engine.LogitsLast: "logits for the last position only", engine.LogitsSelected: "logits for selected rows"}[md.LogitsMode])
+	}
+	return strings.Join(parts, "; ")
 }
 
 func companionText(m *ModelInfo) string {
@@ -585,6 +605,9 @@ func modelFacts(e LibraryEntry) [][2]string {
 	optional("Max context", m.MaxCtxLen, " tokens")
 	optional("Prefill chunk", m.PrefillChunk, " tokens")
 	optional("Vocabulary", m.VocabSize, "")
+	if md := exportMetadata(m); md != "" {
+		fact("Export metadata", md)
+	}
 	fact("Weights", weightsLine(m))
 	if m.Quantization.Summary != "" {
 		fact("Quantization", m.Quantization.Summary)

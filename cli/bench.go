@@ -43,7 +43,9 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	reps := fs.Int("r", 5, "repetitions of each test")
 	noWarm := fs.Bool("no-warmup", false, "skip the untimed warmup before each test")
 	def := kvcache.DefaultPolicy() // the same defaults as run's and inspect's flags
-	dtypes := fs.String(cacheFlag[kvcache.FieldStorageDType], def.StorageDType, "off-graph: KV storage dtypes, comma list of bf16|fp16|fp32")
+	// A benchmark names its dtypes (its results compare them): bf16 unless
+	// given, whatever the model's activation dtype.
+	dtypes := fs.String(cacheFlag[kvcache.FieldStorageDType], kvcache.DefaultStorageDType.Flag(), "off-graph: KV storage dtypes, comma list of bf16|fp16|fp32")
 	caps := fs.String(cacheFlag[kvcache.FieldCapacity], strconv.Itoa(def.Capacity), "off-graph: cache capacities in tokens, comma list (0 = the model's get_max_ctx_len)")
 	windows := fs.String(cacheFlag[kvcache.FieldWindows], def.Windows, "off-graph: attention patterns, ';'-separated list of window specs (each a comma list repeated over the caches, 0 = flat; empty = the model's own)")
 	eng := fs.String("engine", engine.Auto, "engine: "+engine.Help())

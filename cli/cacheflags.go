@@ -27,8 +27,8 @@ var cacheFlag = map[kvcache.Field]string{
 
 func (c *cacheFlags) register(fs *flag.FlagSet) {
 	def := kvcache.DefaultPolicy()
-	fs.IntVar(&c.capacity, cacheFlag[kvcache.FieldCapacity], def.Capacity, "off-graph: most tokens the cache holds, at most the model's get_max_ctx_len (0 = that)")
-	fs.StringVar(&c.dtype, cacheFlag[kvcache.FieldStorageDType], def.StorageDType, "off-graph: KV storage dtype, bf16|fp16|fp32")
+	fs.IntVar(&c.capacity, cacheFlag[kvcache.FieldCapacity], def.Capacity, "off-graph: most tokens the cache holds, at most the model's context (get_max_ctx_len or get_max_context_len; 0 = that)")
+	fs.StringVar(&c.dtype, cacheFlag[kvcache.FieldStorageDType], def.StorageDType, "off-graph: KV storage dtype, bf16|fp16|fp32 (default: the model's get_activation_dtype, else bf16)")
 	fs.IntVar(&c.initial, cacheFlag[kvcache.FieldInitialCapacity], def.InitialCapacity, "off-graph: starting pool size in tokens; pools double up to the capacity (-1 = 512)")
 	fs.StringVar(&c.windows, cacheFlag[kvcache.FieldWindows], def.Windows, "off-graph: attention pattern to impose, comma list of windows repeated over the caches (get_n_caches; 0 = flat), e.g. \"512\"")
 }

@@ -42,7 +42,13 @@ func openChatLog(ctx context.Context, env *Env, o *runOpts, m *inference.Model) 
 		db.Close()
 		return nil, storeError(err)
 	}
-	settings, err := json.Marshal(runlog.ChatSettings{Engine: o.engine, Capacity: o.cache.capacity, StorageDType: o.cache.dtype,
+	// The dtype the cache uses: a model's own default (its activation
+	// dtype) is stored as the choice it became, so a reopen keeps it.
+	dtype := o.cache.dtype
+	if dtype == "" && m.Cache != nil {
+		dtype = m.Cache.DType.Flag()
+	}
+	settings, err := json.Marshal(runlog.ChatSettings{Engine: o.engine, Capacity: o.cache.capacity, StorageDType: dtype,
 		InitialCapacity: o.cache.initial, Windows: o.cache.windows, Temperature: o.temperature, TopK: o.topK, TopP: o.topP,
 		Seed: int64(o.seed), MaxNewTokens: o.maxNew})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
 	"etchat/store"
 )
 
@@ -19,6 +20,7 @@ func hint(err error) string {
 		tok   *inference.TokenizerError
 		vocab *inference.VocabMismatchError
 		unsup *inference.UnsupportedModelError
+		meta  *modelinfo.MetadataError
 	)
 	switch {
 	case errors.As(err, &lib):
@@ -34,6 +36,10 @@ func hint(err error) string {
 		return "put the model's tokenizer.json next to the .pte, or give --tokenizer (with --prompt-ids no tokenizer is needed)"
 	case errors.As(err, &vocab):
 		return "give the tokenizer.json exported with this model (--tokenizer)"
+	case errors.As(err, &unsup) && unsup.Newer:
+		return "this etchat reads exports of ExecuTorch cff6f4dd's schema: re-export the model with an ExecuTorch of that schema, or update etchat (docs/inspect.md, compatibility)"
+	case errors.As(err, &meta):
+		return "the file's metadata contradicts itself or forward (the message names the constants): re-export the model; docs/inspect.md lists the metadata etchat reads"
 	case errors.As(err, &unsup):
 		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
 	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, engine.ErrCacheFull):

@@ -10,6 +10,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
 	"etchat/store"
 )
 
@@ -34,6 +35,8 @@ func TestHint(t *testing.T) {
 		{wrap(&inference.TokenizerError{Path: "x", Given: true, Err: misleading}), "check the --tokenizer path"},
 		{wrap(&inference.VocabMismatchError{}), "exported with this model"},
 		{wrap(&inference.UnsupportedModelError{}), "export_llm_hf.py"},
+		{wrap(&inference.UnsupportedModelError{Newer: true}), "re-export the model with an ExecuTorch of that schema, or update etchat"},
+		{wrap(&modelinfo.MetadataError{Msg: "export_llm_hf.py"}), "metadata contradicts itself or forward"},
 		{fmt.Errorf("%w: 129 tokens", inference.ErrPromptTooLong), "--kv-max-capacity"},
 		{wrap(engine.ErrCacheFull), "--kv-max-capacity"},
 		{fmt.Errorf("save: %w", store.ErrBusy), "wait for it"},

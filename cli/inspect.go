@@ -94,27 +94,54 @@ type InspectDoc struct {
 	Kind       string `json:"kind,omitempty"`  // off-graph, in-graph, unsupported
 	KindReason string `json:"kind_reason,omitempty"`
 
-	Program          *ProgramDoc        `json:"program,omitempty"`
-	Methods          []MethodDoc        `json:"methods"`
-	ConstantMethods  []ConstantDoc      `json:"constant_methods"`
-	Delegates        []DelegateDoc      `json:"delegates"`
-	NamedData        int                `json:"named_data"`
-	MaxCtxLen        int                `json:"max_ctx_len"`
-	PrefillChunkSize int                `json:"prefill_chunk_size"`
-	VocabSize        int                `json:"vocab_size"`
-	LogitsDType      string             `json:"logits_dtype,omitempty"`
-	EOSIDs           []int              `json:"eos_ids"`
-	EOSSource        string             `json:"eos_source,omitempty"`
-	NLayers          int                `json:"n_layers"` // the model's layers (UpdateAndAttend nodes); 0 unless off-graph
-	Cache            *CacheDoc          `json:"cache"`
-	CacheError       string             `json:"cache_error,omitempty"`
-	Companions       *CompanionsDoc     `json:"companions,omitempty"`
-	MLX              *modelinfo.MLX     `json:"mlx"`
-	Weights          *modelinfo.Weights `json:"weights,omitempty"`
-	BytesRead        int64              `json:"bytes_read"`
+	Program          *ProgramDoc   `json:"program,omitempty"`
+	Methods          []MethodDoc   `json:"methods"`
+	ConstantMethods  []ConstantDoc `json:"constant_methods"`
+	Delegates        []DelegateDoc `json:"delegates"`
+	NamedData        int           `json:"named_data"`
+	MaxCtxLen        int           `json:"max_ctx_len"`
+	PrefillChunkSize int           `json:"prefill_chunk_size"`
+	VocabSize        int           `json:"vocab_size"`
+	LogitsDType      string        `json:"logits_dtype,omitempty"`
+	// Metadata: where the limits came from, and newer exports' own word
+	// on the vocabulary, activation dtype and logits rows (issue 45).
+	Metadata   *MetadataDoc       `json:"metadata,omitempty"`
+	EOSIDs     []int              `json:"eos_ids"`
+	EOSSource  string             `json:"eos_source,omitempty"`
+	NLayers    int                `json:"n_layers"` // the model's layers (UpdateAndAttend nodes); 0 unless off-graph
+	Cache      *CacheDoc          `json:"cache"`
+	CacheError string             `json:"cache_error,omitempty"`
+	Companions *CompanionsDoc     `json:"companions,omitempty"`
+	MLX        *modelinfo.MLX     `json:"mlx"`
+	Weights    *modelinfo.Weights `json:"weights,omitempty"`
+	BytesRead  int64              `json:"bytes_read"`
 
 	// Quantization per weight group and a summary ("4-bit", "bf16").
 	Quantization *modelinfo.Quantization `json:"quantization,omitempty"`
+}
+
+// MetadataDoc is the program's model metadata as read through modelinfo's
+// one table of names (both generations: docs/inspect.md's compatibility
+// table). Fields the file does not publish are "" / 0 / false.
+type MetadataDoc struct {
+	ChunkFrom       string `json:"chunk_from"`       // get_prefill_chunk_size or get_max_seq_len
+	CapacityFrom    string `json:"capacity_from"`    // get_max_ctx_len, get_max_context_len or (older llama exports) get_max_seq_len
+	VocabSize       int    `json:"vocab_size"`       // get_vocab_size
+	ActivationDType string `json:"activation_dtype"` // get_activation_dtype: Half, Float or BFloat16
+	// LogitsToKeep is get_logits_to_keep_mode by name (full, last,
+	// selected; full when not published) and LogitsToKeepMode its number.
+	LogitsToKeep          string `json:"logits_to_keep"`
+	LogitsToKeepMode      int    `json:"logits_to_keep_mode"`
+	LogitsToKeepPublished bool   `json:"logits_to_keep_published"`
+}
+
+func metadataDoc(md modelinfo.Metadata) *MetadataDoc {
+	d := &MetadataDoc{ChunkFrom: md.ChunkFrom, CapacityFrom: md.CapacityFrom, VocabSize: md.VocabSize,
+		LogitsToKeep: md.LogitsMode.String(), LogitsToKeepMode: int(md.LogitsMode), LogitsToKeepPublished: md.LogitsPublished}
+	if md.ActivationDType != 0 {
+		d.ActivationDType = md.ActivationDType.String()
+	}
+	return d
 }
 
 // ProgramDoc is the container: header and segment table.
@@ -172,6 +199,7 @@ type CacheDoc struct {
 	Capacity        int        `json:"capacity"`
 	InitialCapacity int        `json:"initial_capacity"`
 	KVDType         string     `json:"kv_dtype"`
+	KVDTypeFrom     string     `json:"kv_dtype_from"` // chosen (a flag), get_activation_dtype, or default (bf16)
 	MaxWrite        int        `json:"max_write"`
 	Summary         string     `json:"summary"`
 	LayersSummary   string     `json:"layers_summary"`
@@ -246,6 +274,7 @@ func Inspect(path string, p kvcache.Policy, hash bool) *InspectDoc {
 	}
 	doc.NamedData = info.NamedData
 	doc.MaxCtxLen, doc.PrefillChunkSize, doc.VocabSize, doc.LogitsDType = info.MaxCtxLen, info.PrefillChunk, info.VocabSize, info.LogitsDType
+	doc.Metadata = metadataDoc(info.Metadata)
 	doc.EOSIDs, doc.EOSSource = info.EOSIDs, info.EOSSource
 	if doc.EOSIDs == nil {
 		doc.EOSIDs = []int{}
@@ -277,7 +306,7 @@ func cacheDoc(l *kvcache.Layout, cfg *kvcache.Config) *CacheDoc {
 	layers, initial, full := cfg.Memory()
 	cd := &CacheDoc{
 		NLayers: len(cfg.Layers), NCaches: len(cfg.Layers), KVHeads: l.KVHeads, HeadDims: l.HeadDims, Windows: l.Windows,
-		Capacity: cfg.Capacity, InitialCapacity: cfg.InitialCapacity, KVDType: cfg.DType.String(), MaxWrite: cfg.MaxWrite,
+		Capacity: cfg.Capacity, InitialCapacity: cfg.InitialCapacity, KVDType: cfg.DType.String(), KVDTypeFrom: cfg.DTypeFrom, MaxWrite: cfg.MaxWrite,
 		Summary: cfg.Summary(), LayersSummary: cfg.LayersSummary(), BytesInitial: initial, BytesAtCapacity: full,
 		Shared: cfg.SharingSummary(), ShortSummary: cfg.ShortSummary(), LayerCaches: cfg.LayerCache,
 	}
@@ -399,20 +428,51 @@ func (r report) methods(d *InspectDoc) {
 // tokens.
 func (r report) limits(d *InspectDoc) {
 	limits := []string{}
+	md := d.Metadata
+	if md == nil {
+		md = &MetadataDoc{}
+	}
+	// The source is said where it is not the older exports' name.
+	from := func(name string) string {
+		if name == "" || name == modelinfo.MethodMaxCtxLen || name == modelinfo.MethodPrefillChunk {
+			return ""
+		}
+		return " (" + name + ")"
+	}
 	if d.MaxCtxLen > 0 {
-		limits = append(limits, fmt.Sprintf("max context %d", d.MaxCtxLen))
+		limits = append(limits, fmt.Sprintf("max context %d%s", d.MaxCtxLen, from(md.CapacityFrom)))
 	}
 	if d.PrefillChunkSize > 0 {
-		limits = append(limits, fmt.Sprintf("prefill chunk %d", d.PrefillChunkSize))
+		limits = append(limits, fmt.Sprintf("prefill chunk %d%s", d.PrefillChunkSize, from(md.ChunkFrom)))
 	}
 	if d.VocabSize > 0 {
 		limits = append(limits, fmt.Sprintf("vocab %s (%s logits)", humanize.Comma(int64(d.VocabSize)), d.LogitsDType))
 	}
 	r.row("limits", "%s", strings.Join(limits, ", "))
+	r.metadata(md)
 	if len(d.EOSIDs) > 0 {
 		r.row("eos", "%v (from %s)", d.EOSIDs, d.EOSSource)
 	} else {
 		r.row("eos", "none published")
+	}
+}
+
+// metadata is what newer exports publish about themselves (a row only
+// when the file publishes any of it).
+func (r report) metadata(md *MetadataDoc) {
+	var parts []string
+	if md.VocabSize > 0 {
+		parts = append(parts, fmt.Sprintf("vocab %s (get_vocab_size, = forward's logits)", humanize.Comma(int64(md.VocabSize))))
+	}
+	if md.ActivationDType != "" {
+		parts = append(parts, "activations "+md.ActivationDType)
+	}
+	if md.LogitsToKeepPublished {
+		rows := map[string]string{"full": "every position", "last": "the last position only", "selected": "the rows a third input selects"}[md.LogitsToKeep]
+		parts = append(parts, fmt.Sprintf("logits to keep %d (%s: %s)", md.LogitsToKeepMode, md.LogitsToKeep, rows))
+	}
+	if len(parts) > 0 {
+		r.row("metadata", "%s", strings.Join(parts, ", "))
 	}
 }
 
@@ -497,6 +557,7 @@ func (r report) cacheLayout(c *CacheDoc) {
 	for _, l := range lines[1:] {
 		r.more("%s", l)
 	}
+	r.more("KV storage %s (%s)", c.KVDType, kvDTypeFrom(c.KVDTypeFrom))
 	r.more("KV memory: %s at the initial size, %s at capacity (%d tokens)", bytesStr(c.BytesInitial), bytesStr(c.BytesAtCapacity), c.Capacity)
 	for _, l := range c.Layers {
 		kind := "flat"
@@ -515,6 +576,17 @@ func (r report) cacheLayout(c *CacheDoc) {
 		r.more("  cache %d%s: %s, %d kv heads × %d, %d rows: %s initial, %s full", l.Index, who, kind, l.KVHeads, l.HeadDim, l.Rows,
 			bytesStr(l.BytesInitial), bytesStr(l.BytesAtCapacity))
 	}
+}
+
+// kvDTypeFrom says where the KV storage dtype came from, in words.
+func kvDTypeFrom(from string) string {
+	switch from {
+	case kvcache.DTypeChosen:
+		return "chosen with --kv-storage-dtype"
+	case kvcache.DTypeFromModel:
+		return "the model's get_activation_dtype"
+	}
+	return "the default; the model publishes no get_activation_dtype"
 }
 
 // companions are the files beside the .pte that the loader reads.

@@ -10,8 +10,13 @@ import (
 // The errors below are what a user fixes (a flag, a file); the edges (the
 // CLI, the app) map them to hints with errors.As.
 
-// UnsupportedModelError: the .pte is not a program etchat can run.
-type UnsupportedModelError struct{ Path, Reason string }
+// UnsupportedModelError: the .pte is not a program etchat can run. Newer
+// says a newer ExecuTorch wrote it (modelinfo.Info.NewerExport): then
+// re-exporting or updating etchat fixes it.
+type UnsupportedModelError struct {
+	Path, Reason string
+	Newer        bool
+}
 
 func (e *UnsupportedModelError) Error() string {
 	return fmt.Sprintf("%s: etchat cannot run this program: %s", e.Path, e.Reason)

@@ -97,6 +97,7 @@ type Model struct {
 // reported before any engine loads.
 //
 // Errors a user fixes are typed: *UnsupportedModelError, *CacheConfigError,
+// *modelinfo.MetadataError,
 // *TokenizerError, *TemplateError, *VocabMismatchError, *engine.UnknownError,
 // *engine.LibraryError (wrapped with engine.ErrNotAvailable).
 func Load(ctx context.Context, path string, o LoadOptions) (*Model, error) {
@@ -130,7 +131,7 @@ func Prepare(path string, o LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	if info.Kind != modelinfo.OffGraph && info.Kind != modelinfo.InGraph {
-		return nil, &UnsupportedModelError{Path: path, Reason: info.KindReason}
+		return nil, &UnsupportedModelError{Path: path, Reason: info.KindReason, Newer: info.NewerExport}
 	}
 	m := &Model{Path: path, Info: info, opts: o}
 	if err := m.configure(o.Policy); err != nil {

@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -156,7 +157,11 @@ func maxAbsDiff(a, b []float32) float64 {
 
 // The tiny fixtures with fp32 activations: every case's greedy ids and the
 // last prefill logits within 1e-4 of PyTorch's (fp32 KV), on both engines.
-var referenceFixtures = []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.Gemma4}
+// The twins written with a newer ExecuTorch's metadata (one of them
+// returning the last position's logits only) have llama3-tiny-q4's
+// references.
+var referenceFixtures = []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.Gemma4,
+	fixtures.Llama3Q4Meta2, fixtures.Llama3Q4Last}
 
 // chatFor is the --chat a fixture's reference was rendered with: auto (the
 // model's own template) but for gemma4-tiny, whose stand-in tokenizer
@@ -358,7 +363,7 @@ func TestNativeInGraph(t *testing.T) {
 // The multiturn reference with its rewind, on both engines, through a
 // Conversation (the same steps as TestFixtureMultiturnConversation).
 func TestNativeMultiturn(t *testing.T) {
-	for _, name := range []string{fixtures.Gemma3, fixtures.Llama3, fixtures.Llama3Q4} {
+	for _, name := range []string{fixtures.Gemma3, fixtures.Llama3, fixtures.Llama3Q4, fixtures.Llama3Q4Last} {
 		t.Run(name, func(t *testing.T) {
 			var ref reference
 			fixtures.Reference(t, name, &ref)
@@ -461,4 +466,63 @@ func TestNativeBenchModels(t *testing.T) {
 func mlxCPUbf16QMM(e engine.Engine) bool {
 	d, ok := e.(interface{ Device() string })
 	return ok && d.Device() == "cpu"
+}
+
+// A program that returns the last position's logits only (the
+// llama3-tiny-q4-last twin, get_logits_to_keep_mode 1) on both engines:
+// Forward's one row is the mode-0 twin's last row; ForwardAll of a step of
+// several tokens is refused before it runs (engine.ErrLastRowOnly, the
+// cache unchanged), and a token at a time gives every position's row, the
+// same as the mode-0 twin's ForwardAll of the whole prompt.
+func TestLogitsLastRowOnly(t *testing.T) {
+	var ref struct{ Cases []refLogitsCase }
+	fixtures.Reference(t, fixtures.Llama3Q4Last, &ref)
+	ids := ref.Cases[0].InputIDs[:12]
+	tok := make([]int64, len(ids))
+	pos := make([]int64, len(ids))
+	for i, id := range ids {
+		tok[i], pos[i] = int64(id), int64(i)
+	}
+	forEachEngine(t, func(t *testing.T, e engine.Engine) {
+		full, _ := openOn(t, e, fixtures.Llama3Q4Meta2, "fp32")
+		last, _ := openOn(t, e, fixtures.Llama3Q4Last, "fp32")
+		if m := engine.SessionLogitsMode(last); m != engine.LogitsLast {
+			t.Errorf("last twin's mode %v", m)
+		}
+		if m := engine.SessionLogitsMode(full); m != engine.LogitsFull {
+			t.Errorf("meta2 twin's mode %v", m)
+		}
+		all, err := full.ForwardAll(bg, tok, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = slices.Clone(all)
+		V := full.Vocab()
+		if _, err := last.ForwardAll(bg, tok, pos); !errors.Is(err, engine.ErrLastRowOnly) || !errors.Is(err, engine.ErrUnsupported) {
+			t.Fatalf("ForwardAll of %d tokens on mode 1: %v, want ErrLastRowOnly", len(tok), err)
+		}
+		if last.Len() != 0 {
+			t.Fatalf("the refused step ran: the cache holds %d", last.Len())
+		}
+		for i := range tok {
+			row, err := last.ForwardAll(bg, tok[i:i+1], pos[i:i+1])
+			if err != nil || len(row) != V {
+				t.Fatalf("token %d: %d logits, %v", i, len(row), err)
+			}
+			if d := maxAbsDiff(row, all[i*V:(i+1)*V]); d > 1e-4 {
+				t.Errorf("position %d: one token at a time differs from mode 0's row by %g", i, d)
+			}
+		}
+		// A chunk through Forward: the one row the program returns.
+		if err := last.Clear(); err != nil {
+			t.Fatal(err)
+		}
+		row, err := last.Forward(bg, tok, pos)
+		if err != nil || len(row) != V {
+			t.Fatalf("Forward of %d tokens: %d logits, %v", len(tok), len(row), err)
+		}
+		if d := maxAbsDiff(row, all[(len(tok)-1)*V:]); d > 1e-4 {
+			t.Errorf("mode 1's row differs from mode 0's last by %g", d)
+		}
+	})
 }

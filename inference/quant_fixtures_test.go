@@ -38,7 +38,7 @@ type quantRef struct {
 }
 
 func TestQuantizedFixturesChat(t *testing.T) {
-	for _, name := range []string{fixtures.Llama3Q4, fixtures.Qwen3Q8} {
+	for _, name := range []string{fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.Llama3Q4Meta2, fixtures.Llama3Q4Last} {
 		t.Run(name, func(t *testing.T) {
 			var ref quantRef
 			fixtures.Reference(t, name, &ref)
@@ -75,7 +75,7 @@ func TestQuantizedFixturesChat(t *testing.T) {
 }
 
 func TestQuantizedFixturesConversation(t *testing.T) {
-	for _, name := range []string{fixtures.Llama3Q4, fixtures.Qwen3Q8} {
+	for _, name := range []string{fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.Llama3Q4Meta2, fixtures.Llama3Q4Last} {
 		t.Run(name, func(t *testing.T) {
 			var ref quantRef
 			fixtures.Reference(t, name, &ref)

@@ -42,6 +42,10 @@ func (t *trackedSession) ForwardAll(ctx context.Context, ids, positions []int64)
 	return out, err
 }
 
+// LogitsMode passes the wrapped session's logits-to-keep mode through
+// (scoring asks it of the session it is given).
+func (t *trackedSession) LogitsMode() engine.LogitsMode { return engine.SessionLogitsMode(t.Session) }
+
 // mirror brings the shadow sequence to the session's length after a
 // forward.
 func (t *trackedSession) mirror(err error) {

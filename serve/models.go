@@ -244,7 +244,23 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 
 func (e *entry) object() map[string]any {
 	return map[string]any{"id": e.id, "object": "model", "created": e.created, "owned_by": "etchat",
-		"context_length": e.prep.Capacity()}
+		"context_length": e.prep.Capacity(), "etchat": modelDetails(e.prep)}
+}
+
+// modelDetails is what etchat adds to a model object: the largest step,
+// the vocabulary, the program's logits-to-keep mode and activation dtype
+// (newer exports publish them), and the KV storage dtype with where it came
+// from.
+func modelDetails(m *inference.Model) map[string]any {
+	md := m.Info.Metadata
+	d := map[string]any{"prefill_chunk": m.PrefillChunk(), "vocab_size": m.Info.VocabSize, "logits_to_keep": md.LogitsMode.String()}
+	if md.ActivationDType != 0 {
+		d["activation_dtype"] = md.ActivationDType.Flag()
+	}
+	if m.Cache != nil {
+		d["kv_dtype"], d["kv_dtype_from"] = m.Cache.DType.Flag(), m.Cache.DTypeFrom
+	}
+	return d
 }
 
 func methodNotAllowed(r *http.Request, want string) *apiError {

@@ -33,6 +33,24 @@ func TestModelsEndpoint(t *testing.T) {
 	}
 }
 
+// A model object carries etchat's details: an older export's, and one
+// written with a newer ExecuTorch's metadata (the last-row twin: its
+// activation dtype, hence fp32 KV, and its logits mode).
+func TestModelsEndpointDetails(t *testing.T) {
+	last := filepath.Join(fixtures.Unpacked(t, fixtures.Llama3Q4Last), "model.pte")
+	_, ts := newServer(t, Options{Models: []string{llamaPTE(t), last}})
+	r := do(t, "GET", ts.URL+"/v1/models/"+llamaID, "")
+	if d := path(r.doc, "etchat"); num(path(d, "prefill_chunk")) != 32 || num(path(d, "vocab_size")) != 128256 || path(d, "logits_to_keep") != "full" ||
+		path(d, "kv_dtype") != "bf16" || path(d, "kv_dtype_from") != "default" || path(d, "activation_dtype") != nil {
+		t.Errorf("%s: %s", llamaID, r.raw)
+	}
+	r = do(t, "GET", ts.URL+"/v1/models/"+fixtures.Llama3Q4Last, "")
+	if d := path(r.doc, "etchat"); r.status != 200 || num(path(d, "prefill_chunk")) != 32 || path(d, "logits_to_keep") != "last" ||
+		path(d, "activation_dtype") != "fp32" || path(d, "kv_dtype") != "fp32" || path(d, "kv_dtype_from") != "get_activation_dtype" {
+		t.Errorf("%s: %d %s", fixtures.Llama3Q4Last, r.status, r.raw)
+	}
+}
+
 // TestChatGreedyEqualsEngine: a greedy chat completion's ids are the
 // engine's own for the template-rendered prompt, with the usage counted
 // from them, and the text is their decoding.

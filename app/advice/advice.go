@@ -13,6 +13,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/engine"
+	"etchat/inference/modelinfo"
 	"etchat/inference/pte"
 	"etchat/store"
 )
@@ -30,6 +31,7 @@ func For(err error, form string) string {
 		vocab *inference.VocabMismatchError
 		cache *inference.CacheConfigError
 		unsup *inference.UnsupportedModelError
+		meta  *modelinfo.MetadataError
 	)
 	switch {
 	case err == nil:
@@ -44,6 +46,10 @@ func For(err error, form string) string {
 		return "check the chat template in tokenizer_config.json next to the .pte"
 	case errors.As(err, &cache):
 		return "change the cache fields in " + form
+	case errors.As(err, &unsup) && unsup.Newer:
+		return "a newer ExecuTorch wrote this file: re-export it with an ExecuTorch of the schema this etchat reads (cff6f4dd), or update etchat"
+	case errors.As(err, &meta):
+		return "the file's metadata contradicts itself (the message names the constants): re-export the model"
 	case errors.Is(err, pte.ErrFormat), errors.As(err, &unsup):
 		return "etchat cannot run this file: export it with ExecuTorch's MLX backend and the off-graph cache (export_llm_hf.py --use-offgraph-cache), " +
 			"or pick another model (the Models tab says which ones run)"

@@ -10,6 +10,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/bench"
 	"etchat/inference/engine"
+	"etchat/inference/modelinfo"
 	"etchat/store"
 )
 
@@ -28,6 +29,8 @@ func TestFor(t *testing.T) {
 		{wrap(&inference.VocabMismatchError{}), "tokenizer.json next to the .pte"},
 		{wrap(&inference.CacheConfigError{Err: misleading}), "change the cache fields in the sheet"},
 		{wrap(&inference.UnsupportedModelError{}), "export_llm_hf.py"},
+		{wrap(&inference.UnsupportedModelError{Newer: true}), "a newer ExecuTorch wrote this file: re-export it"},
+		{wrap(&modelinfo.MetadataError{Msg: "export_llm_hf.py"}), "metadata contradicts itself"},
 		{wrap(bench.ErrDoesNotFit), "smaller sizes"},
 		{wrap(fs.ErrNotExist), "the file is not there"},
 		{wrap(store.ErrBusy), "close the other window"},

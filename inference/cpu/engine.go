@@ -22,6 +22,7 @@ import (
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/mlxgraph"
+	"etchat/inference/modelinfo"
 	"etchat/inference/pte"
 )
 
@@ -114,12 +115,17 @@ func checkNodes(g *mlxgraph.Graph) error {
 
 // model is a loaded program: the mapping, the graph and the bound weights.
 type model struct {
-	data        []byte
-	unmap       func() error
-	graph       *mlxgraph.Graph
-	consts      []*tensor // by constant slot
-	inIDs       mlxgraph.Tid
-	inPos       mlxgraph.Tid
+	data   []byte
+	unmap  func() error
+	graph  *mlxgraph.Graph
+	consts []*tensor // by constant slot
+	inIDs  mlxgraph.Tid
+	inPos  mlxgraph.Tid
+	// logitsMode is the program's get_logits_to_keep_mode; a
+	// LogitsSelected program's third input, inRows, takes the rows to
+	// return.
+	logitsMode  engine.LogitsMode
+	inRows      mlxgraph.Tid
 	logits      mlxgraph.Tid
 	vocab       int
 	maxStep     int
@@ -237,11 +243,13 @@ func (m *model) bind() error {
 			m.layers++
 		}
 	}
-	if mc, err := f.Constant("get_max_ctx_len"); err == nil {
-		if v, err := mc.Int(); err == nil && v > 0 && v <= kvcache.MaxCapacity {
-			m.maxCtx = int(v)
-		}
+	// The capacity and logits mode under either generation's names (the
+	// one table, modelinfo's).
+	md, err := modelinfo.ReadMetadata(f)
+	if err != nil {
+		return err
 	}
+	m.maxCtx, m.logitsMode = md.MaxCtxLen, md.LogitsMode
 
 	named := map[string]pte.NamedData{}
 	for _, nd := range f.NamedData {
@@ -286,10 +294,9 @@ func (m *model) bind() error {
 	// a vocabulary dimension (in-graph programs return two more int64
 	// scalars, the start positions that the program copies into its
 	// cumulative-length buffers; they are not needed here).
-	if len(g.Inputs) != 2 || !g.Inputs[0].IsTensor() || !g.Inputs[1].IsTensor() {
-		return fmt.Errorf("forward's delegate has %d inputs; want input_ids and cache_position tensors", len(g.Inputs))
+	if err := m.bindInputs(g); err != nil {
+		return err
 	}
-	m.inIDs, m.inPos = mlxgraph.Tid(g.Inputs[0].Idx), mlxgraph.Tid(g.Inputs[1].Idx)
 	im := g.Meta(m.inIDs)
 	if im == nil || len(im.Shape) != 2 {
 		return errors.New("input_ids has no [1, n] tensor metadata")
@@ -335,6 +342,37 @@ func (m *model) bind() error {
 			}
 		}
 		break
+	}
+	return nil
+}
+
+// skipsRows says whether a step that needs the last row only may compute
+// the LM head for that row alone: a program that returns every row has
+// rows to skip; one that keeps the last or selected rows (modes 1 and 2)
+// already returns just those asked for.
+func (m *model) skipsRows() bool {
+	return m.headInst >= 0 && m.logitsMode == engine.LogitsFull
+}
+
+// bindInputs finds forward's inputs: input_ids and cache_position, and for
+// a program that selects its logits rows (get_logits_to_keep_mode 2) the
+// Long row indices the engine feeds.
+func (m *model) bindInputs(g *mlxgraph.Graph) error {
+	want := 2
+	if m.logitsMode == engine.LogitsSelected {
+		want = 3
+	}
+	if len(g.Inputs) != want {
+		return fmt.Errorf("forward's delegate has %d inputs; want %d (input_ids and cache_position tensors, and the row indices when get_logits_to_keep_mode is 2)", len(g.Inputs), want)
+	}
+	for _, in := range g.Inputs {
+		if !in.IsTensor() {
+			return errors.New("forward's delegate has an input that is not a tensor")
+		}
+	}
+	m.inIDs, m.inPos = mlxgraph.Tid(g.Inputs[0].Idx), mlxgraph.Tid(g.Inputs[1].Idx)
+	if want == 3 {
+		m.inRows = mlxgraph.Tid(g.Inputs[2].Idx)
 	}
 	return nil
 }

@@ -117,8 +117,9 @@ type session struct {
 	cat     []*tensor
 	idsBuf  []int64
 	posBuf  []int64
-	wm      wmat  // addmm's weight view
-	mm      mmJob // addmm's matmul, shared with the workers
+	rowsBuf []int64 // a LogitsSelected program's row indices
+	wm      wmat    // addmm's weight view
+	mm      mmJob   // addmm's matmul, shared with the workers
 	qparts  []qPart
 	un      unaryArgs // a shared unary op's arguments
 	// skip: instructions after this one that it ran too (a fused run)
@@ -218,9 +219,48 @@ func (s *session) Forward(ctx context.Context, ids, positions []int64) ([]float3
 	return out, err
 }
 
+// ForwardAll returns every position's logits; a program that keeps only
+// the last position's (get_logits_to_keep_mode 1) has them for a step of
+// one token only, and a longer step is refused before it runs.
 func (s *session) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	if s.m.logitsMode == engine.LogitsLast && len(ids) > 1 {
+		return nil, fmt.Errorf("cpu: %d tokens: %w", len(ids), engine.ErrLastRowOnly)
+	}
 	out, _, err := s.forward(ctx, ids, positions, false)
 	return out, err
+}
+
+// LogitsMode is the program's get_logits_to_keep_mode.
+func (s *session) LogitsMode() engine.LogitsMode { return s.m.logitsMode }
+
+// bindRows feeds a LogitsSelected program's third input: the last row
+// for a step's next token, every row where all are asked for.
+func (s *session) bindRows(n int, lastOnly bool) {
+	if s.m.logitsMode != engine.LogitsSelected {
+		return
+	}
+	s.rowsBuf = s.rowsBuf[:0]
+	if lastOnly {
+		s.rowsBuf = append(s.rowsBuf, int64(n-1))
+	} else {
+		for i := range n {
+			s.rowsBuf = append(s.rowsBuf, int64(i))
+		}
+	}
+	s.slots[s.m.inRows] = s.newI(stI64, []int{len(s.rowsBuf)}, s.rowsBuf)
+}
+
+// logitRows is how many logits rows a step of n tokens returns: one for a
+// last-row program, the selected ones for a selected-rows program, else
+// n, or one where the head ran for the last row only.
+func (s *session) logitRows(n int, lastOnly bool) int {
+	switch {
+	case s.lastOnly, s.m.logitsMode == engine.LogitsLast:
+		return 1
+	case s.m.logitsMode == engine.LogitsSelected && lastOnly:
+		return 1
+	}
+	return n
 }
 
 // forward runs one step. With lastOnly it returns the last row's logits
@@ -271,9 +311,10 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	s.posBuf = append(s.posBuf[:0], positions...)
 	s.slots[s.m.inIDs] = s.newI(stI64, []int{1, n}, s.idsBuf)
 	s.slots[s.m.inPos] = s.newI(stI64, []int{n}, s.posBuf)
+	s.bindRows(n, lastOnly)
 	s.arena.reset(s.m.reusesBuffers(n))
 	s.plans = s.plans[:0]
-	s.lastOnly = lastOnly && s.m.headInst >= 0
+	s.lastOnly = lastOnly && s.m.skipsRows()
 
 	s.acts = nil
 	if fuseRoPE {
@@ -288,10 +329,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 		return nil, 0, fmt.Errorf("cpu: logits: %w", err)
 	}
 	V := s.m.vocab
-	rows := n
-	if s.lastOnly {
-		rows = 1
-	}
+	rows := s.logitRows(n, lastOnly)
 	if lt.numel() != rows*V || lt.shape[len(lt.shape)-1] != V {
 		return nil, 0, fmt.Errorf("cpu: logits of shape %v, want [1, %d, %d]", lt.shape, rows, V)
 	}
@@ -300,7 +338,7 @@ func (s *session) forward(ctx context.Context, ids, positions []int64, lastOnly 
 	}
 	s.logits = s.logitsBuf[:rows*V]
 	copy(s.logits, lt.floats(s.logits[:0]))
-	if lastOnly && !s.lastOnly {
+	if lastOnly && rows == n && n > 1 {
 		s.logits = s.logits[(n-1)*V:]
 	}
 

@@ -11,6 +11,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"etchat/inference/kvcache"
 )
@@ -37,7 +38,9 @@ type Session interface {
 	// valid until the next call.
 	Forward(ctx context.Context, ids, positions []int64) ([]float32, error)
 	// ForwardAll is Forward returning the logits of every position,
-	// row-major [len(ids)][vocab].
+	// row-major [len(ids)][vocab]. On a program that keeps only the last
+	// position's logits (LogitsLast) a step of more than one token is
+	// refused with ErrLastRowOnly before it runs; one token is one row.
 	ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error)
 	// Rewind shortens the cache to newLen tokens. It returns an error
 	// wrapping ErrRewindRefused when newLen > Len() or when a sliding-window
@@ -78,3 +81,56 @@ var (
 	// ErrClosed: the session or engine was closed.
 	ErrClosed = errors.New("closed")
 )
+
+// Logits rows (issue 45): which positions' logits a program's forward
+// returns, as newer ExecuTorch exports publish it (get_logits_to_keep_mode,
+// extension/llm/export/model_metadata.py). Older exports return every
+// position.
+
+// LogitsMode is a program's logits-to-keep mode, numbered as ExecuTorch's.
+type LogitsMode int
+
+// The modes.
+const (
+	// LogitsFull: forward returns every position's logits, [1, T, vocab].
+	LogitsFull LogitsMode = 0
+	// LogitsLast: forward returns the last position's logits only,
+	// [1, 1, vocab], whatever the step's width.
+	LogitsLast LogitsMode = 1
+	// LogitsSelected: forward takes a third input, Long[R] row indices, and
+	// returns those rows, [1, R, vocab].
+	LogitsSelected LogitsMode = 2
+)
+
+func (m LogitsMode) String() string {
+	switch m {
+	case LogitsFull:
+		return "full"
+	case LogitsLast:
+		return "last"
+	case LogitsSelected:
+		return "selected"
+	}
+	return fmt.Sprintf("mode %d", int(m))
+}
+
+// ErrLastRowOnly is ForwardAll's refusal of a step of more than one token
+// on a LogitsLast program: no row per token exists. Scoring such a program
+// feeds one token per forward (each step's one row is then its only
+// position's). The step is not run. It wraps ErrUnsupported.
+var ErrLastRowOnly = fmt.Errorf("%w: the program returns only the last position's logits (get_logits_to_keep_mode 1); feed one token per forward to score every position", ErrUnsupported)
+
+// LogitsModer is implemented by sessions that know their program's
+// logits-to-keep mode (both engines, and the wrappers around them).
+type LogitsModer interface {
+	LogitsMode() LogitsMode
+}
+
+// SessionLogitsMode is s's logits-to-keep mode; LogitsFull for a session
+// that does not say (every export before the mode existed).
+func SessionLogitsMode(s Session) LogitsMode {
+	if m, ok := s.(LogitsModer); ok {
+		return m.LogitsMode()
+	}
+	return LogitsFull
+}

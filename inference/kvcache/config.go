@@ -18,6 +18,9 @@ type Layout struct {
 	Windows      []int // get_windows; 0 = flat
 	PrefillChunk int   // get_prefill_chunk_size
 	MaxCtxLen    int   // get_max_ctx_len; 0 if not published
+	// ActivationDType is the export's get_activation_dtype (0 if not
+	// published): the storage dtype when the policy names none.
+	ActivationDType DType
 }
 
 // Validate checks that the layout is self-consistent.
@@ -123,8 +126,11 @@ type Config struct {
 	Capacity        int // most tokens the cache admits
 	InitialCapacity int // starting pool size in tokens; pools double up to Capacity
 	DType           DType
-	MaxWrite        int     // largest step; 0 = unset (then a ring's window bounds it)
-	Layers          []Layer // one per cache (get_n_caches), not per model layer
+	// DTypeFrom says where DType came from: DTypeChosen,
+	// DTypeFromModel or DTypeDefault (shown beside it).
+	DTypeFrom string
+	MaxWrite  int     // largest step; 0 = unset (then a ring's window bounds it)
+	Layers    []Layer // one per cache (get_n_caches), not per model layer
 
 	// LayerCache is, for each model layer, the cache it attends (its
 	// UpdateAndAttendNode's id, in graph order); nil when unknown. With KV
@@ -137,17 +143,26 @@ type Config struct {
 // Policy is what the user chooses; zero values mean "the default".
 type Policy struct {
 	Capacity        int    // 0 = the file's get_max_ctx_len
-	StorageDType    string // "" = bf16
+	StorageDType    string // "" = the model's get_activation_dtype, else bf16
 	InitialCapacity int    // -1 = default (512); 0 is a valid choice
 	Windows         string // "" = the model's own; "512" or "8,8,0" repeats over the caches
 }
 
-// DefaultStorageDType is the runner's KV storage dtype.
+// DefaultStorageDType is the runner's KV storage dtype for a model that
+// publishes no get_activation_dtype.
 const DefaultStorageDType = BFloat16
 
-// DefaultPolicy is the runner's defaults, as every front end offers them.
+// Where a Config's DType came from.
+const (
+	DTypeChosen    = "chosen"               // the policy named it
+	DTypeFromModel = "get_activation_dtype" // the export's activation dtype (newer ExecuTorch's runner does the same)
+	DTypeDefault   = "default"              // neither: DefaultStorageDType
+)
+
+// DefaultPolicy is the runner's defaults, as every front end offers them:
+// the storage dtype left to the model (its activation dtype, else bf16).
 func DefaultPolicy() Policy {
-	return Policy{StorageDType: DefaultStorageDType.Flag(), InitialCapacity: -1}
+	return Policy{InitialCapacity: -1}
 }
 
 // DefaultInitialCapacity is ExecuTorch CacheConfig's default pool size.
@@ -156,6 +171,19 @@ const DefaultInitialCapacity = 512
 // MaxCapacity bounds capacities so that sizes computed from them cannot
 // overflow (2^24 tokens is far beyond any exported context).
 const MaxCapacity = 1 << 24
+
+// storageDType is the KV storage dtype for the policy and where it came
+// from: the policy's, else the model's activation dtype, else the default.
+func storageDType(l Layout, p Policy) (DType, string) {
+	switch {
+	case p.StorageDType != "":
+		dt, _ := ParseDType(p.StorageDType) // Validate accepted it
+		return dt, DTypeChosen
+	case l.ActivationDType != 0:
+		return l.ActivationDType, DTypeFromModel
+	}
+	return DefaultStorageDType, DTypeDefault
+}
 
 // Field names a Policy field in errors; the front ends map it to their own
 // control (a flag, a settings field).
@@ -251,18 +279,16 @@ func Build(l Layout, p Policy) (*Config, error) {
 		bad = errors.Join(withoutField(bad, FieldCapacity), fieldErr(FieldCapacity,
 			"capacity %d is more than the model's context: at most %d, the model was exported for %d tokens", p.Capacity, l.MaxCtxLen, l.MaxCtxLen))
 	case p.Capacity == 0 && l.MaxCtxLen <= 0:
-		bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity not given and the model publishes no get_max_ctx_len: give one"))
+		bad = errors.Join(bad, fieldErr(FieldCapacity, "capacity not given and the model publishes no context length (get_max_ctx_len or get_max_context_len): give one"))
 	}
 	if bad != nil {
 		return nil, sortFields(bad)
 	}
 
-	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity, Capacity: p.Capacity, DType: DefaultStorageDType}
+	cfg := &Config{MaxWrite: l.PrefillChunk, InitialCapacity: DefaultInitialCapacity, Capacity: p.Capacity}
+	cfg.DType, cfg.DTypeFrom = storageDType(l, p)
 	if cfg.Capacity == 0 {
 		cfg.Capacity = l.MaxCtxLen
-	}
-	if p.StorageDType != "" {
-		cfg.DType, _ = ParseDType(p.StorageDType) // Validate accepted it
 	}
 	cfg.Layers = make([]Layer, len(l.KVHeads))
 	for i := range cfg.Layers {

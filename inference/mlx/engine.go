@@ -15,6 +15,8 @@ import (
 
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/modelinfo"
+	"etchat/inference/pte"
 )
 
 // Options chooses the runner library. The zero value searches
@@ -138,8 +140,12 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 			cp := *cfg
 			cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
 			return &Session{lib: e.lib, h: idle.h, key: key, vocab: idle.vocab, cfg: &cp,
-				capacity: idle.capacity, maxLen: idle.maxLen, timer: e.newTimer()}, nil
+				capacity: idle.capacity, maxLen: idle.maxLen, mode: idle.mode, timer: e.newTimer()}, nil
 		}
+	}
+	mode, err := programLogitsMode(path)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
 		return nil, err
@@ -185,7 +191,29 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		e.lib.closeSession(h)
 		return nil, err
 	}
-	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, timer: e.newTimer()}, nil
+	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, mode: mode, timer: e.newTimer()}, nil
+}
+
+// programLogitsMode is the file's get_logits_to_keep_mode, read through
+// modelinfo's one table of metadata names. A file this reader cannot parse
+// is left to the library (LogitsFull here), whose load says what is wrong
+// with it.
+// A selected-rows program (mode 2) is refused: the library feeds forward
+// two inputs.
+func programLogitsMode(path string) (engine.LogitsMode, error) {
+	f, err := pte.Open(path)
+	if err != nil {
+		return engine.LogitsFull, nil
+	}
+	defer f.Close()
+	md, err := modelinfo.ReadMetadata(f)
+	if err != nil {
+		return engine.LogitsFull, fmt.Errorf("mlx: %w", err)
+	}
+	if md.LogitsMode == engine.LogitsSelected {
+		return 0, fmt.Errorf("mlx: %s: %w: the program selects its logits rows through a third forward input (get_logits_to_keep_mode 2), which the runner library does not feed; the CPU engine does", path, engine.ErrUnsupported)
+	}
+	return md.LogitsMode, nil
 }
 
 // Session is an engine.Session backed by an etchat_session. Its methods
@@ -202,6 +230,7 @@ type Session struct {
 	cfg      *kvcache.Config // nil for in-graph programs
 	capacity int
 	maxLen   int // high-water length, for the KV pool estimate
+	mode     engine.LogitsMode
 	length   int // the cache's length as the library keeps it; -1 = ask it
 	buf      []float32
 	timer    *stepTimer // nil unless EnvTiming
@@ -313,9 +342,18 @@ func (s *Session) Forward(ctx context.Context, ids, positions []int64) ([]float3
 }
 
 // ForwardAll runs ids at positions and returns every position's logits.
+// A program that keeps the last position's logits only has them for a
+// step of one token; a longer step is refused before it runs (the library
+// would run it, then refuse the copy).
 func (s *Session) ForwardAll(ctx context.Context, ids, positions []int64) ([]float32, error) {
+	if s.mode == engine.LogitsLast && len(ids) > 1 {
+		return nil, fmt.Errorf("mlx: %d tokens: %w", len(ids), engine.ErrLastRowOnly)
+	}
 	return s.run(ctx, ids, positions, true)
 }
+
+// LogitsMode is the program's get_logits_to_keep_mode.
+func (s *Session) LogitsMode() engine.LogitsMode { return s.mode }
 
 // Rewind shortens the cache to newLen tokens.
 func (s *Session) Rewind(newLen int) error {
@@ -439,5 +477,5 @@ func (s *Session) Close() error {
 	if s.key == "" || s.broken || kvPoolBytes(s.cfg, s.maxLen) > maxParkedKV || s.lib.clear(h) != nil {
 		return s.lib.closeSession(h)
 	}
-	return s.lib.closeIdle(s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen}))
+	return s.lib.closeIdle(s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen, mode: s.mode}))
 }

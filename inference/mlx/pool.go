@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 )
 
@@ -40,6 +41,7 @@ type idleSession struct {
 	vocab    int
 	capacity int
 	maxLen   int
+	mode     engine.LogitsMode
 }
 
 // poolKey names what a session is bound to: the file (by absolute path,

@@ -267,6 +267,18 @@ func slot(st table) Slot {
 	return Slot{Idx: int(st.u32(0, 0)), Type: SlotType(st.u8(1, 0))}
 }
 
+// UnknownOpError: an instruction's op type is not a member of the OpNode
+// union this reader was generated from: the graph was written by a newer
+// MLX delegate serializer (its schema appends new ops at the end).
+type UnknownOpError struct {
+	Type  int // the union member's number
+	Known int // the members this reader knows: 1..Known
+}
+
+func (e *UnknownOpError) Error() string {
+	return fmt.Sprintf("unknown op union type %d (this reader knows 1..%d)", e.Type, e.Known)
+}
+
 func readInstruction(it table) (Instruction, error) {
 	typ := int(it.u8(0, 0))
 	if it.r.err != nil {
@@ -274,7 +286,7 @@ func readInstruction(it table) (Instruction, error) {
 	}
 	name := OpName(typ)
 	if name == "" {
-		return Instruction{}, fmt.Errorf("unknown op union type %d (this reader knows 1..%d)", typ, len(opNames))
+		return Instruction{}, &UnknownOpError{Type: typ, Known: len(opNames)}
 	}
 	if !it.has(1) {
 		return Instruction{}, fmt.Errorf("%s: op table missing", name)

@@ -40,7 +40,8 @@ const (
 	Unsupported Kind = "unsupported"
 )
 
-// The constant methods of an off-graph export.
+// The constant methods of an off-graph export (older names; metadata.go
+// has #22655's).
 const (
 	MethodNCaches      = "get_n_caches"
 	MethodKVHeads      = "get_kv_heads"
@@ -141,8 +142,16 @@ type Info struct {
 	PrefillChunk int             `json:"prefill_chunk_size"`
 	VocabSize    int             `json:"vocab_size"`
 	LogitsDType  string          `json:"logits_dtype"`
-	EOSIDs       []int           `json:"eos_ids"`
-	EOSSource    string          `json:"eos_source"` // get_eos_ids, generation_config.json or config.json
+	// Metadata is the program's own word on its limits, dtype and logits
+	// rows, with the names it was read from (MaxCtxLen and PrefillChunk
+	// above are its values).
+	Metadata Metadata `json:"metadata"`
+	// NewerExport: the file is Unsupported because a newer ExecuTorch
+	// wrote it (its Program or MLX graph version, or an op type, is beyond
+	// this build); KindReason says which.
+	NewerExport bool   `json:"newer_export"`
+	EOSIDs      []int  `json:"eos_ids"`
+	EOSSource   string `json:"eos_source"` // get_eos_ids, generation_config.json or config.json
 
 	Header    pte.Header   `json:"header"`
 	Segments  int          `json:"segments"`
@@ -245,21 +254,12 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 		info.Constants = append(info.Constants, Constant{Name: m.Name, Kind: v.Kind.String(), Value: v})
 	}
 
-	// Limits every kind may publish.
-	if _, ok := f.Method(MethodMaxCtxLen); ok {
-		n, err := intConstant(f, MethodMaxCtxLen, 1, kvcache.MaxCapacity)
-		if err != nil {
-			return nil, err
-		}
-		info.MaxCtxLen = n
+	// Limits every kind may publish, under either generation's names.
+	md, err := ReadMetadata(f)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := f.Method(MethodPrefillChunk); ok {
-		n, err := intConstant(f, MethodPrefillChunk, 1, kvcache.MaxCapacity)
-		if err != nil {
-			return nil, err
-		}
-		info.PrefillChunk = n
-	}
+	info.Metadata, info.MaxCtxLen, info.PrefillChunk = md, md.MaxCtxLen, md.PrefillChunk
 	if err := info.readEOS(f); err != nil {
 		return nil, err
 	}
@@ -282,19 +282,23 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 			}
 		}
 	}
+	var graphErr error
 	if mlxDelegate != nil {
-		g, blobData, err := readGraph(f, mlxDelegate)
-		if err != nil {
+		if graphErr, err = info.readForwardGraph(f, mlxDelegate); err != nil {
 			return nil, fail("forward's MLX delegate: %v", err)
 		}
-		info.Graph = g
-		info.MLX = summarize(g, g.NamedSlots)
-		info.MLX.BlobBytes, info.MLX.BlobDataBytes = mlxDelegate.Size, blobData
 	}
 	info.weights(f)
 	info.quantization(f)
+	if hasForward {
+		if err := info.Metadata.checkForward(path, forward, info.VocabSize); err != nil {
+			return nil, err
+		}
+	}
 
-	if err := info.classify(f, forward, hasForward, mlxDelegate); err != nil {
+	if why, newer := newerThanBuild(f, info.Graph, graphErr); why != "" {
+		info.Kind, info.KindReason, info.NewerExport = Unsupported, why, newer
+	} else if err := info.classify(f, forward, hasForward, mlxDelegate); err != nil {
 		return nil, err
 	}
 
@@ -311,6 +315,24 @@ func fromFile(f *pte.File, path string, opts Options) (*Info, error) {
 	}
 	info.BytesRead = f.BytesRead()
 	return info, nil
+}
+
+// readForwardGraph reads and summarizes forward's MLX graph. An op type
+// this reader's schema does not have is not a failure but newer, the
+// graph left unread: it comes back as newer for the kind's reason.
+func (info *Info) readForwardGraph(f *pte.File, d *pte.Delegate) (newer, err error) {
+	g, blobData, err := readGraph(f, d)
+	var op *mlxgraph.UnknownOpError
+	switch {
+	case errors.As(err, &op):
+		return err, nil
+	case err != nil:
+		return nil, err
+	}
+	info.Graph = g
+	info.MLX = summarize(g, g.NamedSlots)
+	info.MLX.BlobBytes, info.MLX.BlobDataBytes = d.Size, blobData
+	return nil, nil
 }
 
 // intConstant evaluates an Int constant method and checks its range.
@@ -509,7 +531,7 @@ func (info *Info) classify(f *pte.File, forward *pte.Method, hasForward bool, ml
 	}
 	switch {
 	case !hasForward:
-		set(Unsupported, "the program has no forward method")
+		set(Unsupported, "%s", noForward(f))
 		return nil
 	case mlx == nil:
 		ids := []string{}
@@ -522,7 +544,7 @@ func (info *Info) classify(f *pte.File, forward *pte.Method, hasForward bool, ml
 		set(Unsupported, "partial off-graph layout: has %s but not %s", strings.Join(have, ", "), strings.Join(missing, ", "))
 		return nil
 	case len(missing) == 0 && info.PrefillChunk == 0:
-		set(Unsupported, "publishes a cache layout but no %s", MethodPrefillChunk)
+		set(Unsupported, "publishes a cache layout but no largest step (%s or, beside a capacity, %s)", MethodPrefillChunk, MethodMaxSeqLen)
 		return nil
 	}
 
@@ -556,7 +578,7 @@ func (info *Info) classify(f *pte.File, forward *pte.Method, hasForward bool, ml
 		}
 	}
 	info.Layout = l
-	set(OffGraph, "publishes get_n_caches=%d, get_kv_heads, get_head_dims, get_windows and get_prefill_chunk_size=%d; the runtime owns the KV cache", len(l.KVHeads), l.PrefillChunk)
+	set(OffGraph, "publishes get_n_caches=%d, get_kv_heads, get_head_dims, get_windows and %s=%d; the runtime owns the KV cache", len(l.KVHeads), info.Metadata.ChunkFrom, l.PrefillChunk)
 	return nil
 }
 
@@ -575,7 +597,7 @@ func (info *Info) layout(f *pte.File) (*kvcache.Layout, string, error) {
 	if n <= 0 || n > 1<<16 {
 		return nil, fmt.Sprintf("get_n_caches = %d", n), nil
 	}
-	l := &kvcache.Layout{PrefillChunk: info.PrefillChunk, MaxCtxLen: info.MaxCtxLen}
+	l := &kvcache.Layout{PrefillChunk: info.PrefillChunk, MaxCtxLen: info.MaxCtxLen, ActivationDType: info.Metadata.ActivationDType}
 	for _, a := range []struct {
 		name string
 		dst  *[]int

@@ -320,17 +320,54 @@ class ETProgram final : public ProgramBackend {
   explicit ETProgram(std::string path) : path_(std::move(path)) {
     module_ = load_module(path_);
     vocab_ = forward_vocab(*module_);
-    std::optional<int64_t> ctx;
-    for (const char* name :
-         {"get_max_ctx_len", "get_max_context_len", "get_max_seq_len"}) {
-      if (!ctx) {
-        ctx = const_int(*module_, name);
-      }
+    read_metadata();
+    layout_ = read_layout(*module_);
+  }
+
+  // The model metadata of both generations, by the table Go's modelinfo
+  // reads (metadata.go; docs/inspect.md's compatibility table): the
+  // capacity is get_max_ctx_len or #22655's get_max_context_len (two that
+  // disagree are refused); get_max_seq_len is the capacity only where
+  // neither is published (ExecuTorch's older llama exports) — beside one
+  // it is the largest step, which Go passes as the cache's max_write.
+  void read_metadata() {
+    const auto older = const_int(*module_, "get_max_ctx_len");
+    const auto newer = const_int(*module_, "get_max_context_len");
+    if (older && newer && *older != *newer) {
+      fail(
+          ETCHAT_ERR_LOAD,
+          "get_max_ctx_len = " + std::to_string(*older) +
+              " and get_max_context_len = " + std::to_string(*newer) +
+              " disagree: both name the KV-cache capacity; re-export the "
+              "model, or publish one of them");
+    }
+    std::optional<int64_t> ctx = older ? older : newer;
+    if (!ctx) {
+      ctx = const_int(*module_, "get_max_seq_len");
     }
     if (ctx && *ctx > 0 && *ctx <= INT32_MAX) {
       max_ctx_ = static_cast<int32_t>(*ctx);
     }
-    layout_ = read_layout(*module_);
+    // The runner of #22655 checks the vocabulary against forward's output.
+    const auto vocab = const_int(*module_, "get_vocab_size");
+    if (vocab && *vocab != vocab_) {
+      fail(
+          ETCHAT_ERR_LOAD,
+          "get_vocab_size = " + std::to_string(*vocab) +
+              " but forward's logits are " + std::to_string(vocab_) +
+              " wide: the file disagrees with itself; re-export it");
+    }
+    // Mode 1 (the last row only) needs nothing here: forward's rows are
+    // read from its output. Mode 2 takes a third input this library does
+    // not feed.
+    const auto mode = const_int(*module_, "get_logits_to_keep_mode");
+    if (mode && *mode == 2) {
+      fail(
+          ETCHAT_ERR_UNSUPPORTED,
+          "the program selects its logits rows through a third forward "
+          "input (get_logits_to_keep_mode 2), which this library does not "
+          "feed");
+    }
   }
 
   int64_t vocab() const override {

@@ -209,8 +209,9 @@ ETCHAT_API etchat_status etchat_session_length(etchat_session* session,
                                                int32_t* out);
 
 /* The most tokens the cache admits (the config's capacity; for an in-graph
- * program the exported get_max_ctx_len, get_max_context_len or
- * get_max_seq_len, or 0 if none). */
+ * program the exported get_max_ctx_len or get_max_context_len (two that
+ * disagree refuse the load), else get_max_seq_len, or 0 if none; beside a
+ * capacity name get_max_seq_len is the largest step, not read here). */
 ETCHAT_API etchat_status etchat_session_capacity(etchat_session* session,
                                                  int32_t* out);
 

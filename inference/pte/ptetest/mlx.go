@@ -63,6 +63,9 @@ func (fs Fields) table() table {
 type MLXNode struct {
 	Kind   string
 	Fields Fields
+	// Type, with Kind "", writes that union member number as it is: a
+	// member past the reader's schema stands for a newer serializer's op.
+	Type uint8
 }
 
 // MLXSlot is a SlotVariant: a tensor (Type 0) or value slot.
@@ -121,6 +124,9 @@ func MLXBlob(g MLXGraph) []byte {
 		ins := tables{}
 		for _, n := range c {
 			typ, ok := opTypes[n.Kind]
+			if n.Kind == "" && n.Type != 0 {
+				typ, ok = n.Type, true
+			}
 			if !ok {
 				panic("ptetest: unknown MLX node kind " + n.Kind)
 			}
