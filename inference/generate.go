@@ -51,6 +51,20 @@ type Options struct {
 	OnToken func(Token) error
 	// OnPrefill reports progress after each prefill chunk.
 	OnPrefill func(done, total int)
+
+	// Structured output (issue 39): Constraint, when set, restricts each
+	// sampled token to those it allows (Sampler.SampleMasked, the logits
+	// row only read) and is told each token chosen, the stop token
+	// included. Model.Constrain makes one from a grammar.
+	Constraint Constraint
+}
+
+// Constraint restricts the next token: Mask is the set of allowed ids (bit
+// id%64 of word id/64), Accept advances past the id chosen. A
+// grammar.Matcher is one.
+type Constraint interface {
+	Mask() []uint64
+	Accept(id int) error
 }
 
 // Stop reasons.
@@ -144,6 +158,9 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 	if opts.MaxNewTokens < 0 {
 		return nil, fmt.Errorf("max new tokens %d is negative", opts.MaxNewTokens)
 	}
+	if opts.Constraint != nil && opts.IgnoreEOS {
+		return nil, errors.New("a constrained generation ends where its grammar does: it cannot ignore the end of turn")
+	}
 	smp := opts.Sampler
 	if smp == nil {
 		var err error
@@ -185,6 +202,17 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 		id, err := smp.Sample(l)
 		samplingNs += time.Since(t)
 		return id, err
+	}
+	if c := opts.Constraint; c != nil {
+		sample = func(l []float32) (int, error) {
+			t := time.Now()
+			defer func() { samplingNs += time.Since(t) }()
+			id, err := smp.SampleMasked(l, c.Mask())
+			if err != nil {
+				return 0, fmt.Errorf("constrained sampling: %w", err)
+			}
+			return id, c.Accept(id)
+		}
 	}
 	next, err := sample(logits)
 	if err != nil {

@@ -67,46 +67,96 @@ func (mt *Matcher) Done() bool { return mt.done }
 // of Size ids: tokens whose bytes keep the output a prefix of the grammar,
 // and the end-of-turn ids where it may end. It is empty once Done. The
 // slice is the matcher's and is valid until the next Accept.
+//
+// A state's mask is computed once. The trie walk is paid per cut state
+// (the stacks' top frames, see machine.truncate), which many states share
+// (every string of a JSON document): it finds the tokens accepted whatever
+// lies below the cut, and the few subtrees that reach below it (a string's
+// closing quote and what follows), which are then walked from the full
+// state.
 func (mt *Matcher) Mask() []uint64 {
 	if mt.done || mt.state < 0 {
 		return mt.empty
 	}
-	if m := mt.m.states[mt.state].mask; m != nil {
-		return m
+	m, s := mt.m, mt.state
+	if mask := m.states[s].mask; mask != nil {
+		return mask
 	}
 	mask := make([]uint64, mt.words)
-	mt.walk(mask)
-	if mt.m.states[mt.state].accept {
+	t := m.truncate(s)
+	if t == s {
+		mt.walk(s, 0, int32(len(mt.v.depth)), mask, nil)
+	} else {
+		if m.states[t].tokMask == nil {
+			tm := make([]uint64, mt.words)
+			var unc []int32
+			mt.walk(t, 0, int32(len(mt.v.depth)), tm, &unc)
+			m.states[t].tokMask, m.states[t].uncertain = tm, unc
+		}
+		copy(mask, m.states[t].tokMask)
+		for _, r := range m.states[t].uncertain {
+			mt.walkFrom(s, r, mask)
+		}
+	}
+	if m.states[s].accept {
 		for _, id := range mt.end {
 			mask[id>>6] |= 1 << (id & 63)
 		}
 	}
-	mt.m.states[mt.state].mask = mask
+	m.states[s].mask = mask
 	return mask
 }
 
-// walk sets the bits of every token the current state accepts: one pass
-// over the trie in depth-first order, each node's state being its
-// parent's stepped by the node's byte; a refused byte skips the subtree.
-func (mt *Matcher) walk(mask []uint64) {
+// walk sets the bits of the tokens of trie nodes from..to-1 (a run of
+// whole subtrees whose parent's state is s) that state s accepts: one
+// pass in depth-first order, each node's state being its parent's stepped
+// by the node's byte; a refused byte skips the subtree. With unc set, a
+// node reached only through the opaque bottom is recorded there and its
+// subtree skipped.
+func (mt *Matcher) walk(s, from, to int32, mask []uint64, unc *[]int32) {
 	v, m := mt.v, mt.m
-	path := mt.path[:0]
-	path = append(path, mt.state) // path[d] is the state at depth d
-	for i := 0; i < len(v.depth); {
-		d := int(v.depth[i])
-		path = path[:d]
-		s := m.step(path[d-1], v.char[i])
-		if s < 0 {
-			i = int(v.skip[i])
+	var path [maxTokenLen + 1]int32 // path[d]: the state at depth d
+	path[v.depth[from]-1] = s
+	for i := from; i < to; {
+		d := v.depth[i]
+		ps, c := path[d-1], v.char[i]
+		ns := int32(transUnknown)
+		if tr := m.states[ps].trans; tr != nil {
+			ns = tr[c]
+		}
+		if ns == transUnknown {
+			ns = m.step(ps, c)
+		}
+		if ns < 0 {
+			i = v.skip[i]
 			continue
 		}
-		path = append(path, s)
+		if !m.states[ns].real {
+			if unc != nil {
+				*unc = append(*unc, i)
+			}
+			i = v.skip[i]
+			continue
+		}
+		path[d] = ns
 		for _, id := range v.ids[v.tok[i]:v.tok[i+1]] {
 			mask[id>>6] |= 1 << (id & 63)
 		}
 		i++
 	}
-	mt.path = path
+}
+
+// walkFrom walks the subtree of trie node r from state s: the bytes down
+// to r's parent first, then r's subtree.
+func (mt *Matcher) walkFrom(s, r int32, mask []uint64) {
+	v := mt.v
+	prefix := v.prefix(r)
+	for _, c := range prefix[:len(prefix)-1] {
+		if s = mt.m.step(s, c); s < 0 {
+			return
+		}
+	}
+	mt.walk(s, r, v.skip[r], mask, nil)
 }
 
 // Allowed reports whether id is in the current mask.

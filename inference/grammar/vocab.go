@@ -122,3 +122,13 @@ func (v *Vocab) Bytes(id int) []byte {
 	}
 	return v.bytes[id]
 }
+
+// prefix is the bytes from the root to node r (the start of the first
+// token in its subtree).
+func (v *Vocab) prefix(r int32) []byte {
+	j := r
+	for v.tok[j] == v.tok[j+1] {
+		j++ // a node without tokens has a descendant with some, next in order
+	}
+	return v.bytes[v.ids[v.tok[j]]][:v.depth[r]]
+}

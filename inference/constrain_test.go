@@ -1,0 +1,98 @@
+package inference
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"etchat/inference/engine"
+	"etchat/inference/grammar"
+	"etchat/inference/sampler"
+	"etchat/internal/fixtures"
+)
+
+const replyGBNF = `root ::= "{\"ok\": " ("true" | "false") ", \"n\": " [1-9] [0-9]? ", \"tag\": \"" [a-z]{1,6} "\"}"`
+
+var replyRE = regexp.MustCompile(`^\{"ok": (true|false), "n": [1-9][0-9]?, "tag": "[a-z]{1,6}"\}$`)
+
+// The fixtures' weights are random: unconstrained, they write no JSON; with
+// the grammar, greedy and seeded sampling on both engines write a reply
+// that parses and matches it, and stop on the end of turn where the
+// grammar ends.
+func TestConstrainedGenerate(t *testing.T) {
+	g, err := grammar.Parse(replyGBNF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range models(fixtures.Llama3, fixtures.Qwen3, fixtures.Gemma3) {
+		t.Run(name, func(t *testing.T) {
+			dir := fixtures.Unpacked(t, name)
+			info, _ := fixtureConfig(t, name, "fp32")
+			chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", info.EOSIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &Model{Chat: chat, StopIDs: chat.StopIDs}
+			prompt, err := chat.Encode("Reply in JSON.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			forEachEngine(t, func(t *testing.T, e engine.Engine) {
+				sess, cfg := openOn(t, e, name, "fp32")
+				run := func(s sampler.Sampling, c Constraint) *Result {
+					t.Helper()
+					if err := sess.Clear(); err != nil {
+						t.Fatal(err)
+					}
+					res, err := Generate(bg, sess, prompt, Options{MaxNewTokens: 60, Sampling: s, StopIDs: chat.StopIDs,
+						PrefillChunk: cfg.MaxWrite, Decoder: chat.Tokenizer, Constraint: c})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return res
+				}
+				free := run(sampler.Sampling{}, nil)
+				if json.Valid([]byte(free.Text)) {
+					t.Fatalf("unconstrained greedy output %q is already JSON: the test proves nothing", free.Text)
+				}
+				for _, s := range []sampler.Sampling{{}, {Temperature: 1, TopP: 0.9, Seed: 7}, {Temperature: 1.5, TopK: 50, Seed: 8}} {
+					mt, err := m.Constrain(g)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res := run(s, mt)
+					if !replyRE.MatchString(res.Text) || !json.Valid([]byte(res.Text)) {
+						t.Errorf("%+v: %q does not match the grammar", s, res.Text)
+					}
+					if res.StopReason != StopEOS || !mt.Done() {
+						t.Errorf("%+v: stop %q (done %v), want the end of turn", s, res.StopReason, mt.Done())
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestConstrainedGenerateErrors(t *testing.T) {
+	if _, err := (&Model{}).Constrain(nil); !errors.Is(err, ErrNoTokenizer) {
+		t.Errorf("no tokenizer: %v", err)
+	}
+	e := &zeroEngine{vocab: 300}
+	s := openZero(e, flatConfig(64, 0))
+	mask := make([]uint64, 5) // allows nothing
+	_, err := Generate(bg, s, []int{1, 2}, Options{MaxNewTokens: 3, Constraint: fixedMask(mask)})
+	if !errors.Is(err, sampler.ErrNothingAllowed) {
+		t.Errorf("empty mask: %v", err)
+	}
+	if _, err := Generate(bg, s, []int{1, 2}, Options{MaxNewTokens: 3, IgnoreEOS: true, Constraint: fixedMask(mask)}); err == nil {
+		t.Error("constraint with IgnoreEOS: no error")
+	}
+}
+
+// fixedMask is a fake constraint: always the same mask.
+type fixedMask []uint64
+
+func (f fixedMask) Mask() []uint64   { return f }
+func (f fixedMask) Accept(int) error { return nil }
