@@ -5,7 +5,9 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"etchat/inference/engine"
 	"etchat/inference/grammar"
@@ -96,3 +98,66 @@ type fixedMask []uint64
 
 func (f fixedMask) Mask() []uint64   { return f }
 func (f fixedMask) Accept(int) error { return nil }
+
+// A JSON Schema on the fixtures: whatever the random weights prefer, the
+// reply decodes into the schema's shape and keeps its bounds.
+func TestConstrainedJSONSchema(t *testing.T) {
+	const schema = `{"type":"object","properties":{"name":{"type":"string","maxLength":8},
+		"age":{"type":"integer","minimum":18,"maximum":99},"tags":{"type":"array","items":{"enum":["red","green"]},"maxItems":2},
+		"active":{"type":"boolean"}},"required":["name","age","active"],"additionalProperties":false}`
+	g, err := grammar.FromJSONSchema([]byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range models(fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3) {
+		t.Run(name, func(t *testing.T) {
+			dir := fixtures.Unpacked(t, name)
+			info, cfg := fixtureConfig(t, name, "fp32")
+			chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", info.EOSIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &Model{Chat: chat, StopIDs: chat.StopIDs}
+			sess, _ := openOn(t, engineCPU(t), name, "fp32")
+			prompt, _ := chat.Encode("Describe a person.")
+			for _, s := range []sampler.Sampling{{}, {Temperature: 1, Seed: 21}} {
+				if err := sess.Clear(); err != nil {
+					t.Fatal(err)
+				}
+				mt, err := m.Constrain(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := Generate(bg, sess, prompt, Options{MaxNewTokens: 200, Sampling: s, StopIDs: chat.StopIDs,
+					PrefillChunk: cfg.MaxWrite, Decoder: chat.Tokenizer, Constraint: mt})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.StopReason != StopEOS {
+					t.Fatalf("%+v: stopped by %s after %q", s, res.StopReason, res.Text)
+				}
+				var v struct {
+					Name   *string
+					Age    *int
+					Tags   []string
+					Active *bool
+				}
+				d := json.NewDecoder(strings.NewReader(res.Text))
+				d.DisallowUnknownFields()
+				if err := d.Decode(&v); err != nil {
+					t.Fatalf("%+v: %q: %v", s, res.Text, err)
+				}
+				if v.Name == nil || utf8.RuneCountInString(*v.Name) > 8 || v.Age == nil || *v.Age < 18 || *v.Age > 99 ||
+					v.Active == nil || len(v.Tags) > 2 {
+					t.Errorf("%+v: %q breaks the schema", s, res.Text)
+				}
+				for _, tag := range v.Tags {
+					if tag != "red" && tag != "green" {
+						t.Errorf("%+v: tag %q", s, tag)
+					}
+				}
+				t.Logf("%+v: %s", s, res.Text)
+			}
+		})
+	}
+}
