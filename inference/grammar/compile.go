@@ -391,3 +391,16 @@ func (g *Grammar) nullableFrom(p int32, nullable []bool) bool {
 		}
 	}
 }
+
+// Match reports whether text is a whole sentence of g, and whether it is
+// at least the beginning of one.
+func (g *Grammar) Match(text []byte) (whole, prefix bool) {
+	m := newMachine(g)
+	s := m.start()
+	for _, c := range text {
+		if s = m.step(s, c); s < 0 {
+			return false, false
+		}
+	}
+	return m.states[s].accept, true
+}
