@@ -58,7 +58,12 @@ type compiler struct {
 	alts  [][][]elem // per rule, its alternatives (flattened at the end)
 	class map[string]int32
 	cur   string // the source rule being compiled, to name generated ones
+	size  int    // elements made so far, bounded by maxElems
 }
+
+// maxElems bounds a compiled grammar: {m,n} copies what it repeats, so a
+// short text could otherwise ask for billions of elements.
+const maxElems = 1 << 20
 
 func compile(rules []rule, start string) (*Grammar, error) {
 	c := &compiler{g: &Grammar{}, index: map[string]int32{}, class: map[string]int32{}}
@@ -79,6 +84,9 @@ func compile(rules []rule, start string) (*Grammar, error) {
 			return nil, err
 		}
 		c.alts[c.index[r.name]] = alts
+		if c.size > maxElems {
+			return nil, fmt.Errorf("grammar: more than %d elements once repetitions are expanded", maxElems)
+		}
 	}
 	g := c.g
 	g.root = root
@@ -174,6 +182,9 @@ func (c *compiler) repeat(n *node, seq []elem) ([]elem, error) {
 	one, err := c.sequence(kid, nil)
 	if err != nil {
 		return nil, err
+	}
+	if c.size += len(one) * max(n.min, n.max); c.size > maxElems {
+		return nil, fmt.Errorf("grammar: more than %d elements once repetitions are expanded", maxElems)
 	}
 	for i := 0; i < n.min; i++ {
 		seq = append(seq, one...)
