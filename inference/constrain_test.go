@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"etchat/inference/chattmpl"
 	"etchat/inference/engine"
 	"etchat/inference/grammar"
 	"etchat/inference/sampler"
@@ -159,5 +160,73 @@ func TestConstrainedJSONSchema(t *testing.T) {
 				t.Logf("%+v: %s", s, res.Text)
 			}
 		})
+	}
+}
+
+// A required tool call on the qwen3 fixture (the one whose template renders
+// tools): the model's own template renders the tools, the reply is
+// constrained to a Hermes call, and it parses back into a call of the tool
+// with arguments of its schema. The fixture's context is 128 tokens and
+// the template's tool preamble 203, so the reply follows a short prompt.
+func TestConstrainedToolCall(t *testing.T) {
+	name := fixtures.Qwen3
+	dir := fixtures.Unpacked(t, name)
+	info, cfg := fixtureConfig(t, name, "fp32")
+	chat, err := LoadChat(filepath.Join(dir, "tokenizer.json"), dir, "auto", info.EOSIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := chat.Template.(ChatTemplate).T
+	format, err := tmpl.ToolFormat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := `{"type":"object","properties":{"city":{"type":"string","maxLength":12},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"],"additionalProperties":false}`
+	tools := []chattmpl.Tool{{Name: "get_forecast", Parameters: json.RawMessage(params)}, {Name: "get_time"}}
+	wire := []any{}
+	for _, tl := range tools {
+		fn := map[string]any{"name": tl.Name}
+		if tl.Parameters != nil {
+			var p any
+			json.Unmarshal(tl.Parameters, &p)
+			fn["parameters"] = p
+		}
+		wire = append(wire, map[string]any{"type": "function", "function": fn})
+	}
+	text, err := tmpl.Render([]chattmpl.Message{{Role: "user", Content: "Weather in Oslo for 3 days?"}}, chattmpl.RenderOptions{AddGenerationPrompt: true, Tools: wire})
+	if err != nil || !strings.Contains(text, "get_forecast") {
+		t.Fatalf("render: %v\n%s", err, text)
+	}
+	prompt, err := chat.Encode("Weather in Oslo for 3 days?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := chattmpl.ToolCallGrammar(format, tools, "get_forecast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Model{Chat: chat, StopIDs: chat.StopIDs}
+	mt, err := m.Constrain(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := openOn(t, engineCPU(t), name, "fp32")
+	res, err := Generate(bg, sess, prompt, Options{MaxNewTokens: 100, StopIDs: chat.StopIDs, PrefillChunk: cfg.MaxWrite,
+		Decoder: chat.Tokenizer, Constraint: mt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, calls, err := chattmpl.ParseToolCalls(format, res.Text)
+	if err != nil || len(calls) != 1 || calls[0].Name != "get_forecast" || res.StopReason != StopEOS {
+		t.Fatalf("reply %q (stop %s): calls %+v, %v", res.Text, res.StopReason, calls, err)
+	}
+	var args struct {
+		City *string
+		Days *int
+	}
+	d := json.NewDecoder(strings.NewReader(calls[0].Arguments))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&args); err != nil || args.City == nil || args.Days == nil || *args.Days < 1 || *args.Days > 7 {
+		t.Errorf("arguments %s: %v", calls[0].Arguments, err)
 	}
 }

@@ -84,25 +84,42 @@ func JSONObject() *Grammar {
 
 // JSONSchemaGBNF is FromJSONSchema's grammar as GBNF text.
 func JSONSchemaGBNF(schema []byte) (string, error) {
-	var root any
-	d := json.NewDecoder(bytes.NewReader(schema))
-	d.UseNumber()
-	v, err := decodeOrdered(d)
+	return WithSchemasGBNF("schema-0", [][]byte{schema})
+}
+
+// WithSchemas compiles a grammar whose start rule is the GBNF expression
+// root, which may refer to schemas[i]'s values as the rule schema-i (and
+// to the JSON rules json-value, json-string, ws…): a tool call's wrapping
+// around its arguments, for one.
+func WithSchemas(root string, schemas [][]byte) (*Grammar, error) {
+	src, err := WithSchemasGBNF(root, schemas)
 	if err != nil {
-		return "", &SchemaError{Msg: fmt.Sprintf("not JSON: %v", err)}
+		return nil, err
 	}
-	if d.More() {
-		return "", &SchemaError{Msg: "more than one JSON value"}
-	}
-	root = v
-	sc := &schemaCompiler{root: root, names: map[string]bool{}, refs: map[string]string{}}
-	body, err := sc.value(root, "")
-	if err != nil {
-		return "", err
+	return Parse(src)
+}
+
+// WithSchemasGBNF is WithSchemas' grammar as GBNF text.
+func WithSchemasGBNF(root string, schemas [][]byte) (string, error) {
+	sc := &schemaCompiler{names: map[string]bool{}}
+	var defs []string
+	for i, schema := range schemas {
+		v, err := decodeSchema(schema)
+		if err != nil {
+			return "", err
+		}
+		sc.root, sc.refs = v, map[string]string{}
+		name := fmt.Sprintf("schema-%d", i)
+		sc.names[name] = true
+		body, err := sc.value(v, "")
+		if err != nil {
+			return "", err
+		}
+		defs = append(defs, name+" ::= "+body)
 	}
 	var b strings.Builder
-	b.WriteString("root ::= " + body + "\n")
-	for _, r := range sc.rules {
+	b.WriteString("root ::= " + root + "\n")
+	for _, r := range append(defs, sc.rules...) {
 		b.WriteString(r + "\n")
 	}
 	b.WriteString(jsonRules)
@@ -110,6 +127,19 @@ func JSONSchemaGBNF(schema []byte) (string, error) {
 		fmt.Fprintf(&b, "format-%s ::= %s\n", f, stringFormats[f])
 	}
 	return b.String(), nil
+}
+
+func decodeSchema(schema []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(schema))
+	d.UseNumber()
+	v, err := decodeOrdered(d)
+	if err != nil {
+		return nil, &SchemaError{Msg: fmt.Sprintf("not JSON: %v", err)}
+	}
+	if d.More() {
+		return nil, &SchemaError{Msg: "more than one JSON value"}
+	}
+	return v, nil
 }
 
 func mapKeys(m map[string]bool) func(func(string) bool) {
@@ -805,3 +835,7 @@ func digitClass(lo, hi byte) string {
 	}
 	return "[" + string(lo) + "-" + string(hi) + "]"
 }
+
+// Literal quotes s as a GBNF literal (for grammars written around
+// WithSchemas).
+func Literal(s string) string { return gbnfLiteral(s) }
