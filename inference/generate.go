@@ -152,21 +152,13 @@ func prefill(ctx context.Context, sess engine.Session, ids []int, chunk int, pro
 // canceled context it returns the partial result with StopReason
 // "canceled" and the context's error.
 func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Options) (*Result, error) {
-	if len(prompt) == 0 {
-		return nil, errors.New("empty prompt")
+	if err := opts.check(prompt); err != nil {
+		return nil, err
 	}
-	if opts.MaxNewTokens < 0 {
-		return nil, fmt.Errorf("max new tokens %d is negative", opts.MaxNewTokens)
-	}
-	if opts.Constraint != nil && opts.IgnoreEOS {
-		return nil, errors.New("a constrained generation ends where its grammar does: it cannot ignore the end of turn")
-	}
-	smp := opts.Sampler
-	if smp == nil {
-		var err error
-		if smp, err = sampler.New(opts.Sampling); err != nil {
-			return nil, err
-		}
+	var samplingNs time.Duration
+	sample, err := opts.sampleFunc(&samplingNs)
+	if err != nil {
+		return nil, err
 	}
 	if err := CheckRoom(sess, len(prompt)); err != nil {
 		return nil, err
@@ -196,24 +188,6 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 	st.PrefillSeconds = tPrefill.Sub(t0).Seconds()
 	st.MemAfterPrefill = sess.Memory()
 
-	var samplingNs time.Duration
-	sample := func(l []float32) (int, error) {
-		t := time.Now()
-		id, err := smp.Sample(l)
-		samplingNs += time.Since(t)
-		return id, err
-	}
-	if c := opts.Constraint; c != nil {
-		sample = func(l []float32) (int, error) {
-			t := time.Now()
-			defer func() { samplingNs += time.Since(t) }()
-			id, err := smp.SampleMasked(l, c.Mask())
-			if err != nil {
-				return 0, fmt.Errorf("constrained sampling: %w", err)
-			}
-			return id, c.Accept(id)
-		}
-	}
 	next, err := sample(logits)
 	if err != nil {
 		return nil, err
@@ -300,6 +274,50 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 		}
 	}
 	return res, genErr
+}
+
+// check refuses options Generate cannot follow.
+func (opts *Options) check(prompt []int) error {
+	switch {
+	case len(prompt) == 0:
+		return errors.New("empty prompt")
+	case opts.MaxNewTokens < 0:
+		return fmt.Errorf("max new tokens %d is negative", opts.MaxNewTokens)
+	case opts.Constraint != nil && opts.IgnoreEOS:
+		return errors.New("a constrained generation ends where its grammar does: it cannot ignore the end of turn")
+	}
+	return nil
+}
+
+// sampleFunc is the loop's sampling step: opts.Sampler (or a new one from
+// opts.Sampling), through opts.Constraint's mask when there is one, its
+// time added to *ns.
+func (opts *Options) sampleFunc(ns *time.Duration) (func([]float32) (int, error), error) {
+	smp := opts.Sampler
+	if smp == nil {
+		var err error
+		if smp, err = sampler.New(opts.Sampling); err != nil {
+			return nil, err
+		}
+	}
+	c := opts.Constraint
+	if c == nil {
+		return func(l []float32) (int, error) {
+			t := time.Now()
+			id, err := smp.Sample(l)
+			*ns += time.Since(t)
+			return id, err
+		}, nil
+	}
+	return func(l []float32) (int, error) {
+		t := time.Now()
+		defer func() { *ns += time.Since(t) }()
+		id, err := smp.SampleMasked(l, c.Mask())
+		if err != nil {
+			return 0, fmt.Errorf("constrained sampling: %w", err)
+		}
+		return id, c.Accept(id)
+	}, nil
 }
 
 func idSet(ids []int) map[int]bool {

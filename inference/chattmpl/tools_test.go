@@ -65,9 +65,9 @@ func TestToolCallGrammar(t *testing.T) {
 	}
 	for s, want := range map[string]bool{
 		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>": true,
-		"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>":                                            true,
+		"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>":                                             true,
 		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"unit\": \"c\"}}\n</tool_call>":                      false,
-		"<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>":                                          false,
+		"<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>":                                           false,
 	} {
 		if whole, _ := g.Match([]byte(s)); whole != want {
 			t.Errorf("%q: %v", s, whole)

@@ -275,25 +275,39 @@ func (sc *schemaCompiler) objectSchema(s *object, path string) (string, error) {
 		}
 		return sc.ref(ref, path)
 	}
-	if c, ok := s.get("const"); ok {
-		return jsonLiteral(c), nil
-	}
-	if e, ok := s.get("enum"); ok {
-		vals, ok := e.([]any)
-		if !ok || len(vals) == 0 {
-			return "", errAt(path, "enum", "must be a non-empty array")
-		}
-		alts := make([]string, len(vals))
-		for i, v := range vals {
-			alts[i] = jsonLiteral(v)
-		}
-		return "( " + strings.Join(alts, " | ") + " )", nil
+	if e, ok, err := constants(s, path); ok || err != nil {
+		return e, err
 	}
 	for _, kw := range []string{"anyOf", "oneOf", "allOf"} {
 		if v, ok := s.get(kw); ok {
 			return sc.combination(s, kw, v, path)
 		}
 	}
+	return sc.types(s, path)
+}
+
+// constants is const's or enum's values, when s has either.
+func constants(s *object, path string) (string, bool, error) {
+	if c, ok := s.get("const"); ok {
+		return jsonLiteral(c), true, nil
+	}
+	e, ok := s.get("enum")
+	if !ok {
+		return "", false, nil
+	}
+	vals, ok := e.([]any)
+	if !ok || len(vals) == 0 {
+		return "", false, errAt(path, "enum", "must be a non-empty array")
+	}
+	alts := make([]string, len(vals))
+	for i, v := range vals {
+		alts[i] = jsonLiteral(v)
+	}
+	return "( " + strings.Join(alts, " | ") + " )", true, nil
+}
+
+// types is the values of s's type (one or a list), or untyped's.
+func (sc *schemaCompiler) types(s *object, path string) (string, error) {
 	t, ok := s.get("type")
 	if !ok {
 		return sc.untyped(s, path)
@@ -527,42 +541,13 @@ func (sc *schemaCompiler) objectType(s *object, path string) (string, error) {
 			return "", errAt(path, "properties", "must be an object")
 		}
 	}
-	required := map[string]bool{}
-	if r, ok := s.get("required"); ok {
-		list, ok := r.([]any)
-		if !ok {
-			return "", errAt(path, "required", "must be an array of names")
-		}
-		for _, x := range list {
-			name, ok := x.(string)
-			if !ok {
-				return "", errAt(path, "required", "must be an array of names")
-			}
-			if _, ok := props.get(name); !ok {
-				return "", errAt(path, "required", "names %q, which is not among the properties", name)
-			}
-			required[name] = true
-		}
+	required, err := requiredNames(s, props, path)
+	if err != nil {
+		return "", err
 	}
-	extra := ""
-	if a, ok := s.get("additionalProperties"); ok {
-		switch a := a.(type) {
-		case bool:
-			if a {
-				extra = "json-value"
-			}
-		default:
-			e, err := sc.value(a, path+"/additionalProperties")
-			if err != nil {
-				return "", err
-			}
-			extra = e
-		}
-	}
-	if len(props.keys) == 0 && extra == "" {
-		if _, ok := s.get("additionalProperties"); !ok && s.keys != nil && !hasKey(s, "properties") {
-			extra = "json-value" // {"type": "object"}: any object
-		}
+	extra, err := sc.additional(s, props, path)
+	if err != nil {
+		return "", err
 	}
 	kvs := make([]string, len(props.keys))
 	for i, k := range props.keys {
@@ -594,6 +579,50 @@ func (sc *schemaCompiler) objectType(s *object, path string) (string, error) {
 		after, first = sc.rule(path+"-"+k+"-after", "( "+withComma+" ) | "+after), sc.rule(path+"-"+k+"-first", "( "+alone+" ) | "+first)
 	}
 	return `"{" ws ` + first + ` "}"`, nil
+}
+
+// requiredNames reads required: names among the properties.
+func requiredNames(s, props *object, path string) (map[string]bool, error) {
+	required := map[string]bool{}
+	r, ok := s.get("required")
+	if !ok {
+		return required, nil
+	}
+	list, ok := r.([]any)
+	if !ok {
+		return nil, errAt(path, "required", "must be an array of names")
+	}
+	for _, x := range list {
+		name, ok := x.(string)
+		if !ok {
+			return nil, errAt(path, "required", "must be an array of names")
+		}
+		if _, ok := props.get(name); !ok {
+			return nil, errAt(path, "required", "names %q, which is not among the properties", name)
+		}
+		required[name] = true
+	}
+	return required, nil
+}
+
+// additional is the values other keys may have ("" for no other key):
+// additionalProperties true or a schema; {"type": "object"} alone is any
+// object.
+func (sc *schemaCompiler) additional(s, props *object, path string) (string, error) {
+	a, ok := s.get("additionalProperties")
+	if !ok {
+		if len(props.keys) == 0 && !hasKey(s, "properties") {
+			return "json-value", nil
+		}
+		return "", nil
+	}
+	if b, isBool := a.(bool); isBool {
+		if b {
+			return "json-value", nil
+		}
+		return "", nil
+	}
+	return sc.value(a, path+"/additionalProperties")
 }
 
 func hasKey(s *object, k string) bool { _, ok := s.get(k); return ok }

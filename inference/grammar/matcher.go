@@ -17,7 +17,6 @@ type Matcher struct {
 	state int32
 	done  bool // an end-of-turn id was accepted
 	words int  // mask length in uint64s
-	path  []int32
 	empty []uint64
 }
 

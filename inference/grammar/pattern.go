@@ -55,47 +55,27 @@ func regexGBNF(r *syntax.Regexp) (string, error) {
 	case syntax.OpEmptyMatch:
 		return `""`, nil
 	case syntax.OpLiteral:
-		var alts []string
-		for _, c := range r.Rune {
-			if r.Flags&syntax.FoldCase != 0 && unicode.ToUpper(c) != unicode.ToLower(c) {
-				alts = append(alts, "( "+jsonCharLiteral(unicode.ToLower(c))+" | "+jsonCharLiteral(unicode.ToUpper(c))+" )")
-				continue
-			}
-			alts = append(alts, jsonCharLiteral(c))
-		}
-		return strings.Join(alts, " "), nil
+		return literalGBNF(r), nil
 	case syntax.OpCharClass:
 		return classGBNF(r.Rune), nil
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		return "json-char", nil
 	case syntax.OpCapture:
 		return regexGBNF(r.Sub[0])
-	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
 		e, err := regexGBNF(r.Sub[0])
 		if err != nil {
 			return "", err
 		}
-		return "( " + e + " )" + map[syntax.Op]string{syntax.OpStar: "*", syntax.OpPlus: "+", syntax.OpQuest: "?"}[r.Op], nil
-	case syntax.OpRepeat:
-		e, err := regexGBNF(r.Sub[0])
-		if err != nil {
-			return "", err
+		op := map[syntax.Op]string{syntax.OpStar: "*", syntax.OpPlus: "+", syntax.OpQuest: "?"}[r.Op]
+		if r.Op == syntax.OpRepeat {
+			op = repeat(r.Min, r.Max)
 		}
-		return "( " + e + " )" + repeat(r.Min, r.Max), nil
-	case syntax.OpConcat, syntax.OpAlternate:
-		var parts []string
-		for _, s := range r.Sub {
-			e, err := regexGBNF(s)
-			if err != nil {
-				return "", err
-			}
-			parts = append(parts, "( "+e+" )")
-		}
-		sep := " "
-		if r.Op == syntax.OpAlternate {
-			sep = " | "
-		}
-		return strings.Join(parts, sep), nil
+		return "( " + e + " )" + op, nil
+	case syntax.OpConcat:
+		return subsGBNF(r.Sub, " ")
+	case syntax.OpAlternate:
+		return subsGBNF(r.Sub, " | ")
 	}
 	return "", fmt.Errorf("%s (%v) is not supported inside a pattern", r, r.Op)
 }
@@ -176,4 +156,31 @@ func subtract(rs, cut []rng) []rng {
 		out = next
 	}
 	return out
+}
+
+// literalGBNF is a literal's characters inside a JSON string, both cases
+// of each letter under (?i).
+func literalGBNF(r *syntax.Regexp) string {
+	var alts []string
+	for _, c := range r.Rune {
+		if r.Flags&syntax.FoldCase != 0 && unicode.ToUpper(c) != unicode.ToLower(c) {
+			alts = append(alts, "( "+jsonCharLiteral(unicode.ToLower(c))+" | "+jsonCharLiteral(unicode.ToUpper(c))+" )")
+			continue
+		}
+		alts = append(alts, jsonCharLiteral(c))
+	}
+	return strings.Join(alts, " ")
+}
+
+// subsGBNF joins the translations of subs, each in parentheses, with sep.
+func subsGBNF(subs []*syntax.Regexp, sep string) (string, error) {
+	var parts []string
+	for _, s := range subs {
+		e, err := regexGBNF(s)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, "( "+e+" )")
+	}
+	return strings.Join(parts, sep), nil
 }

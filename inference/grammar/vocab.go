@@ -34,41 +34,20 @@ type Vocab struct {
 // maxTokenLen bounds a token's bytes (a node's depth is a byte).
 const maxTokenLen = 255
 
+// vocabEntry is one token's bytes.
+type vocabEntry struct {
+	b  []byte
+	id int32
+}
+
 // NewVocab builds the trie of ts's tokens.
 func NewVocab(ts Tokens) (*Vocab, error) {
 	n := ts.VocabSize()
-	type entry struct {
-		b  []byte
-		id int32
+	entries, err := vocabEntries(ts)
+	if err != nil {
+		return nil, err
 	}
-	entries := make([]entry, 0, n)
-	var firstErr error
-	for id := 0; id < n; id++ {
-		if ts.IsSpecial(id) {
-			continue
-		}
-		b, err := ts.TokenBytes(id)
-		if err != nil {
-			// A gap in the ids; when every token fails, the decoder is
-			// the cause, returned below.
-			firstErr = cmp.Or(firstErr, err)
-			continue
-		}
-		if len(b) == 0 {
-			continue
-		}
-		if len(b) > maxTokenLen {
-			return nil, fmt.Errorf("grammar: token %d has %d bytes, more than %d", id, len(b), maxTokenLen)
-		}
-		entries = append(entries, entry{b, int32(id)})
-	}
-	if len(entries) == 0 {
-		if firstErr != nil {
-			return nil, firstErr
-		}
-		return nil, fmt.Errorf("grammar: the vocabulary has no token with bytes")
-	}
-	slices.SortFunc(entries, func(a, b entry) int {
+	slices.SortFunc(entries, func(a, b vocabEntry) int {
 		if c := bytes.Compare(a.b, b.b); c != 0 {
 			return c
 		}
@@ -131,4 +110,38 @@ func (v *Vocab) prefix(r int32) []byte {
 		j++ // a node without tokens has a descendant with some, next in order
 	}
 	return v.bytes[v.ids[v.tok[j]]][:v.depth[r]]
+}
+
+// vocabEntries is every token's bytes but the special tokens' and empty
+// ones.
+func vocabEntries(ts Tokens) ([]vocabEntry, error) {
+	n := ts.VocabSize()
+	entries := make([]vocabEntry, 0, n)
+	var firstErr error
+	for id := 0; id < n; id++ {
+		if ts.IsSpecial(id) {
+			continue
+		}
+		b, err := ts.TokenBytes(id)
+		if err != nil {
+			// A gap in the ids; when every token fails, the decoder is
+			// the cause, returned below.
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		if len(b) == 0 {
+			continue
+		}
+		if len(b) > maxTokenLen {
+			return nil, fmt.Errorf("grammar: token %d has %d bytes, more than %d", id, len(b), maxTokenLen)
+		}
+		entries = append(entries, vocabEntry{b, int32(id)})
+	}
+	if len(entries) == 0 {
+		if firstErr != nil {
+			return nil, firstErr
+		}
+		return nil, fmt.Errorf("grammar: the vocabulary has no token with bytes")
+	}
+	return entries, nil
 }

@@ -49,7 +49,7 @@ func (t *Tokenizer) TokenBytes(id int) ([]byte, error) {
 		return nil, c.err
 	}
 	b := []byte(s)
-	if t.decRaw == nil {
+	if isNull(t.decRaw) {
 		// Without a decoder, Decode joins the tokens with spaces.
 		return append([]byte{' '}, b...), nil
 	}
@@ -62,7 +62,7 @@ func (t *Tokenizer) TokenBytes(id int) ([]byte, error) {
 func (t *Tokenizer) byteChain() *byteChain {
 	t.bytesOnce.Do(func() {
 		c := &byteChain{}
-		if t.decRaw != nil {
+		if !isNull(t.decRaw) {
 			c.err = c.add(t.decRaw)
 		}
 		t.bytes = c
@@ -70,65 +70,38 @@ func (t *Tokenizer) byteChain() *byteChain {
 	return t.bytes
 }
 
+// byteDecoder is one decoder object's fields that TokenBytes reads.
+type byteDecoder struct {
+	Type        string            `json:"type"`
+	Decoders    []json.RawMessage `json:"decoders"`
+	Pattern     patternJSON       `json:"pattern"`
+	Content     *string           `json:"content"`
+	Start       int               `json:"start"`
+	Stop        int               `json:"stop"`
+	Replacement string            `json:"replacement"`
+}
+
 // add appends the steps of one decoder object.
 func (c *byteChain) add(raw []byte) error {
-	var d struct {
-		Type        string            `json:"type"`
-		Decoders    []json.RawMessage `json:"decoders"`
-		Pattern     patternJSON       `json:"pattern"`
-		Content     *string           `json:"content"`
-		Start       int               `json:"start"`
-		Stop        int               `json:"stop"`
-		Replacement string            `json:"replacement"`
-	}
+	var d byteDecoder
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return fmt.Errorf("decoder: %w", err)
 	}
-	push := func(s byteStep) { c.steps = append(c.steps, s) }
+	var step byteStep
+	var err error
 	switch d.Type {
 	case "ByteLevel":
-		push(byteLevelBytes)
+		step = byteLevelBytes
 	case "ByteFallback":
-		push(func(tok []byte) []byte {
-			if b, ok := byteFallbackByte(string(tok)); ok {
-				return []byte{b}
-			}
-			return tok
-		})
+		step = byteFallbackBytes
 	case "Fuse":
 		c.fused = true
 	case "Replace":
-		content := ""
-		if d.Content != nil {
-			content = *d.Content
-		}
-		rp, err := newReplacer(d.Pattern, content)
-		if err != nil {
-			return fmt.Errorf("decoder Replace: %w", err)
-		}
-		if c.fused && (rp.re != nil || utf8.RuneCountInString(rp.lit) > 1) {
-			// After a Fuse the pattern sees the whole text: a match may
-			// span two tokens.
-			return &TokenBytesError{Decoder: "Replace of a multi-character pattern after Fuse"}
-		}
-		push(func(tok []byte) []byte { return []byte(rp.apply(string(tok))) })
+		step, err = c.replaceStep(&d)
 	case "Metaspace":
-		r, _ := utf8.DecodeRuneInString(d.Replacement)
-		if utf8.RuneCountInString(d.Replacement) != 1 {
-			return fmt.Errorf("decoder Metaspace: replacement %q is not one character", d.Replacement)
-		}
-		rep := string(r)
-		// Only the first token of a text loses its prefix space.
-		push(func(tok []byte) []byte { return []byte(strings.ReplaceAll(string(tok), rep, " ")) })
+		step, err = metaspaceStep(&d)
 	case "Strip":
-		if d.Content == nil || utf8.RuneCountInString(*d.Content) != 1 {
-			return errors.New("decoder Strip: content must be one character")
-		}
-		if !c.fused {
-			r, _ := utf8.DecodeRuneInString(*d.Content)
-			strip := stripDecode(r, d.Start, d.Stop)
-			push(func(tok []byte) []byte { return []byte(strip([]string{string(tok)})[0]) })
-		}
+		step, err = c.stripStep(&d)
 	case "Sequence":
 		for _, r := range d.Decoders {
 			if err := c.add(r); err != nil {
@@ -138,7 +111,57 @@ func (c *byteChain) add(raw []byte) error {
 	default:
 		return &TokenBytesError{Decoder: d.Type}
 	}
-	return nil
+	if step != nil {
+		c.steps = append(c.steps, step)
+	}
+	return err
+}
+
+func byteFallbackBytes(tok []byte) []byte {
+	if b, ok := byteFallbackByte(string(tok)); ok {
+		return []byte{b}
+	}
+	return tok
+}
+
+func (c *byteChain) replaceStep(d *byteDecoder) (byteStep, error) {
+	content := ""
+	if d.Content != nil {
+		content = *d.Content
+	}
+	rp, err := newReplacer(d.Pattern, content)
+	if err != nil {
+		return nil, fmt.Errorf("decoder Replace: %w", err)
+	}
+	if c.fused && (rp.re != nil || utf8.RuneCountInString(rp.lit) > 1) {
+		// After a Fuse the pattern sees the whole text: a match may span
+		// two tokens.
+		return nil, &TokenBytesError{Decoder: "Replace of a multi-character pattern after Fuse"}
+	}
+	return func(tok []byte) []byte { return []byte(rp.apply(string(tok))) }, nil
+}
+
+// metaspaceStep: only the first token of a text loses its prefix space.
+func metaspaceStep(d *byteDecoder) (byteStep, error) {
+	if utf8.RuneCountInString(d.Replacement) != 1 {
+		return nil, fmt.Errorf("decoder Metaspace: replacement %q is not one character", d.Replacement)
+	}
+	rep := d.Replacement
+	return func(tok []byte) []byte { return []byte(strings.ReplaceAll(string(tok), rep, " ")) }, nil
+}
+
+// stripStep: after a Fuse, Strip trims the text's ends, not a token in the
+// middle; before one it trims each token.
+func (c *byteChain) stripStep(d *byteDecoder) (byteStep, error) {
+	if d.Content == nil || utf8.RuneCountInString(*d.Content) != 1 {
+		return nil, errors.New("decoder Strip: content must be one character")
+	}
+	if c.fused {
+		return nil, nil
+	}
+	r, _ := utf8.DecodeRuneInString(*d.Content)
+	strip := stripDecode(r, d.Start, d.Stop)
+	return func(tok []byte) []byte { return []byte(strip([]string{string(tok)})[0]) }, nil
 }
 
 // byteLevelBytes maps ByteLevel's printable alphabet back to bytes; a token

@@ -156,9 +156,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 		return nil, err
 	}
 	t.decHasBF = hasByteFallback(decRaw)
-	if !isNull(decRaw) {
-		t.decRaw = append([]byte(nil), decRaw...)
-	}
+	t.decRaw = bytes.Clone(decRaw)
 	if raw := field(fs, "added_tokens"); !isNull(raw) {
 		if err := jsonUnmarshal(raw, &t.added); err != nil {
 			return nil, fmt.Errorf("added_tokens: %w", err)
