@@ -6,6 +6,7 @@ import (
 
 	"etchat/inference"
 	"etchat/inference/engine"
+	"etchat/inference/grammar"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
 	"etchat/store"
@@ -21,6 +22,8 @@ func hint(err error) string {
 		vocab *inference.VocabMismatchError
 		unsup *inference.UnsupportedModelError
 		meta  *modelinfo.MetadataError
+		gsyn  *grammar.SyntaxError
+		gsch  *grammar.SchemaError
 	)
 	switch {
 	case errors.As(err, &lib):
@@ -44,6 +47,12 @@ func hint(err error) string {
 		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
 	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, engine.ErrCacheFull):
 		return "raise --kv-max-capacity up to what the model allows, or shorten the prompt"
+	case errors.As(err, &gsyn):
+		return "fix the grammar at that line: GBNF rules are name ::= alternatives, the start rule is root (docs/serve.md#structured-output)"
+	case errors.As(err, &gsch):
+		return "docs/serve.md#structured-output lists the JSON Schema keywords etchat enforces; remove or rewrite the one named"
+	case errors.Is(err, inference.ErrNoTokenizer):
+		return "constrained output needs the model's tokenizer.json: put it next to the .pte or give --tokenizer"
 	case errors.Is(err, store.ErrBusy):
 		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"
 	case errors.Is(err, store.ErrCorrupt):

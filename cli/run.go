@@ -31,6 +31,7 @@ type runOpts struct {
 	interactive, warmup, ignoreEOS, asJSON              bool
 	getenv                                              func(string) string // the library search's environment
 	cache                                               cacheFlags
+	structured                                          structuredFlags
 }
 
 // runRun generates from one prompt, like ExecuTorch's run_llm_hf: cache
@@ -50,7 +51,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	// Everything that can be wrong with the files is found before the
 	// model is loaded.
-	m, err := o.prepare(ids == nil)
+	if err := o.structured.compile(); err != nil {
+		return err
+	}
+	m, err := o.prepare(ids == nil || o.structured.set())
 	if err != nil {
 		return err
 	}
@@ -102,6 +106,7 @@ func parseRunFlags(env *Env, args []string) (*runOpts, error) {
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object (prompt_ids, generated_ids, text, stats) instead of the report")
 	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database; with --interactive also the conversation, as the app keeps it")
 	o.cache.register(fs)
+	o.structured.register(fs)
 	if err := parseFlags(fs, gflagsSpellings(fs, args)); err != nil {
 		return nil, err
 	}
@@ -215,6 +220,9 @@ func (o *runOpts) generate(ctx context.Context, env *Env, out io.Writer, m *infe
 		if iter == 1 || !o.warmup {
 			o.measure(&g, env, out, m)
 		}
+		if err := o.structured.constrain(m, &g); err != nil {
+			return nil, err
+		}
 		var err error
 		res, err = inference.Generate(ctx, m.Session, ids, g)
 		if res == nil || err != nil && !errors.Is(err, context.Canceled) {
@@ -284,6 +292,9 @@ func (o *runOpts) validate() error {
 	}
 	if _, err := engine.Canonical(o.engine); err != nil {
 		return Usagef("invalid value %q for flag -engine: %v", o.engine, err)
+	}
+	if err := o.structured.check(o); err != nil {
+		return err
 	}
 	return o.cache.check()
 }

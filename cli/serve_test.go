@@ -166,11 +166,12 @@ func TestServeOpenAIClient(t *testing.T) {
 		t.Fatalf("node test.mjs: %v\n%s", err, out)
 	}
 	var seen struct {
-		ChatIDs []int  `json:"chat_ids"`
-		Errors  string `json:"errors"`
+		ChatIDs    []int          `json:"chat_ids"`
+		Errors     string         `json:"errors"`
+		Structured map[string]any `json:"structured"`
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &seen); err != nil || seen.Errors != "typed" || len(seen.ChatIDs) != n {
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &seen); err != nil || seen.Errors != "typed" || len(seen.ChatIDs) != n || len(seen.Structured) != 3 {
 		t.Errorf("node's report: %v %s", err, out)
 	}
 	for i := range seen.ChatIDs {

@@ -47,6 +47,8 @@ type Chat struct {
 	StopIDs []int
 	// TurnEndIDs: the template's turn-end token, committed to the cache.
 	TurnEndIDs []int
+
+	grammarVocab grammarVocab // structured output: see GrammarVocab
 }
 
 // LoadChat loads the tokenizer at tokenizerPath and picks the chat

@@ -51,6 +51,20 @@ type Options struct {
 	OnToken func(Token) error
 	// OnPrefill reports progress after each prefill chunk.
 	OnPrefill func(done, total int)
+
+	// Structured output (issue 39): Constraint, when set, restricts each
+	// sampled token to those it allows (Sampler.SampleMasked, the logits
+	// row only read) and is told each token chosen, the stop token
+	// included. Model.Constrain makes one from a grammar.
+	Constraint Constraint
+}
+
+// Constraint restricts the next token: Mask is the set of allowed ids (bit
+// id%64 of word id/64), Accept advances past the id chosen. A
+// grammar.Matcher is one.
+type Constraint interface {
+	Mask() []uint64
+	Accept(id int) error
 }
 
 // Stop reasons.
@@ -138,18 +152,13 @@ func prefill(ctx context.Context, sess engine.Session, ids []int, chunk int, pro
 // canceled context it returns the partial result with StopReason
 // "canceled" and the context's error.
 func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Options) (*Result, error) {
-	if len(prompt) == 0 {
-		return nil, errors.New("empty prompt")
+	if err := opts.check(prompt); err != nil {
+		return nil, err
 	}
-	if opts.MaxNewTokens < 0 {
-		return nil, fmt.Errorf("max new tokens %d is negative", opts.MaxNewTokens)
-	}
-	smp := opts.Sampler
-	if smp == nil {
-		var err error
-		if smp, err = sampler.New(opts.Sampling); err != nil {
-			return nil, err
-		}
+	var samplingNs time.Duration
+	sample, err := opts.sampleFunc(&samplingNs)
+	if err != nil {
+		return nil, err
 	}
 	if err := CheckRoom(sess, len(prompt)); err != nil {
 		return nil, err
@@ -179,13 +188,6 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 	st.PrefillSeconds = tPrefill.Sub(t0).Seconds()
 	st.MemAfterPrefill = sess.Memory()
 
-	var samplingNs time.Duration
-	sample := func(l []float32) (int, error) {
-		t := time.Now()
-		id, err := smp.Sample(l)
-		samplingNs += time.Since(t)
-		return id, err
-	}
 	next, err := sample(logits)
 	if err != nil {
 		return nil, err
@@ -272,6 +274,50 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 		}
 	}
 	return res, genErr
+}
+
+// check refuses options Generate cannot follow.
+func (opts *Options) check(prompt []int) error {
+	switch {
+	case len(prompt) == 0:
+		return errors.New("empty prompt")
+	case opts.MaxNewTokens < 0:
+		return fmt.Errorf("max new tokens %d is negative", opts.MaxNewTokens)
+	case opts.Constraint != nil && opts.IgnoreEOS:
+		return errors.New("a constrained generation ends where its grammar does: it cannot ignore the end of turn")
+	}
+	return nil
+}
+
+// sampleFunc is the loop's sampling step: opts.Sampler (or a new one from
+// opts.Sampling), through opts.Constraint's mask when there is one, its
+// time added to *ns.
+func (opts *Options) sampleFunc(ns *time.Duration) (func([]float32) (int, error), error) {
+	smp := opts.Sampler
+	if smp == nil {
+		var err error
+		if smp, err = sampler.New(opts.Sampling); err != nil {
+			return nil, err
+		}
+	}
+	c := opts.Constraint
+	if c == nil {
+		return func(l []float32) (int, error) {
+			t := time.Now()
+			id, err := smp.Sample(l)
+			*ns += time.Since(t)
+			return id, err
+		}, nil
+	}
+	return func(l []float32) (int, error) {
+		t := time.Now()
+		defer func() { *ns += time.Since(t) }()
+		id, err := smp.SampleMasked(l, c.Mask())
+		if err != nil {
+			return 0, fmt.Errorf("constrained sampling: %w", err)
+		}
+		return id, c.Accept(id)
+	}, nil
 }
 
 func idSet(ids []int) map[int]bool {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"etchat/inference"
+	"etchat/inference/grammar"
 	"etchat/inference/sampler"
 )
 
@@ -26,7 +27,8 @@ type request struct {
 	MaxTokens    int  // -1: not given (up to the cache's room)
 	Sampling     sampler.Sampling
 	Stop         []string
-	ReturnIDs    bool // return_token_ids (extension): prompt and completion token ids in the response
+	ReturnIDs    bool             // return_token_ids (extension): prompt and completion token ids in the response
+	Grammar      *grammar.Grammar // response_format's constraint (structured.go); nil: free text
 }
 
 // options common to both endpoints, as JSON sends them. Pointers tell a

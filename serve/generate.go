@@ -57,6 +57,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		decode = decodeChat
 	}
 	req, ae := decode(body)
+	if ae == nil {
+		ae = req.decodeResponseFormat(body)
+	}
 	if ae != nil {
 		s.fail(w, r, ae)
 		return
@@ -177,6 +180,10 @@ func (s *Server) run(ctx context.Context, e *entry, req *request, o *outcome, em
 		maxNew = min(req.MaxTokens, room) // clamped to the capacity
 	}
 	gen := e.loaded.Generation(maxNew, req.Sampling)
+	if err := constrain(e.loaded, req, &gen); err != nil {
+		o.err = err
+		return
+	}
 	sink := &textSink{stops: req.Stop}
 	gen.OnToken = func(t inference.Token) error {
 		out, hit := sink.push(t.Text)

@@ -74,6 +74,9 @@ type Sampler struct {
 	klo, khi    int       // the buckets in use
 	vals, tmp   []float32 // the boundary bucket's weights, and scratch
 	kept, stack []int32   // positions in the bucket walked
+	// SampleMasked's compacted row: the allowed ids and their logits.
+	mids  []int32
+	mvals []float32
 }
 
 // New validates cfg and makes a sampler.

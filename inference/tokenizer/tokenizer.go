@@ -40,7 +40,10 @@ type Tokenizer struct {
 	pre       preTokenizer
 	post      *postProcessor
 	dec       decodeStep
-	decHasBF  bool // the decoder uses ByteFallback
+	decHasBF  bool   // the decoder uses ByteFallback
+	decRaw    []byte // the decoder's JSON, for TokenBytes' byte chain
+	bytesOnce sync.Once
+	bytes     *byteChain
 	added     []AddedToken
 	addedByID map[int]int    // id -> index in added
 	addedIDs  map[string]int // content -> id
@@ -153,6 +156,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 		return nil, err
 	}
 	t.decHasBF = hasByteFallback(decRaw)
+	t.decRaw = bytes.Clone(decRaw)
 	if raw := field(fs, "added_tokens"); !isNull(raw) {
 		if err := jsonUnmarshal(raw, &t.added); err != nil {
 			return nil, fmt.Errorf("added_tokens: %w", err)

@@ -1,7 +1,8 @@
 // Drives etchat serve with the official openai package: list models, chat
 // (plain and streaming) and a text completion at temperature 0, whose ids
 // must be the engine's own (given by the Go test from `etchat run --json`),
-// and the server's errors as the client's typed errors. Run by
+// a json_schema response_format whose reply must parse and match, and the
+// server's errors as the client's typed errors. Run by
 // `go test ./cli -run OpenAIClient`, which starts the server and sets:
 //   ETCHAT_BASE_URL  http://127.0.0.1:PORT/v1
 //   ETCHAT_API_KEY   the server's key
@@ -82,6 +83,29 @@ await expectError(OpenAI.BadRequestError, 400, () =>
 await expectError(OpenAI.BadRequestError, 400, () =>
   client.chat.completions.create({ model: want.model, messages: [{ role: 'user', content: 'word '.repeat(400) }] }),
 (e) => assert.equal(e.code, 'context_length_exceeded'));
+// Structured output: the fixture's weights are random, so only the grammar
+// can make the reply parse and match the schema.
+const person = {
+  type: 'object',
+  properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer', minimum: 0, maximum: 120 }, admin: { type: 'boolean' } },
+  required: ['name', 'age', 'admin'], additionalProperties: false,
+};
+const structured = await client.chat.completions.create({
+  model: want.model, messages, max_tokens: 120, temperature: 0,
+  response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: person } },
+});
+assert.equal(structured.choices[0].finish_reason, 'stop');
+const p = JSON.parse(structured.choices[0].message.content);
+assert.deepEqual(Object.keys(p).sort(), ['admin', 'age', 'name']);
+assert.ok(typeof p.name === 'string' && [...p.name].length <= 10, `name ${p.name}`);
+assert.ok(Number.isInteger(p.age) && p.age >= 0 && p.age <= 120, `age ${p.age}`);
+assert.equal(typeof p.admin, 'boolean');
+seen.structured = p;
+await expectError(OpenAI.BadRequestError, 400, () =>
+  client.chat.completions.create({ model: want.model, messages,
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', contentEncoding: 'base64' } } } }),
+(e) => { assert.equal(e.param, 'response_format.json_schema.schema'); assert.match(e.message, /contentEncoding/); });
+
 const stranger = new OpenAI({ baseURL, apiKey: 'not-the-key', maxRetries: 0 });
 await expectError(OpenAI.AuthenticationError, 401, () => stranger.models.list());
 seen.errors = 'typed';

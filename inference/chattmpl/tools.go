@@ -1,0 +1,161 @@
+package chattmpl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"etchat/inference/grammar"
+)
+
+// Tool calls. A template supports tools when tools change what it renders
+// (the built-ins, Llama 3.0's and Gemma 3's do not); the model then writes
+// its calls in its family's format, which ParseToolCalls reads back and
+// ToolCallGrammar constrains (tool_choice required or a named function).
+// Formats: "hermes" (Qwen 2.5/3, Hermes: <tool_call>{"name": …,
+// "arguments": {…}}</tool_call>, one block per call).
+
+// Tool is a function a model may call: its name and its parameters' JSON
+// Schema (nil: an object of anything).
+type Tool struct {
+	Name       string
+	Parameters json.RawMessage
+}
+
+// ToolCall is one call parsed from a reply: the arguments as JSON text.
+type ToolCall struct {
+	Name      string
+	Arguments string
+}
+
+// ToolFormatHermes is the <tool_call> JSON block format.
+const ToolFormatHermes = "hermes"
+
+// NoToolsError: tools were given to a template that renders the same with
+// and without them.
+type NoToolsError struct{ Template string }
+
+func (e *NoToolsError) Error() string {
+	return fmt.Sprintf("the chat template %s does not render tools: this model was not given a way to call them", e.Template)
+}
+
+var probeTool = []any{map[string]any{"type": "function", "function": map[string]any{"name": "etchat_probe",
+	"description": "probe", "parameters": map[string]any{"type": "object", "properties": map[string]any{}}}}}
+
+// ToolFormat is the format the template's model writes tool calls in, or
+// a NoToolsError when tools do not change its rendering.
+func (t *Template) ToolFormat() (string, error) {
+	if t.builtin != nil {
+		return "", &NoToolsError{Template: t.Name}
+	}
+	msgs := []Message{{Role: "user", Content: "x"}}
+	plain, err := t.Render(msgs, RenderOptions{AddGenerationPrompt: true})
+	if err != nil {
+		return "", err
+	}
+	with, err := t.Render(msgs, RenderOptions{AddGenerationPrompt: true, Tools: probeTool})
+	if err != nil || with == plain {
+		return "", &NoToolsError{Template: t.Name}
+	}
+	if strings.Contains(t.Source, "<tool_call>") {
+		return ToolFormatHermes, nil
+	}
+	return "", fmt.Errorf("the chat template %s renders tools in a format etchat does not parse yet (hermes <tool_call> blocks are)", t.Name)
+}
+
+// ParseToolCalls splits a reply in format into its text and its calls. A
+// block that is not a call (bad JSON, no name) is an error: the reply
+// claimed a call it did not make.
+func ParseToolCalls(format, reply string) (text string, calls []ToolCall, err error) {
+	if format != ToolFormatHermes {
+		return "", nil, fmt.Errorf("tool-call format %q is not supported", format)
+	}
+	const open, closeTag = "<tool_call>", "</tool_call>"
+	var rest strings.Builder
+	s := reply
+	for {
+		i := strings.Index(s, open)
+		if i < 0 {
+			rest.WriteString(s)
+			break
+		}
+		rest.WriteString(s[:i])
+		s = s[i+len(open):]
+		j := strings.Index(s, closeTag)
+		if j < 0 {
+			return "", nil, errors.New("a <tool_call> block is not closed")
+		}
+		call, err := parseHermesCall(s[:j])
+		if err != nil {
+			return "", nil, err
+		}
+		calls = append(calls, call)
+		s = s[j+len(closeTag):]
+	}
+	return strings.TrimSpace(rest.String()), calls, nil
+}
+
+func parseHermesCall(body string) (ToolCall, error) {
+	var c struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	d := json.NewDecoder(strings.NewReader(body))
+	if err := d.Decode(&c); err != nil || d.More() {
+		return ToolCall{}, fmt.Errorf("a <tool_call> block is not one JSON object: %q", clipText(body))
+	}
+	if c.Name == "" {
+		return ToolCall{}, fmt.Errorf("a <tool_call> block has no name: %q", clipText(body))
+	}
+	args := bytes.TrimSpace(c.Arguments)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		args = []byte("{}")
+	}
+	if args[0] == '"' { // arguments as a JSON string holding JSON
+		var s string
+		if json.Unmarshal(args, &s) == nil {
+			args = []byte(s)
+		}
+	}
+	return ToolCall{Name: c.Name, Arguments: string(args)}, nil
+}
+
+func clipText(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
+
+// ToolCallGrammar is the grammar of one call in format to one of tools
+// (only the one named when name is not ""), its arguments following the
+// tool's parameters schema: tool_choice "required" or a named function.
+func ToolCallGrammar(format string, tools []Tool, name string) (*grammar.Grammar, error) {
+	if format != ToolFormatHermes {
+		return nil, fmt.Errorf("tool-call format %q is not supported", format)
+	}
+	var alts []string
+	var schemas [][]byte
+	for _, tl := range tools {
+		if name != "" && tl.Name != name {
+			continue
+		}
+		params := tl.Parameters
+		if len(bytes.TrimSpace(params)) == 0 || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+			params = []byte(`{"type":"object"}`)
+		}
+		nameJSON, _ := json.Marshal(tl.Name)
+		alts = append(alts, fmt.Sprintf(`"{\"name\": " %s ", \"arguments\": " schema-%d "}"`, grammar.Literal(string(nameJSON)), len(schemas)))
+		schemas = append(schemas, params)
+	}
+	if len(alts) == 0 {
+		if name != "" {
+			return nil, fmt.Errorf("tool_choice names %q, which is not among the tools", name)
+		}
+		return nil, errors.New("no tools to call")
+	}
+	root := `"<tool_call>\n" ( ` + strings.Join(alts, " | ") + ` ) "\n</tool_call>"`
+	return grammar.WithSchemas(root, schemas)
+}
