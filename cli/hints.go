@@ -22,8 +22,6 @@ func hint(err error) string {
 		vocab *inference.VocabMismatchError
 		unsup *inference.UnsupportedModelError
 		meta  *modelinfo.MetadataError
-		gsyn  *grammar.SyntaxError
-		gsch  *grammar.SchemaError
 	)
 	switch {
 	case errors.As(err, &lib):
@@ -47,16 +45,28 @@ func hint(err error) string {
 		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
 	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, engine.ErrCacheFull):
 		return "raise --kv-max-capacity up to what the model allows, or shorten the prompt"
+	case errors.Is(err, store.ErrBusy):
+		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"
+	case errors.Is(err, store.ErrCorrupt):
+		return "move the damaged database aside, or point --db at another file"
+	}
+	return constraintHint(err)
+}
+
+// constraintHint is what to do about a grammar or JSON Schema that
+// constrained output (--grammar, --json-schema) refused.
+func constraintHint(err error) string {
+	var (
+		gsyn *grammar.SyntaxError
+		gsch *grammar.SchemaError
+	)
+	switch {
 	case errors.As(err, &gsyn):
 		return "fix the grammar at that line: GBNF rules are name ::= alternatives, the start rule is root (docs/serve.md#structured-output)"
 	case errors.As(err, &gsch):
 		return "docs/serve.md#structured-output lists the JSON Schema keywords etchat enforces; remove or rewrite the one named"
 	case errors.Is(err, inference.ErrNoTokenizer):
 		return "constrained output needs the model's tokenizer.json: put it next to the .pte or give --tokenizer"
-	case errors.Is(err, store.ErrBusy):
-		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"
-	case errors.Is(err, store.ErrCorrupt):
-		return "move the damaged database aside, or point --db at another file"
 	}
 	return ""
 }
