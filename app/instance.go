@@ -105,17 +105,30 @@ func (c *Chat) ReloadOpen(ctx context.Context) (pending bool, err error) {
 	if c.st.ConvID == id && sum.Title != "" {
 		c.st.Title = sum.Title
 	}
+	if c.st.ConvID == id && !c.st.Busy && c.sess == sess && sum.Seen != c.seen && sameTranscript(sess.Messages(), msgs) {
+		// Another window changed the tree elsewhere (a branch): this
+		// window's transcript is still the stored one, now at this revision.
+		c.seen = sum.Seen
+		c.setRedoLocked(nil)
+	}
 	c.mu.Unlock()
 	if sameTranscript(sess.Messages(), msgs) {
 		c.loadBranches(ctx, id) // another window may have added a branch elsewhere
 		c.changed()
 		return false, nil
 	}
+	c.mu.Lock()
+	said := c.st.Err // a background re-read does not wipe what the red line says
+	c.mu.Unlock()
 	err = c.start("Reading another window's changes…", func(ctx context.Context) error {
-		if err := sess.Switch(ctx, msgs); err != nil {
+		// Read again inside the action: a turn of this window may have
+		// been saved since the look above.
+		if err := c.adopt(ctx, sess, id); err != nil {
 			return fmt.Errorf("could not show what another window wrote: %w", err)
 		}
-		c.loadBranches(ctx, id)
+		c.mu.Lock()
+		c.st.Err = said
+		c.mu.Unlock()
 		return nil
 	})
 	if errors.Is(err, ErrBusy) {

@@ -417,6 +417,9 @@ var (
 	ShortcutRescan     = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutNewConv    = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
 	ShortcutUndoTurn   = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	// ShortcutRedo brings back what Undo took (Ctrl/Cmd+Y stays the
+	// message box's own text redo).
+	ShortcutRedo = shortcut(fyne.KeyZ, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutRegenerate = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault)
 	ShortcutEditLast   = shortcut(fyne.KeyE, fyne.KeyModifierShortcutDefault)
 	ShortcutKeyHelp    = shortcut(fyne.KeySlash, fyne.KeyModifierShortcutDefault)
@@ -451,12 +454,13 @@ func (u *UI) menu() *fyne.MainMenu {
 	m.stop = fyne.NewMenuItem("Stop (Esc)", u.Chat.Stop)
 	m.undoTurn = item("Undo Last Turn", ShortcutUndoTurn, u.chat.undoTurn)
 	m.undoTokens = fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog)
+	m.redo = item("Redo", ShortcutRedo, u.chat.redo)
 	m.regen = item("Regenerate", ShortcutRegenerate, u.chat.regenerate)
 	m.edit = item("Edit Last Message…", ShortcutEditLast, u.chat.editLast)
 	m.reset = fyne.NewMenuItem("Reset Conversation…", u.chat.reset)
 	m.settings = item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() })
 	chat := fyne.NewMenu("Chat", m.newConv, m.send, m.stop, fyne.NewMenuItemSeparator(),
-		m.undoTurn, m.undoTokens, m.regen, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
+		m.undoTurn, m.undoTokens, m.redo, m.regen, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
 	u.themeItems = map[string]*fyne.MenuItem{}
 	themeItem := func(label, name string) *fyne.MenuItem {
 		it := fyne.NewMenuItem(label, func() {
@@ -504,6 +508,7 @@ func ShortcutHelp() string {
 		{mod + "+R", "regenerate the last reply"},
 		{mod + "+E", "edit the last message"},
 		{mod + "+Shift+Backspace", "undo the last turn"},
+		{mod + "+Shift+Z", "redo: bring back what undo took"},
 		{mod + "+N", "new conversation"},
 		{mod + "+.", "conversation settings"},
 		{mod + "+O / " + mod + "+Shift+O", "add a model file / folder"},

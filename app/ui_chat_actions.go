@@ -38,6 +38,11 @@ func (v *chatView) newConversation() {
 }
 
 func (v *chatView) undoTurn()   { v.do(v.u.Chat.UndoTurn()) }
+func (v *chatView) redo() {
+	if v.u.Chat.State().CanRedo() {
+		v.do(v.u.Chat.Redo())
+	}
+}
 func (v *chatView) regenerate() { v.do(v.u.Chat.Regenerate()) }
 
 func (v *chatView) undoTokens() {

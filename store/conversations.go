@@ -26,11 +26,12 @@ type Conversation struct {
 	Created     time.Time       `json:"created"`
 	Updated     time.Time       `json:"updated"`
 	Messages    int             `json:"messages"` // number of messages in the tree (read only)
-	// Revision counts the changes of the tree's shape: every message
-	// inserted or deleted and every move of the current leaf (not a message
-	// updated in place). Writers that carry the revision they saw are
-	// refused when another writer moved it (SaveTranscriptAs). It is this
-	// database's, so an export leaves it out.
+	// Revision counts the changes of the tree: every message inserted,
+	// deleted or changed (a streaming reply growing) and every move of the
+	// current leaf. Writers that carry the revision they saw are refused
+	// when another writer moved it (SaveTranscriptAs), so one whose view
+	// is stale cannot extend the conversation. It is this database's, so
+	// an export leaves it out.
 	Revision int64 `json:"-"`
 }
 
@@ -366,7 +367,7 @@ func (db *DB) UpdateMessage(ctx context.Context, m Message) error {
 		if m.ConversationID != 0 && m.ConversationID != conv {
 			return errf("message %d is in conversation %d, not %d: %w", m.ID, conv, m.ConversationID, ErrConflict)
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_ms = ? WHERE id = ?", now, conv)
+		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_ms = ?, revision = revision + 1 WHERE id = ?", now, conv)
 		return err
 	})
 }

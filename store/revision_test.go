@@ -88,8 +88,8 @@ func TestSaveTranscriptAsRefusesAStaleWriter(t *testing.T) {
 	}
 }
 
-// Every change of the tree's shape moves the revision; an update in
-// place does not.
+// Every change of the tree moves the revision: inserts, updates, deletes,
+// leaf moves.
 func TestRevisionCountsShapeChanges(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, "")
@@ -108,24 +108,24 @@ func TestRevisionCountsShapeChanges(t *testing.T) {
 		t.Fatalf("after two inserts: revision %d", rev())
 	}
 	m2.Text = "bb"
-	if err := db.UpdateMessage(ctx, m2); err != nil || rev() != 2 {
-		t.Fatalf("an update in place moved the revision to %d (%v)", rev(), err)
+	if err := db.UpdateMessage(ctx, m2); err != nil || rev() != 3 {
+		t.Fatalf("an update: revision %d (%v)", rev(), err)
 	}
-	if err := db.SetCurrentLeaf(ctx, c.ID, m1.ID); err != nil || rev() != 3 {
+	if err := db.SetCurrentLeaf(ctx, c.ID, m1.ID); err != nil || rev() != 4 {
 		t.Fatalf("a leaf change: revision %d (%v)", rev(), err)
 	}
-	if err := db.DeleteMessage(ctx, m2.ID); err != nil || rev() != 4 {
+	if err := db.DeleteMessage(ctx, m2.ID); err != nil || rev() != 5 {
 		t.Fatalf("a delete: revision %d (%v)", rev(), err)
 	}
 	mustAdd(t, db, Message{ConversationID: c.ID, ParentID: m1.ID, Role: "assistant", Text: "c"})
 	mustAdd(t, db, Message{ConversationID: c.ID, ParentID: m1.ID, Role: "assistant", Text: "d"})
-	if _, rv, err := db.SwitchBranchAt(ctx, c.ID, &Revision{N: 6}, 1, -1); err != nil || rv.N != 7 || rev() != 7 {
+	if _, rv, err := db.SwitchBranchAt(ctx, c.ID, &Revision{N: 7}, 1, -1); err != nil || rv.N != 8 || rev() != 8 {
 		t.Fatalf("a branch switch: %+v, revision %d (%v)", rv, rev(), err)
 	}
-	if _, _, err := db.SwitchBranchAt(ctx, c.ID, &Revision{N: 6}, 1, 1); !errors.Is(err, ErrConflict) {
+	if _, _, err := db.SwitchBranchAt(ctx, c.ID, &Revision{N: 7}, 1, 1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("a switch at an old revision: %v, want a conflict", err)
 	}
-	if _, _, err := db.DeleteBranchAt(ctx, c.ID, &Revision{N: 6}, 1); !errors.Is(err, ErrConflict) {
+	if _, _, err := db.DeleteBranchAt(ctx, c.ID, &Revision{N: 7}, 1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("a branch delete at an old revision: %v, want a conflict", err)
 	}
 }

@@ -69,7 +69,8 @@ type SaveOptions struct {
 	// with a *StaleError (nothing is written): two windows sending at once
 	// never both extend the conversation, and neither duplicates its turn.
 	// A save that only updates the writer's own messages in place (a
-	// streaming reply growing, a finished reply's stats) is applied.
+	// streaming reply growing, a finished reply's stats) is applied, and
+	// the writer stays at the revision it saw.
 	Seen *Revision
 	// Discard deletes what the transcript took back (undo, reset): the
 	// messages of the compared path after the prefix it keeps, from the
@@ -125,8 +126,11 @@ func (db *DB) SaveTranscriptAs(ctx context.Context, convID int64, opts SaveOptio
 		if err := w.add(msgs, common); err != nil {
 			return err
 		}
-		if stale { // only our own messages changed, in place: the leaf stays where the other writer put it
-			out = Revision{N: c.Revision, Leaf: base}
+		if stale {
+			// Only the writer's own messages changed, in place: the leaf
+			// stays where the other writer put it, and the writer keeps the
+			// revision it saw (it has not seen the other's change).
+			out = *opts.Seen
 			return w.touch()
 		}
 		out, err = w.finish(c, title)
@@ -185,7 +189,8 @@ type transcriptWrite struct {
 	parent  int64
 	pos     int
 	changed bool
-	// reshaped: a message was inserted or deleted (the revision moves).
+	// reshaped: a message was inserted, deleted or changed (the revision
+	// moves).
 	reshaped bool
 }
 
@@ -240,7 +245,7 @@ func (w *transcriptWrite) add(msgs []Message, from int) error {
 }
 
 func (w *transcriptWrite) update(sm Message, stats any) error {
-	w.changed = true
+	w.changed, w.reshaped = true, true
 	_, err := w.tx.ExecContext(w.ctx, `UPDATE messages SET text = ?, token_ids = ?, pos_start = ?, pos_end = ?, stats = ?, partial = ?, updated_ms = ?
 		WHERE id = ?`, sm.Text, encodeTokens(sm.TokenIDs), sm.PosStart, sm.PosEnd, stats, sm.Partial, w.now, sm.ID)
 	return err
@@ -272,12 +277,12 @@ func (w *transcriptWrite) finish(c Conversation, title string) (Revision, error)
 	return out, err
 }
 
-// touch records that messages changed in place (the revision stays).
+// touch records that messages changed in place.
 func (w *transcriptWrite) touch() error {
 	if !w.changed {
 		return nil
 	}
-	_, err := w.tx.ExecContext(w.ctx, "UPDATE conversations SET updated_ms = ? WHERE id = ?", w.now, w.convID)
+	_, err := w.tx.ExecContext(w.ctx, "UPDATE conversations SET updated_ms = ?, revision = revision + 1 WHERE id = ?", w.now, w.convID)
 	return err
 }
 
