@@ -411,15 +411,15 @@ func shortcut(key fyne.KeyName, mods fyne.KeyModifier) fyne.Shortcut {
 
 // Shortcuts the menu and the help box list.
 var (
-	ShortcutSend       = shortcut(fyne.KeyReturn, fyne.KeyModifierShortcutDefault)
-	ShortcutAddFile    = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault)
-	ShortcutAddFolder  = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
-	ShortcutRescan     = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
-	ShortcutNewConv    = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
-	ShortcutUndoTurn   = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutSend      = shortcut(fyne.KeyReturn, fyne.KeyModifierShortcutDefault)
+	ShortcutAddFile   = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault)
+	ShortcutAddFolder = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutRescan    = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutNewConv   = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
+	ShortcutUndoTurn  = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	// ShortcutRedo brings back what Undo took (Ctrl/Cmd+Y stays the
 	// message box's own text redo).
-	ShortcutRedo = shortcut(fyne.KeyZ, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutRedo       = shortcut(fyne.KeyZ, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutRegenerate = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault)
 	ShortcutEditLast   = shortcut(fyne.KeyE, fyne.KeyModifierShortcutDefault)
 	ShortcutKeyHelp    = shortcut(fyne.KeySlash, fyne.KeyModifierShortcutDefault)

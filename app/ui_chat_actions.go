@@ -37,7 +37,7 @@ func (v *chatView) newConversation() {
 	v.do(v.u.Chat.NewConversation(s))
 }
 
-func (v *chatView) undoTurn()   { v.do(v.u.Chat.UndoTurn()) }
+func (v *chatView) undoTurn() { v.do(v.u.Chat.UndoTurn()) }
 func (v *chatView) redo() {
 	if v.u.Chat.State().CanRedo() {
 		v.do(v.u.Chat.Redo())
