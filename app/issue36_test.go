@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2/test"
+
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/internal/fixtures"
@@ -184,5 +186,52 @@ func TestUndoRemovesAndRedoBringsBack(t *testing.T) {
 	}
 	if err := c.Redo(); err == nil {
 		t.Error("Redo after a send did something")
+	}
+}
+
+// Issue 36 item 6: New starts with the model's defaults, not the open
+// chat's max tokens, capacity and Greedy; "All models" is restored in the
+// next window (the same preferences).
+func TestNewUsesModelDefaultsAndAllModelsIsRestored(t *testing.T) {
+	u, root := newTestUI(t)
+	e, ok := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if !ok {
+		t.Fatal("llama3 not in the library")
+	}
+	if err := u.Chat.SetModel(u.ctx, e.Info); err != nil {
+		t.Fatal(err)
+	}
+	s := greedy(7)
+	s.Capacity = 64
+	if err := u.Chat.NewConversation(s); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	u.chat.newConversation()
+	settle(u)
+	st := u.Chat.State()
+	if want := ModelDefaults(e.Info, u.Prefs.Engine()); st.Settings != want || st.Err != "" {
+		t.Errorf("New started with %+v (%s), want the model's defaults %+v", st.Settings, st.Err, want)
+	}
+	if st.Settings.MaxNewTokens == 7 || st.Settings.Capacity == 64 {
+		t.Errorf("New copied the open chat's settings: %+v", st.Settings)
+	}
+
+	test.Tap(u.chat.allConvs)
+	if !u.Prefs.AllModels() {
+		t.Fatal("All models was not recorded")
+	}
+	u2 := NewUI(u.App, u.Backend)
+	q := &uiQueue{}
+	u2.do = q.post
+	queues.Store(u2, q)
+	t.Cleanup(u2.Close)
+	done := make(chan struct{})
+	u2.Start(nil, done)
+	<-done
+	settle(u2)
+	if !u2.chat.allConvs.Checked || !u2.Chat.ListFilter().All || len(u2.Chat.State().Conversations) != 2 {
+		t.Errorf("next window: All models %v, filter %+v, %d conversations listed (want 2)",
+			u2.chat.allConvs.Checked, u2.Chat.ListFilter(), len(u2.Chat.State().Conversations))
 	}
 }

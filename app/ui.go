@@ -140,6 +140,9 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
 		}
 		u.reopenLast()
+		if u.Chat.ListFilter().All {
+			_ = u.Chat.ReloadConversations(u.ctx) // every model's, also with none chosen; errors show when the list is used
+		}
 		if u.Backend.DB != nil && u.Backend.DBPath != "" {
 			every := u.watchEvery
 			if every == 0 {

@@ -167,7 +167,13 @@ func (v *chatView) newSide() fyne.CanvasObject {
 	v.search = widget.NewEntry()
 	v.search.SetPlaceHolder("Search titles and text")
 	v.search.OnChanged = func(string) { v.filterList() }
-	v.allConvs = widget.NewCheck("All models", func(bool) { v.filterList() })
+	v.allConvs = widget.NewCheck("All models", nil)
+	v.allConvs.Checked = v.u.Prefs.AllModels() // as the window last closed
+	v.allConvs.OnChanged = func(on bool) {
+		v.u.Prefs.SetAllModels(on)
+		v.filterList()
+	}
+	v.u.Chat.list.All = v.allConvs.Checked // read when the list is first read (Start)
 	// Text only: at 800 pixels the side bar is 190 wide, two icon buttons
 	// side by side would not fit.
 	v.renBtn = widget.NewButton("Rename…", v.renameConversation)
