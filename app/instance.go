@@ -11,9 +11,9 @@ import (
 	"etchat/store"
 )
 
-// Two windows on one database both write to it (a conversation open in
-// both forks into sibling branches) and each shows stale lists. The window
-// cannot prevent that, but it can say so and keep its lists fresh: the
+// Two windows on one database both write to it (two changes of one
+// conversation at once: the second is refused, chat_revision.go) and each
+// would show stale lists. The window says so and keeps its lists fresh: the
 // first window takes an advisory lock on a file beside the database (the
 // second finds it taken), and every window watches the database files and
 // re-reads its lists, the open transcript and the benchmark history when
@@ -35,8 +35,8 @@ func dbStamp(path string) [4]int64 {
 // SharedDBNote is the banner of a window whose database another etchat
 // window has open.
 func SharedDBNote(path string) string {
-	return "Another etchat window has this database open (" + path + "): both save into it, and a conversation " +
-		"open in both forks into branches. This window shows what the other one writes."
+	return "Another etchat window has this database open (" + path + "): both save into it; when both change one " +
+		"conversation at once, the second change is refused and its message goes back into the box. This window shows what the other one writes."
 }
 
 // watchDB calls changed(true) (on its own goroutine: it reads the store)
