@@ -743,38 +743,7 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 			c.live = nil
 			c.mu.Unlock()
 		}()
-		// The reply in progress is saved at its first token and then at
-		// most every partialEvery, so a crash loses at most that much of
-		// it. A failed save here is not fatal: the final save reports. A
-		// save refused as stale (another window extended the conversation
-		// first) stops the generation: its turn cannot be stored.
-		var lastSave time.Time
-		var stale error
-		stream := func(delta string) {
-			msgs, n, ok := sess.Pending()
-			c.mu.Lock()
-			c.st.Streaming += delta
-			c.st.Activity = "Generating…"
-			if ok {
-				// The meter and the bar follow the reply as it streams.
-				c.st.Position = n
-				gen := len(msgs[len(msgs)-1].IDs)
-				c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
-			}
-			c.mu.Unlock()
-			c.changed()
-			if c.store == nil || id == 0 || !ok || stale != nil {
-				return
-			}
-			if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
-				if err := c.write(context.WithoutCancel(ctx), id, false, msgs); isStale(err) {
-					stale = err
-					c.cancelAction()
-				}
-				lastSave = now
-			}
-		}
-		reply, err := do(ctx, sess, stream)
+		reply, err := do(ctx, sess, c.streamer(ctx, sess, id, budget))
 		if err != nil {
 			err = c.explainTurn(err)
 		}
@@ -796,6 +765,41 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		}
 		return err
 	})
+}
+
+// streamer is the stream callback of a generation on sess into
+// conversation id: the reply so far into the state, the meter and the bar
+// following it. The reply in progress is saved at its first token and then
+// at most every partialEvery, so a crash loses at most that much of it. A
+// failed save here is not fatal: the final save reports. A save refused as
+// stale (another window extended the conversation first) stops the
+// generation: its turn cannot be stored.
+func (c *Chat) streamer(ctx context.Context, sess Session, id int64, budget int) func(string) {
+	var lastSave time.Time
+	stale := false
+	return func(delta string) {
+		msgs, n, ok := sess.Pending()
+		c.mu.Lock()
+		c.st.Streaming += delta
+		c.st.Activity = "Generating…"
+		if ok {
+			c.st.Position = n
+			gen := len(msgs[len(msgs)-1].IDs)
+			c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
+		}
+		c.mu.Unlock()
+		c.changed()
+		if c.store == nil || id == 0 || !ok || stale {
+			return
+		}
+		if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
+			if err := c.write(context.WithoutCancel(ctx), id, false, msgs); isStale(err) {
+				stale = true
+				c.cancelAction()
+			}
+			lastSave = now
+		}
+	}
 }
 
 // save writes the transcript, naming the conversation after its first

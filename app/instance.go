@@ -88,30 +88,13 @@ func (c *Chat) ReloadOpen(ctx context.Context) (pending bool, err error) {
 	}
 	sum, _, msgs, err := c.store.LoadConversation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		c.mu.Lock()
-		if c.st.ConvID == id && !c.st.Busy {
-			c.closeLocked()
-			c.st.ConvID, c.st.Title, c.st.Branches = 0, "", nil
-			c.st.Err = "this conversation was deleted in another etchat window; your message box is kept"
-		}
-		c.mu.Unlock()
-		c.changed()
+		c.closeDeleted(id)
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("could not re-read the conversation another window changed: %w", err)
 	}
-	c.mu.Lock()
-	if c.st.ConvID == id && sum.Title != "" {
-		c.st.Title = sum.Title
-	}
-	if c.st.ConvID == id && !c.st.Busy && c.sess == sess && sum.Seen != c.seen && sameTranscript(sess.Messages(), msgs) {
-		// Another window changed the tree elsewhere (a branch): this
-		// window's transcript is still the stored one, now at this revision.
-		c.seen = sum.Seen
-		c.setRedoLocked(nil)
-	}
-	c.mu.Unlock()
+	c.noteStored(id, sess, sum, msgs)
 	if sameTranscript(sess.Messages(), msgs) {
 		c.loadBranches(ctx, id) // another window may have added a branch elsewhere
 		c.changed()
@@ -135,6 +118,37 @@ func (c *Chat) ReloadOpen(ctx context.Context) (pending bool, err error) {
 		return true, nil
 	}
 	return false, err
+}
+
+// closeDeleted closes conversation id, deleted in another window, and says
+// so in the red line.
+func (c *Chat) closeDeleted(id int64) {
+	c.mu.Lock()
+	if c.st.ConvID == id && !c.st.Busy {
+		c.closeLocked()
+		c.st.ConvID, c.st.Title, c.st.Branches = 0, "", nil
+		c.st.Err = "this conversation was deleted in another etchat window; your message box is kept"
+	}
+	c.mu.Unlock()
+	c.changed()
+}
+
+// noteStored takes the title of conversation id as stored and, when the
+// stored path is still what sess shows (another window changed the tree
+// elsewhere: a branch), its revision: the transcript is current at it.
+func (c *Chat) noteStored(id int64, sess Session, sum ConversationSummary, msgs []Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st.ConvID != id {
+		return
+	}
+	if sum.Title != "" {
+		c.st.Title = sum.Title
+	}
+	if !c.st.Busy && c.sess == sess && sum.Seen != c.seen && sameTranscript(sess.Messages(), msgs) {
+		c.seen = sum.Seen
+		c.setRedoLocked(nil)
+	}
 }
 
 // sameTranscript reports whether a and b are the same messages: roles,

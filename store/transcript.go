@@ -105,15 +105,9 @@ func (db *DB) SaveTranscriptAs(ctx context.Context, convID int64, opts SaveOptio
 			return err
 		}
 		w := &transcriptWrite{ctx: ctx, tx: tx, convID: convID, now: db.nowMS(), stats: stats}
-		common, err := w.keep(path, msgs)
+		common, err := w.keepAndGrow(path, msgs)
 		if err != nil {
 			return err
-		}
-		if common == len(path)-1 && common < len(msgs) && continues(path[common], msgs[common]) {
-			if err := w.grow(path[common], msgs[common], common); err != nil {
-				return err
-			}
-			common++
 		}
 		if stale && (common < len(msgs) || w.parent != base) {
 			return &StaleError{Conversation: convID, Seen: opts.Seen.N, Stored: c.Revision}
@@ -213,6 +207,23 @@ func (w *transcriptWrite) keep(path, msgs []Message) (int, error) {
 	}
 	if common > 0 {
 		w.parent = path[common-1].ID
+	}
+	return common, nil
+}
+
+// keepAndGrow keeps the stored prefix of path that matches msgs and grows
+// a reply saved while it streamed in place; it returns how many messages
+// of msgs are stored now.
+func (w *transcriptWrite) keepAndGrow(path, msgs []Message) (int, error) {
+	common, err := w.keep(path, msgs)
+	if err != nil {
+		return 0, err
+	}
+	if common == len(path)-1 && common < len(msgs) && continues(path[common], msgs[common]) {
+		if err := w.grow(path[common], msgs[common], common); err != nil {
+			return 0, err
+		}
+		common++
 	}
 	return common, nil
 }
