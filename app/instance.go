@@ -20,16 +20,27 @@ import (
 // they change.
 
 // dbStamp is what changes when any process writes the database: the sizes
-// and modification times of the file and its write-ahead log.
-func dbStamp(path string) [4]int64 {
-	var s [4]int64
+// and modification times of the file and its write-ahead log, and the
+// time of the window lock file (another window knocking, lockDB).
+func dbStamp(path string) [5]int64 {
+	var s [5]int64
 	if fi, err := os.Stat(path); err == nil {
 		s[0], s[1] = fi.Size(), fi.ModTime().UnixNano()
 	}
 	if fi, err := os.Stat(path + "-wal"); err == nil {
 		s[2], s[3] = fi.Size(), fi.ModTime().UnixNano()
 	}
+	s[4] = lockStamp(path)
 	return s
+}
+
+// lockStamp is the modification time of the window lock file beside the
+// database at path (0 when there is none).
+func lockStamp(path string) int64 {
+	if fi, err := os.Stat(path + ".window-lock"); err == nil {
+		return fi.ModTime().UnixNano()
+	}
+	return 0
 }
 
 // SharedDBNote is the banner of a window whose database another etchat

@@ -51,6 +51,7 @@ type UI struct {
 	do         func(func())
 	errDlg     *dialog.CustomDialog      // the last error dialog, which Enter closes
 	unlockDB   func()                    // gives back the database's window lock
+	lockSeen   int64                     // the lock file's time when this window took it (a later one: another window knocked)
 	watchEvery time.Duration             // how often the database files are looked at (0: 2 s)
 	themeItems map[string]*fyne.MenuItem // View's theme items, by theme name
 }
@@ -92,6 +93,7 @@ func NewUI(a fyne.App, b Backend) *UI {
 	if b.DB != nil && b.DBPath != "" {
 		release, held := lockDB(b.DBPath)
 		u.unlockDB = release
+		u.lockSeen = lockStamp(b.DBPath)
 		if !held {
 			u.banner.SetText(SharedDBNote(b.DBPath))
 			u.banner.Importance = widget.WarningImportance
@@ -144,6 +146,7 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 			_ = u.Chat.ReloadConversations(u.ctx) // every model's, also with none chosen; errors show when the list is used
 		}
 		if u.Backend.DB != nil && u.Backend.DBPath != "" {
+			u.checkKnock() // one that opened before the watch began
 			every := u.watchEvery
 			if every == 0 {
 				every = 2 * time.Second
@@ -170,6 +173,9 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 // reports that, and the next call retries only the transcript).
 func (u *UI) dbChanged(files bool) (again bool) {
 	if files {
+		u.checkKnock()
+	}
+	if files {
 		_ = u.Chat.ReloadConversations(u.ctx) // the list's errors show when it is used
 		if u.BenchVM != nil {
 			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
@@ -180,6 +186,19 @@ func (u *UI) dbChanged(files bool) (again bool) {
 		u.do(func() { u.ShowError(err) })
 	}
 	return again
+}
+
+// checkKnock shows the shared-database banner when another window opened
+// the database after this one (it knocked on the lock file, lockDB).
+func (u *UI) checkKnock() {
+	if u.Backend.DB == nil || lockStamp(u.Backend.DBPath) == u.lockSeen {
+		return
+	}
+	u.do(func() {
+		u.banner.SetText(SharedDBNote(u.Backend.DBPath))
+		u.banner.Importance = widget.WarningImportance
+		u.banner.Show()
+	})
 }
 
 // reopenLast opens the conversation that was open when the window last
