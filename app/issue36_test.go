@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 
 	"etchat/inference"
 	"etchat/inference/engine"
@@ -233,5 +234,22 @@ func TestNewUsesModelDefaultsAndAllModelsIsRestored(t *testing.T) {
 	if !u2.chat.allConvs.Checked || !u2.Chat.ListFilter().All || len(u2.Chat.State().Conversations) != 2 {
 		t.Errorf("next window: All models %v, filter %+v, %d conversations listed (want 2)",
 			u2.chat.allConvs.Checked, u2.Chat.ListFilter(), len(u2.Chat.State().Conversations))
+	}
+}
+
+// Issue 36 item 6: the benchmark charts (images) are drawn again in the
+// new theme's colours when the theme changes.
+func TestChartsFollowTheThemeSwitch(t *testing.T) {
+	u, _ := newTestUI(t)
+	for _, name := range []string{"dark", "light", "dark"} {
+		u.ApplyTheme(name)
+		settle(u)
+		th := u.App.Settings().Theme()
+		v := u.App.Settings().ThemeVariant()
+		fg, bg := u.BenchVM.ChartColors()
+		if fg != th.Color(theme.ColorNameForeground, v) || bg != th.Color(theme.ColorNameBackground, v) {
+			t.Errorf("after %s: charts in %v on %v, want the theme's %v on %v", name, fg, bg,
+				th.Color(theme.ColorNameForeground, v), th.Color(theme.ColorNameBackground, v))
+		}
 	}
 }

@@ -416,6 +416,9 @@ func (u *UI) AddURIs(uris []fyne.URI) <-chan struct{} {
 // View menu (also when Preferences chose it).
 func (u *UI) ApplyTheme(name string) {
 	u.App.Settings().SetTheme(themeFor(name))
+	if u.BenchVM != nil && u.BenchVM.OnChange != nil {
+		u.BenchVM.OnChange() // the charts are images: drawn again in the theme's colours
+	}
 	changed := false
 	for n, it := range u.themeItems {
 		if on := n == name; it.Checked != on {
