@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 
@@ -251,5 +252,46 @@ func TestChartsFollowTheThemeSwitch(t *testing.T) {
 			t.Errorf("after %s: charts in %v on %v, want the theme's %v on %v", name, fg, bg,
 				th.Color(theme.ColorNameForeground, v), th.Color(theme.ColorNameBackground, v))
 		}
+	}
+}
+
+// Issue 36 item 6: a successful export says where the file is; a file the
+// save dialog could not create (a typed absolute path) says what to do,
+// not only the raw error.
+func TestExportSaysWhereAndWhyNot(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(u.ctx, e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(2)); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	if err := u.Chat.Send("Hello"); err != nil {
+		t.Fatal(err)
+	}
+	settle(u)
+	id := u.Chat.State().ConvID
+	path := filepath.Join(t.TempDir(), "chat.md")
+	w, err := storage.Writer(storage.NewFileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note string
+	u.chat.exportTo(w, nil, id, func(n string) { note = n })
+	settle(u)
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), "Hello") || note != "Exported as MD to "+path {
+		t.Errorf("export: note %q, file %q (%v)", note, b, err)
+	}
+	_, werr := storage.Writer(storage.NewFileURI(filepath.Join(t.TempDir(), "no", "such", "folder", "x.md")))
+	if werr == nil {
+		t.Fatal("a writer in a missing folder opened")
+	}
+	u.chat.exportTo(nil, werr, id, func(n string) { note = n })
+	settle(u)
+	if !strings.Contains(note, "not exported") || !strings.Contains(note, "Type a file name only") {
+		t.Errorf("a failed export says %q", note)
 	}
 }

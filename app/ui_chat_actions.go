@@ -132,26 +132,38 @@ func (v *chatView) exportConversation() {
 		return
 	}
 	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
-		if err != nil {
-			v.u.ShowError(err)
-			return
-		}
-		if w == nil {
-			return // cancelled
-		}
-		go func() {
-			err := v.u.Chat.ExportConversation(v.u.ctx, w, id, ExportFormat(w.URI().Name()))
-			if cerr := w.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("could not write %s: %w", w.URI().Path(), cerr)
-			}
-			if err != nil {
-				v.u.do(func() { v.u.ShowError(err) })
-			}
-		}()
+		go v.exportTo(w, err, id, func(note string) { dialog.ShowInformation("Export", note, v.u.Win) })
 	}, v.u.Win)
 	d.SetFileName(exportName(title))
 	d.SetFilter(storage.NewExtensionFileFilter([]string{".md", ".json"}))
 	d.Show()
+}
+
+// exportTo writes conversation id into w, the file the save dialog
+// opened (nil: cancelled; err: the dialog could not open it), and says how
+// that went through done, on the UI goroutine: where the file is, or why
+// not and what to do.
+func (v *chatView) exportTo(w fyne.URIWriteCloser, err error, id int64, done func(note string)) {
+	say := func(note string) { v.u.do(func() { done(note) }) }
+	if err != nil {
+		// The dialog joins the typed name to its folder, so a typed path
+		// (absolute, or with folders) names a file that cannot be made.
+		say(fmt.Sprintf("The conversation was not exported: the file could not be created (%v). Type a file name only, "+
+			"ending in .md or .json, and choose the folder in the dialog's list.", err))
+		return
+	}
+	if w == nil {
+		return // cancelled
+	}
+	err = v.u.Chat.ExportConversation(v.u.ctx, w, id, ExportFormat(w.URI().Name()))
+	if cerr := w.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("could not write %s: %w", w.URI().Path(), cerr)
+	}
+	if err != nil {
+		say("The conversation was not exported: " + err.Error())
+		return
+	}
+	say("Exported as " + strings.ToUpper(ExportFormat(w.URI().Name())) + " to " + w.URI().Path())
 }
 
 // exportName is a file name for a conversation's export: its title with
