@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
+	"etchat/inference"
 	"etchat/inference/modelinfo"
 )
 
@@ -31,6 +33,13 @@ func (i infoInspector) Inspect(ctx context.Context, path string) (info *ModelInf
 	}
 	mi.Graph = nil // the library keeps the facts, not the parsed graph (engines read the file again)
 	return mi, nil
+}
+
+// CheckChat loads the model's tokenizer and picks its chat template as a
+// chat does (inference.LoadChat, whose typed errors say what is wrong).
+func (i infoInspector) CheckChat(m *ModelInfo) error {
+	_, err := inference.LoadChat(m.Companion.Tokenizer, filepath.Dir(m.Path), "auto", nil)
+	return err
 }
 
 // companionProblems are what is wrong with the files next to the model.

@@ -100,12 +100,12 @@ func (s *storeAdapter) CreateConversation(ctx context.Context, modelPath, title 
 
 // SaveTranscript makes msgs the conversation's current path, in one
 // transaction (store.DB.SaveTranscript says how the tree grows).
-func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, msgs []Message) error {
+func (s *storeAdapter) SaveTranscript(ctx context.Context, id int64, at Revision, discard bool, msgs []Message) (Revision, error) {
 	sms, err := runlog.StoreMessages(msgs)
 	if err != nil {
-		return err
+		return Revision{}, err
 	}
-	return s.db.SaveTranscript(ctx, id, sms, runlog.Title(msgs))
+	return s.db.SaveTranscriptAs(ctx, id, store.SaveOptions{Seen: &at, Discard: discard}, sms, runlog.Title(msgs))
 }
 
 // Settings are stored as runlog.ChatSettings, the shape etchat run
@@ -149,7 +149,7 @@ func (s *storeAdapter) LoadConversation(ctx context.Context, id int64) (Conversa
 		}
 	}
 	msgs := runlog.Messages(path)
-	sum := ConversationSummary{ID: c.ID, Title: c.Title, Updated: c.Updated}
+	sum := ConversationSummary{ID: c.ID, Title: c.Title, Updated: c.Updated, Seen: Revision{N: c.Revision, Leaf: c.CurrentLeaf}}
 	return sum, set, msgs, nil
 }
 
@@ -169,10 +169,10 @@ func (s *storeAdapter) Branches(ctx context.Context, id int64) ([]Branch, error)
 	return out, nil
 }
 
-func (s *storeAdapter) SwitchBranch(ctx context.Context, id int64, index, step int) ([]Message, error) {
-	path, err := s.db.SwitchBranch(ctx, id, index, step)
+func (s *storeAdapter) SwitchBranch(ctx context.Context, id int64, at Revision, index, step int) ([]Message, Revision, error) {
+	path, rev, err := s.db.SwitchBranchAt(ctx, id, &at, index, step)
 	if err != nil {
-		return nil, err
+		return nil, Revision{}, err
 	}
-	return runlog.Messages(path), nil
+	return runlog.Messages(path), rev, nil
 }

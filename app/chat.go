@@ -53,6 +53,8 @@ type ChatState struct {
 	// no reply); RestoreSeq counts such requests so each is applied once.
 	Restore    string
 	RestoreSeq int
+	// Redo is how many undos Redo can bring back.
+	Redo int
 }
 
 // Meter is the context meter's text: "37 / 128 tokens · undo is instant".
@@ -118,6 +120,9 @@ func (s ChatState) Held() int {
 	}
 	return max(s.Position, s.Stored)
 }
+
+// CanRedo reports whether Redo would bring back something undone.
+func (s ChatState) CanRedo() bool { return !s.Busy && s.Loaded && s.Redo > 0 }
 
 // CanRegenerate reports whether there is a reply to regenerate.
 func (s ChatState) CanRegenerate() bool {
@@ -221,6 +226,13 @@ type Chat struct {
 	// restored is the stored history the open conversation was reopened
 	// with (nil for a new one): the tokens of a history kept as text.
 	restored []Message
+	// seen is the store's revision of the open conversation as this
+	// window last read or wrote it; every write carries it (Revision).
+	seen Revision
+	// redo holds the transcripts undo took back, the latest last: Redo
+	// brings the last one back. In memory only, until the next send,
+	// regeneration, edit or branch switch, or another window's change.
+	redo [][]Message
 
 	OnChange func()
 	OnError  func(error)
@@ -455,6 +467,7 @@ func (c *Chat) replaceLocked(next Session) {
 	}
 	c.sess = next
 	c.restored = nil
+	c.setRedoLocked(nil)
 }
 
 // releaseIdle has s's engine close the sessions it parks for reuse (the
@@ -546,6 +559,7 @@ func (c *Chat) newConversation(ctx context.Context, m *ModelInfo, s Settings) (S
 	c.mu.Lock()
 	c.replaceLocked(sess)
 	c.st.ConvID, c.st.Title, c.st.Settings = id, store.DefaultTitle, s
+	c.seen = Revision{} // a new conversation: no message, revision 0
 	c.mu.Unlock()
 	return sess, c.ReloadConversations(ctx)
 }
@@ -573,6 +587,7 @@ func (c *Chat) OpenConversation(id int64) error {
 		c.replaceLocked(sess)
 		c.restored = msgs
 		c.st.ConvID, c.st.Title, c.st.Settings = id, sum.Title, s
+		c.seen = sum.Seen
 		c.mu.Unlock()
 		c.loadBranches(ctx, id)
 		return nil
@@ -639,6 +654,21 @@ func (e *CapacityTooSmallError) Error() string {
 		e.Capacity, e.Holds, e.Holds+1)
 }
 
+// LoadError: the model did not load for a conversation. The red line
+// under the meter says it, once (no dialog on top); a message being sent
+// goes back into the box.
+type LoadError struct {
+	Model, Engine string // the model's display name, the engine asked for
+	Err           error
+	Next          string // what to do
+}
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("could not load %s on the %s engine: %v — %s", e.Model, e.Engine, e.Err, e.Next)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
 // loadError says what to do about a model that did not load, from the
 // loader's typed errors.
 func loadError(m *ModelInfo, s Settings, err error) error {
@@ -649,7 +679,7 @@ func loadError(m *ModelInfo, s Settings, err error) error {
 	if next == "" {
 		next = "check the settings sheet, or pick another engine"
 	}
-	return fmt.Errorf("could not load %s on the %s engine: %v — %s", ModelName(m.Path), s.Engine, err, next)
+	return &LoadError{Model: ModelName(m.Path), Engine: s.Engine, Err: err, Next: next}
 }
 
 // session returns the open session or an error saying what to do.
@@ -664,6 +694,11 @@ func (c *Chat) session() (Session, error) {
 
 // generate runs one generating action with streaming into the state.
 // With startNew, a conversation is started first (Send with none open).
+//
+// pendingUser is the text of the user turn being answered ("" for a
+// regeneration): it goes back into the message box when the turn cannot
+// be made (the model does not load, another window changed the
+// conversation meanwhile).
 func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.Context, sess Session, stream func(string)) (*Reply, error)) error {
 	var sess Session
 	var model *ModelInfo
@@ -690,10 +725,14 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		if startNew {
 			var err error
 			if sess, err = c.newConversation(ctx, model, set); err != nil {
+				if pendingUser != "" {
+					c.restore(pendingUser) // nothing typed is lost
+				}
 				return err
 			}
 		}
 		c.mu.Lock()
+		c.setRedoLocked(nil) // a new turn: what was undone stays undone
 		c.st.PendingUser = pendingUser
 		c.st.Loaded, c.st.Capacity = true, sess.Capacity()
 		id, budget := c.st.ConvID, c.st.Settings.MaxNewTokens
@@ -704,37 +743,16 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 			c.live = nil
 			c.mu.Unlock()
 		}()
-		// The reply in progress is saved at its first token and then at
-		// most every partialEvery, so a crash loses at most that much of
-		// it. A failed save here is not fatal: the final save reports.
-		var lastSave time.Time
-		stream := func(delta string) {
-			msgs, n, ok := sess.Pending()
-			c.mu.Lock()
-			c.st.Streaming += delta
-			c.st.Activity = "Generating…"
-			if ok {
-				// The meter and the bar follow the reply as it streams.
-				c.st.Position = n
-				gen := len(msgs[len(msgs)-1].IDs)
-				c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
-			}
-			c.mu.Unlock()
-			c.changed()
-			if c.store == nil || id == 0 || !ok {
-				return
-			}
-			if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
-				_ = c.store.SaveTranscript(context.WithoutCancel(ctx), id, msgs)
-				lastSave = now
-			}
-		}
-		reply, err := do(ctx, sess, stream)
+		reply, err := do(ctx, sess, c.streamer(ctx, sess, id, budget))
 		if err != nil {
 			err = c.explainTurn(err)
 		}
 		bg := context.WithoutCancel(ctx)
-		if serr := c.save(bg, sess); serr != nil && err == nil {
+		serr := c.save(bg, sess, false)
+		if isStale(serr) {
+			return c.rebase(bg, sess, id, pendingUser, serr)
+		}
+		if serr != nil && err == nil {
 			err = serr
 		}
 		if reply != nil && reply.Result != nil && reply.Stats.NumGeneratedTokens > 0 && c.store != nil {
@@ -749,9 +767,44 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 	})
 }
 
+// streamer is the stream callback of a generation on sess into
+// conversation id: the reply so far into the state, the meter and the bar
+// following it. The reply in progress is saved at its first token and then
+// at most every partialEvery, so a crash loses at most that much of it. A
+// failed save here is not fatal: the final save reports. A save refused as
+// stale (another window extended the conversation first) stops the
+// generation: its turn cannot be stored.
+func (c *Chat) streamer(ctx context.Context, sess Session, id int64, budget int) func(string) {
+	var lastSave time.Time
+	stale := false
+	return func(delta string) {
+		msgs, n, ok := sess.Pending()
+		c.mu.Lock()
+		c.st.Streaming += delta
+		c.st.Activity = "Generating…"
+		if ok {
+			c.st.Position = n
+			gen := len(msgs[len(msgs)-1].IDs)
+			c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
+		}
+		c.mu.Unlock()
+		c.changed()
+		if c.store == nil || id == 0 || !ok || stale {
+			return
+		}
+		if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
+			if err := c.write(context.WithoutCancel(ctx), id, false, msgs); isStale(err) {
+				stale = true
+				c.cancelAction()
+			}
+			lastSave = now
+		}
+	}
+}
+
 // save writes the transcript, naming the conversation after its first
-// user message.
-func (c *Chat) save(ctx context.Context, sess Session) error {
+// user message; with discard, what it took back is deleted (an undo).
+func (c *Chat) save(ctx context.Context, sess Session, discard bool) error {
 	c.mu.Lock()
 	id, title := c.st.ConvID, c.st.Title
 	c.mu.Unlock()
@@ -759,7 +812,7 @@ func (c *Chat) save(ctx context.Context, sess Session) error {
 		return nil
 	}
 	msgs := sess.Messages()
-	if err := c.store.SaveTranscript(ctx, id, msgs); err != nil {
+	if err := c.write(ctx, id, discard, msgs); err != nil {
 		return fmt.Errorf("the conversation could not be saved: %w", err)
 	}
 	if title == store.DefaultTitle {
@@ -987,10 +1040,18 @@ func (c *Chat) SwitchBranch(index, step int) error {
 	id := c.st.ConvID
 	c.mu.Unlock()
 	return c.start("Switching branch…", func(ctx context.Context) error {
-		msgs, err := c.store.SwitchBranch(ctx, id, index, step)
+		c.mu.Lock()
+		at := c.seen
+		c.setRedoLocked(nil)
+		c.mu.Unlock()
+		msgs, rev, err := c.store.SwitchBranch(ctx, id, at, index, step)
+		if isStale(err) {
+			return c.rebase(ctx, sess, id, "", err)
+		}
 		if err != nil {
 			return fmt.Errorf("could not switch branch: %w", err)
 		}
+		c.setSeen(id, rev)
 		if err := sess.Switch(ctx, msgs); err != nil {
 			return fmt.Errorf("could not switch branch: %w", err)
 		}
@@ -1065,14 +1126,27 @@ func (c *Chat) Reset() error {
 	return c.edit("Resetting…", func(ctx context.Context, s Session) error { return s.Reset(ctx) })
 }
 
+// edit runs an undo or a reset: what it takes back leaves the store
+// (save with discard) and is kept in memory for Redo.
 func (c *Chat) edit(activity string, do func(ctx context.Context, s Session) error) error {
 	sess, err := c.session()
 	if err != nil {
 		return err
 	}
 	return c.start(activity, func(ctx context.Context) error {
+		before := sess.Messages()
 		err := do(ctx, sess)
-		if serr := c.save(context.WithoutCancel(ctx), sess); serr != nil && err == nil {
+		if after := sess.Messages(); !sameTranscript(before, after) {
+			c.mu.Lock()
+			c.setRedoLocked(append(c.redo, before))
+			c.mu.Unlock()
+		}
+		bg := context.WithoutCancel(ctx)
+		serr := c.save(bg, sess, true)
+		if isStale(serr) {
+			return c.rebase(bg, sess, c.State().ConvID, "", serr)
+		}
+		if serr != nil && err == nil {
 			err = serr
 		}
 		return err

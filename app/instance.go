@@ -11,32 +11,43 @@ import (
 	"etchat/store"
 )
 
-// Two windows on one database both write to it (a conversation open in
-// both forks into sibling branches) and each shows stale lists. The window
-// cannot prevent that, but it can say so and keep its lists fresh: the
+// Two windows on one database both write to it (two changes of one
+// conversation at once: the second is refused, chat_revision.go) and each
+// would show stale lists. The window says so and keeps its lists fresh: the
 // first window takes an advisory lock on a file beside the database (the
 // second finds it taken), and every window watches the database files and
 // re-reads its lists, the open transcript and the benchmark history when
 // they change.
 
 // dbStamp is what changes when any process writes the database: the sizes
-// and modification times of the file and its write-ahead log.
-func dbStamp(path string) [4]int64 {
-	var s [4]int64
+// and modification times of the file and its write-ahead log, and the
+// time of the window lock file (another window knocking, lockDB).
+func dbStamp(path string) [5]int64 {
+	var s [5]int64
 	if fi, err := os.Stat(path); err == nil {
 		s[0], s[1] = fi.Size(), fi.ModTime().UnixNano()
 	}
 	if fi, err := os.Stat(path + "-wal"); err == nil {
 		s[2], s[3] = fi.Size(), fi.ModTime().UnixNano()
 	}
+	s[4] = lockStamp(path)
 	return s
+}
+
+// lockStamp is the modification time of the window lock file beside the
+// database at path (0 when there is none).
+func lockStamp(path string) int64 {
+	if fi, err := os.Stat(path + ".window-lock"); err == nil {
+		return fi.ModTime().UnixNano()
+	}
+	return 0
 }
 
 // SharedDBNote is the banner of a window whose database another etchat
 // window has open.
 func SharedDBNote(path string) string {
-	return "Another etchat window has this database open (" + path + "): both save into it, and a conversation " +
-		"open in both forks into branches. This window shows what the other one writes."
+	return "Another etchat window has this database open (" + path + "): both save into it; when both change one " +
+		"conversation at once, the second change is refused and its message goes back into the box. This window shows what the other one writes."
 }
 
 // watchDB calls changed(true) (on its own goroutine: it reads the store)
@@ -88,40 +99,67 @@ func (c *Chat) ReloadOpen(ctx context.Context) (pending bool, err error) {
 	}
 	sum, _, msgs, err := c.store.LoadConversation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		c.mu.Lock()
-		if c.st.ConvID == id && !c.st.Busy {
-			c.closeLocked()
-			c.st.ConvID, c.st.Title, c.st.Branches = 0, "", nil
-			c.st.Err = "this conversation was deleted in another etchat window; your message box is kept"
-		}
-		c.mu.Unlock()
-		c.changed()
+		c.closeDeleted(id)
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("could not re-read the conversation another window changed: %w", err)
 	}
-	c.mu.Lock()
-	if c.st.ConvID == id && sum.Title != "" {
-		c.st.Title = sum.Title
-	}
-	c.mu.Unlock()
+	c.noteStored(id, sess, sum, msgs)
 	if sameTranscript(sess.Messages(), msgs) {
 		c.loadBranches(ctx, id) // another window may have added a branch elsewhere
 		c.changed()
 		return false, nil
 	}
+	c.mu.Lock()
+	said := c.st.Err // a background re-read does not wipe what the red line says
+	c.mu.Unlock()
 	err = c.start("Reading another window's changes…", func(ctx context.Context) error {
-		if err := sess.Switch(ctx, msgs); err != nil {
+		// Read again inside the action: a turn of this window may have
+		// been saved since the look above.
+		if err := c.adopt(ctx, sess, id); err != nil {
 			return fmt.Errorf("could not show what another window wrote: %w", err)
 		}
-		c.loadBranches(ctx, id)
+		c.mu.Lock()
+		c.st.Err = said
+		c.mu.Unlock()
 		return nil
 	})
 	if errors.Is(err, ErrBusy) {
 		return true, nil
 	}
 	return false, err
+}
+
+// closeDeleted closes conversation id, deleted in another window, and says
+// so in the red line.
+func (c *Chat) closeDeleted(id int64) {
+	c.mu.Lock()
+	if c.st.ConvID == id && !c.st.Busy {
+		c.closeLocked()
+		c.st.ConvID, c.st.Title, c.st.Branches = 0, "", nil
+		c.st.Err = "this conversation was deleted in another etchat window; your message box is kept"
+	}
+	c.mu.Unlock()
+	c.changed()
+}
+
+// noteStored takes the title of conversation id as stored and, when the
+// stored path is still what sess shows (another window changed the tree
+// elsewhere: a branch), its revision: the transcript is current at it.
+func (c *Chat) noteStored(id int64, sess Session, sum ConversationSummary, msgs []Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st.ConvID != id {
+		return
+	}
+	if sum.Title != "" {
+		c.st.Title = sum.Title
+	}
+	if !c.st.Busy && c.sess == sess && sum.Seen != c.seen && sameTranscript(sess.Messages(), msgs) {
+		c.seen = sum.Seen
+		c.setRedoLocked(nil)
+	}
 }
 
 // sameTranscript reports whether a and b are the same messages: roles,

@@ -23,6 +23,9 @@ type LibraryEntry struct {
 	Path string
 	Info *ModelInfo // nil when the file could not be read
 	Err  error      // why Info is nil
+	// ChatErr is why the tokenizer or chat template next to the model
+	// cannot be used (not JSON, no template to pick), found when scanning.
+	ChatErr error
 
 	label string
 }
@@ -50,6 +53,9 @@ func (e LibraryEntry) ChatBlocked() string {
 		}
 		return "Chat is not available: etchat cannot run this file"
 	}
+	if e.ChatErr != nil {
+		return "Chat is not available: " + e.ChatErr.Error() + " — fix or replace the file, then Rescan"
+	}
 	return "Chat is not available: there is no tokenizer.json next to the .pte — put the model's tokenizer.json (and tokenizer_config.json) there, then Rescan"
 }
 
@@ -60,7 +66,9 @@ func (e LibraryEntry) Runnable() bool {
 
 // Chattable reports whether the chat can open the model now: runnable and
 // with a tokenizer next to it.
-func (e LibraryEntry) Chattable() bool { return e.Runnable() && e.Info.Companion.Tokenizer != "" }
+func (e LibraryEntry) Chattable() bool {
+	return e.Runnable() && e.Info.Companion.Tokenizer != "" && e.ChatErr == nil
+}
 
 // Badge is the kind label, "unreadable" or "missing" for files that failed.
 func (e LibraryEntry) Badge() string {
@@ -88,9 +96,6 @@ func (e LibraryEntry) Reason() string {
 	if e.Info.Kind == modelinfo.Unsupported || e.Info.Kind == modelinfo.InGraph {
 		reason = e.Info.KindReason
 	}
-	if p := companionProblems(e.Info); p != "" {
-		reason = strings.TrimSpace(reason + " " + p)
-	}
 	return reason
 }
 
@@ -102,7 +107,7 @@ func (e LibraryEntry) Row() string {
 	m := e.Info
 	// The companions first: they decide whether the model can chat, and
 	// the end of a long row is what a narrow list cuts off.
-	parts := []string{companionText(m), FormatBytes(m.SizeBytes)}
+	parts := []string{companionText(e), FormatBytes(m.SizeBytes)}
 	if m.Quantization.Summary != "" {
 		parts = append(parts, m.Quantization.Summary)
 	}
@@ -140,9 +145,13 @@ func exportMetadata(m *ModelInfo) string {
 	return strings.Join(parts, "; ")
 }
 
-func companionText(m *ModelInfo) string {
+func companionText(e LibraryEntry) string {
+	m := e.Info
 	tok := "tokenizer missing"
-	if m.Companion.Tokenizer != "" {
+	switch {
+	case m.Companion.Tokenizer != "" && e.ChatErr != nil:
+		tok = "tokenizer unusable"
+	case m.Companion.Tokenizer != "":
 		tok = "tokenizer found"
 	}
 	tmpl := "template missing"
@@ -293,7 +302,18 @@ func (l *Library) read(ctx context.Context, path string) LibraryEntry {
 	if err != nil {
 		return LibraryEntry{Path: path, Err: err}
 	}
-	return LibraryEntry{Path: path, Info: info}
+	e := LibraryEntry{Path: path, Info: info}
+	if c, ok := l.inspect.(ChatChecker); ok && e.Runnable() && info.Companion.Tokenizer != "" {
+		e.ChatErr = c.CheckChat(info)
+	}
+	return e
+}
+
+// ChatChecker loads a model's tokenizer and chat template as a chat
+// would, so the library says at scan time, not at the first send, that
+// they cannot be used (the real inspector has it).
+type ChatChecker interface {
+	CheckChat(m *ModelInfo) error
 }
 
 func (l *Library) sortLocked() {
@@ -616,8 +636,16 @@ func modelFacts(e LibraryEntry) [][2]string {
 	if len(delegateLines(m)) > 0 {
 		fact("Delegates", strings.Join(delegateLines(m), "; "))
 	}
-	fact("Tokenizer", orMissing(m.Companion.Tokenizer, "missing — put tokenizer.json next to the .pte to chat"))
+	tok := orMissing(m.Companion.Tokenizer, "missing — put tokenizer.json next to the .pte to chat")
+	if e.ChatErr != nil {
+		tok += " — cannot be used: " + e.ChatErr.Error()
+	}
+	fact("Tokenizer", tok)
 	fact("Tokenizer config", orMissing(m.Companion.TokenizerConfig, "missing"))
+	if p := companionProblems(m); p != "" {
+		// Where it belongs, not in the Kind row: the program is fine.
+		fact("Companion files", p)
+	}
 	template := "missing — chat sends raw text"
 	if m.Companion.HasChatTemplate {
 		template = "found"

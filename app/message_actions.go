@@ -112,7 +112,7 @@ func noReply(r *Reply) bool { return r == nil || r.Result == nil || r.Stats.NumG
 // continuing with one of its alternatives (the SQLite adapter has it);
 // PathAfterDeleteBranch says what that would leave, deleting nothing.
 type BranchDeleter interface {
-	DeleteBranch(ctx context.Context, id int64, index int) ([]Message, error)
+	DeleteBranch(ctx context.Context, id int64, at Revision, index int) ([]Message, Revision, error)
 	PathAfterDeleteBranch(ctx context.Context, id int64, index int) ([]Message, error)
 }
 
@@ -143,10 +143,18 @@ func (c *Chat) DeleteBranch(i int) error {
 		if err := sess.Switch(ctx, next); err != nil {
 			return fmt.Errorf("the branch was not deleted: the other branch cannot be shown: %w", err)
 		}
-		msgs, err := d.DeleteBranch(ctx, id, i)
+		c.mu.Lock()
+		at := c.seen
+		c.setRedoLocked(nil)
+		c.mu.Unlock()
+		msgs, rev, err := d.DeleteBranch(ctx, id, at, i)
+		if isStale(err) {
+			return c.rebase(ctx, sess, id, "", err)
+		}
 		if err != nil {
 			return fmt.Errorf("could not delete the branch: %w", err)
 		}
+		c.setSeen(id, rev)
 		if !sameTranscript(msgs, next) { // another window changed it meanwhile
 			if err := sess.Switch(ctx, msgs); err != nil {
 				return fmt.Errorf("could not show the remaining branch: %w", err)

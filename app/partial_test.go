@@ -24,20 +24,21 @@ type crashStore struct {
 	crashed bool
 }
 
-func (s *crashStore) SaveTranscript(ctx context.Context, id int64, msgs []Message) error {
+func (s *crashStore) SaveTranscript(ctx context.Context, id int64, at Revision, discard bool, msgs []Message) (Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.crashed {
-		return nil
+		return at, nil
 	}
-	if err := s.ChatStore.SaveTranscript(ctx, id, msgs); err != nil {
-		return err
+	rev, err := s.ChatStore.SaveTranscript(ctx, id, at, discard, msgs)
+	if err != nil {
+		return rev, err
 	}
 	if len(msgs) > 0 && IsPartial(msgs[len(msgs)-1]) {
 		s.partial = append(s.partial, msgs)
 		s.crashed = len(s.partial) == s.crashAfter
 	}
-	return nil
+	return rev, nil
 }
 
 func (s *crashStore) RecordRun(ctx context.Context, id int64, m *ModelInfo, engine string, set Settings, r inference.Stats) error {

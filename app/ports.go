@@ -145,15 +145,27 @@ type ConversationSummary struct {
 	// outlives the model's place in the library); Snippet, from a search,
 	// is an excerpt of the message text that matched.
 	ModelName, Snippet string
+	// Seen is the revision LoadConversation read the transcript at: the
+	// view-model's writes carry it (Revision).
+	Seen Revision
 }
+
+// Revision is where a window last saw a conversation (the store's
+// revision and current leaf). Every write of the transcript carries it, and
+// the store refuses one whose revision another window has moved past
+// (*store.StaleError) instead of storing a turn twice.
+type Revision = store.Revision
 
 // ChatStore persists conversations.
 type ChatStore interface {
 	ListConversations(ctx context.Context, modelPath string) ([]ConversationSummary, error)
 	CreateConversation(ctx context.Context, modelPath, title string, s Settings) (int64, error)
-	// SaveTranscript makes msgs the conversation's current path (earlier
-	// branches stay in the store).
-	SaveTranscript(ctx context.Context, id int64, msgs []Message) error
+	// SaveTranscript makes msgs the conversation's current path at
+	// revision at (earlier branches stay in the store; with discard, what
+	// the transcript took back is deleted) and returns the revision after
+	// it. A stale at is refused (*store.StaleError) unless the write only
+	// updates the window's own messages in place.
+	SaveTranscript(ctx context.Context, id int64, at Revision, discard bool, msgs []Message) (Revision, error)
 	SaveSettings(ctx context.Context, id int64, s Settings) error
 	// RecordRun stores a reply's measurements as a chat run (the
 	// Benchmarks tab lists them).
@@ -165,8 +177,9 @@ type ChatStore interface {
 	Branches(ctx context.Context, id int64) ([]Branch, error)
 	// SwitchBranch moves message index of the current path to its sibling
 	// step places away (−1: the previous) and continues down that branch's
-	// latest messages; it returns the new current path.
-	SwitchBranch(ctx context.Context, id int64, index, step int) ([]Message, error)
+	// latest messages; it returns the new current path and revision. A
+	// stale at is refused.
+	SwitchBranch(ctx context.Context, id int64, at Revision, index, step int) ([]Message, Revision, error)
 }
 
 // Branch is a message's place among its alternatives: the K-th of N

@@ -22,6 +22,8 @@ const (
 	// The conversation open when the window closed, reopened at start.
 	PrefLastModel = "last_model"
 	PrefLastConv  = "last_conversation"
+	// PrefAllModels: the conversation list shows every model's (All models).
+	PrefAllModels = "conversations_all_models"
 	PrefLastTab   = "last_tab" // the tab shown when the window closed
 )
 
@@ -115,3 +117,10 @@ func (p *Prefs) SetLastConversation(model string, id int64) {
 	p.p.SetString(PrefLastModel, model)
 	p.p.SetInt(PrefLastConv, int(id))
 }
+
+// AllModels is whether the conversation list showed every model's
+// conversations when the window last closed.
+func (p *Prefs) AllModels() bool { return p.p.Bool(PrefAllModels) }
+
+// SetAllModels records the All models switch.
+func (p *Prefs) SetAllModels(on bool) { p.p.SetBool(PrefAllModels, on) }

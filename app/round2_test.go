@@ -669,6 +669,16 @@ func TestSecondWindowOnOneDatabase(t *testing.T) {
 	if !u2.banner.Visible() || !strings.Contains(u2.banner.Text, "Another etchat window") {
 		t.Errorf("the second window's banner %q (visible %v)", u2.banner.Text, u2.banner.Visible())
 	}
+	// Issue 36 item 6: the first window learns of the second (its watch
+	// sees the knock on the lock file) and shows the banner too.
+	u1.watchEvery = 20 * time.Millisecond
+	done1 := make(chan struct{})
+	u1.Start(nil, done1)
+	<-done1
+	waitFor(t, func() bool { settle(u1); return u1.banner.Visible() })
+	if !strings.Contains(u1.banner.Text, "Another etchat window") {
+		t.Errorf("the first window's banner %q", u1.banner.Text)
+	}
 
 	path := modelCopy(t, fixtures.Llama3, true)
 	if res := NewLibrary(b1.Inspector, b1.Library).Add(ctx, path); len(res.Problems) > 0 {

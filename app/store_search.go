@@ -35,12 +35,12 @@ func (s *storeAdapter) SearchConversations(ctx context.Context, query, modelPath
 
 // DeleteBranch deletes message index of the current path and what follows
 // it, continuing with an alternative; it returns the new current path.
-func (s *storeAdapter) DeleteBranch(ctx context.Context, id int64, index int) ([]Message, error) {
-	path, err := s.db.DeleteBranch(ctx, id, index)
+func (s *storeAdapter) DeleteBranch(ctx context.Context, id int64, at Revision, index int) ([]Message, Revision, error) {
+	path, rev, err := s.db.DeleteBranchAt(ctx, id, &at, index)
 	if err != nil {
-		return nil, err
+		return nil, Revision{}, err
 	}
-	return runlog.Messages(path), nil
+	return runlog.Messages(path), rev, nil
 }
 
 // PathAfterDeleteBranch is the current path DeleteBranch would leave; it

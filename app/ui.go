@@ -51,6 +51,7 @@ type UI struct {
 	do         func(func())
 	errDlg     *dialog.CustomDialog      // the last error dialog, which Enter closes
 	unlockDB   func()                    // gives back the database's window lock
+	lockSeen   int64                     // the lock file's time when this window took it (a later one: another window knocked)
 	watchEvery time.Duration             // how often the database files are looked at (0: 2 s)
 	themeItems map[string]*fyne.MenuItem // View's theme items, by theme name
 }
@@ -92,6 +93,7 @@ func NewUI(a fyne.App, b Backend) *UI {
 	if b.DB != nil && b.DBPath != "" {
 		release, held := lockDB(b.DBPath)
 		u.unlockDB = release
+		u.lockSeen = lockStamp(b.DBPath)
 		if !held {
 			u.banner.SetText(SharedDBNote(b.DBPath))
 			u.banner.Importance = widget.WarningImportance
@@ -140,7 +142,11 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
 		}
 		u.reopenLast()
+		if u.Chat.ListFilter().All {
+			_ = u.Chat.ReloadConversations(u.ctx) // every model's, also with none chosen; errors show when the list is used
+		}
 		if u.Backend.DB != nil && u.Backend.DBPath != "" {
+			u.checkKnock() // one that opened before the watch began
 			every := u.watchEvery
 			if every == 0 {
 				every = 2 * time.Second
@@ -167,6 +173,9 @@ func (u *UI) Start(models []string, done chan<- struct{}) {
 // reports that, and the next call retries only the transcript).
 func (u *UI) dbChanged(files bool) (again bool) {
 	if files {
+		u.checkKnock()
+	}
+	if files {
 		_ = u.Chat.ReloadConversations(u.ctx) // the list's errors show when it is used
 		if u.BenchVM != nil {
 			_ = u.BenchVM.Refresh(u.ctx) // the error shows in the history
@@ -177,6 +186,19 @@ func (u *UI) dbChanged(files bool) (again bool) {
 		u.do(func() { u.ShowError(err) })
 	}
 	return again
+}
+
+// checkKnock shows the shared-database banner when another window opened
+// the database after this one (it knocked on the lock file, lockDB).
+func (u *UI) checkKnock() {
+	if u.Backend.DB == nil || lockStamp(u.Backend.DBPath) == u.lockSeen {
+		return
+	}
+	u.do(func() {
+		u.banner.SetText(SharedDBNote(u.Backend.DBPath))
+		u.banner.Importance = widget.WarningImportance
+		u.banner.Show()
+	})
 }
 
 // reopenLast opens the conversation that was open when the window last
@@ -394,6 +416,9 @@ func (u *UI) AddURIs(uris []fyne.URI) <-chan struct{} {
 // View menu (also when Preferences chose it).
 func (u *UI) ApplyTheme(name string) {
 	u.App.Settings().SetTheme(themeFor(name))
+	if u.BenchVM != nil && u.BenchVM.OnChange != nil {
+		u.BenchVM.OnChange() // the charts are images: drawn again in the theme's colours
+	}
 	changed := false
 	for n, it := range u.themeItems {
 		if on := n == name; it.Checked != on {
@@ -411,12 +436,15 @@ func shortcut(key fyne.KeyName, mods fyne.KeyModifier) fyne.Shortcut {
 
 // Shortcuts the menu and the help box list.
 var (
-	ShortcutSend       = shortcut(fyne.KeyReturn, fyne.KeyModifierShortcutDefault)
-	ShortcutAddFile    = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault)
-	ShortcutAddFolder  = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
-	ShortcutRescan     = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
-	ShortcutNewConv    = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
-	ShortcutUndoTurn   = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutSend      = shortcut(fyne.KeyReturn, fyne.KeyModifierShortcutDefault)
+	ShortcutAddFile   = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault)
+	ShortcutAddFolder = shortcut(fyne.KeyO, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutRescan    = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	ShortcutNewConv   = shortcut(fyne.KeyN, fyne.KeyModifierShortcutDefault)
+	ShortcutUndoTurn  = shortcut(fyne.KeyBackspace, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	// ShortcutRedo brings back what Undo took (Ctrl/Cmd+Y stays the
+	// message box's own text redo).
+	ShortcutRedo       = shortcut(fyne.KeyZ, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
 	ShortcutRegenerate = shortcut(fyne.KeyR, fyne.KeyModifierShortcutDefault)
 	ShortcutEditLast   = shortcut(fyne.KeyE, fyne.KeyModifierShortcutDefault)
 	ShortcutKeyHelp    = shortcut(fyne.KeySlash, fyne.KeyModifierShortcutDefault)
@@ -451,12 +479,13 @@ func (u *UI) menu() *fyne.MainMenu {
 	m.stop = fyne.NewMenuItem("Stop (Esc)", u.Chat.Stop)
 	m.undoTurn = item("Undo Last Turn", ShortcutUndoTurn, u.chat.undoTurn)
 	m.undoTokens = fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog)
+	m.redo = item("Redo", ShortcutRedo, u.chat.redo)
 	m.regen = item("Regenerate", ShortcutRegenerate, u.chat.regenerate)
 	m.edit = item("Edit Last Message…", ShortcutEditLast, u.chat.editLast)
 	m.reset = fyne.NewMenuItem("Reset Conversation…", u.chat.reset)
 	m.settings = item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() })
 	chat := fyne.NewMenu("Chat", m.newConv, m.send, m.stop, fyne.NewMenuItemSeparator(),
-		m.undoTurn, m.undoTokens, m.regen, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
+		m.undoTurn, m.undoTokens, m.redo, m.regen, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
 	u.themeItems = map[string]*fyne.MenuItem{}
 	themeItem := func(label, name string) *fyne.MenuItem {
 		it := fyne.NewMenuItem(label, func() {
@@ -504,6 +533,7 @@ func ShortcutHelp() string {
 		{mod + "+R", "regenerate the last reply"},
 		{mod + "+E", "edit the last message"},
 		{mod + "+Shift+Backspace", "undo the last turn"},
+		{mod + "+Shift+Z", "redo: bring back what undo took"},
 		{mod + "+N", "new conversation"},
 		{mod + "+.", "conversation settings"},
 		{mod + "+O / " + mod + "+Shift+O", "add a model file / folder"},

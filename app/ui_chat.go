@@ -53,6 +53,7 @@ type chatView struct {
 	sendBtn   *widget.Button
 	stopBtn   *widget.Button
 	undoBtn   *widget.Button
+	redoBtn   *widget.Button // shown only while Redo applies
 	regenBtn  *widget.Button
 	moreBtn   *widget.Button
 	greedy    *widget.Check
@@ -73,7 +74,7 @@ type chatView struct {
 
 // chatMenu is the Chat menu's items, enabled as their buttons are.
 type chatMenu struct {
-	newConv, send, stop, undoTurn, undoTokens, regen, edit, reset, settings *fyne.MenuItem
+	newConv, send, stop, undoTurn, undoTokens, redo, regen, edit, reset, settings *fyne.MenuItem
 }
 
 // refreshMenu enables the Chat menu's items from the state, as the
@@ -97,6 +98,7 @@ func (v *chatView) refreshMenu() {
 	set(m.stop, st.Busy)
 	set(m.undoTurn, st.CanUndo())
 	set(m.undoTokens, st.CanUndoTokens())
+	set(m.redo, st.CanRedo())
 	set(m.regen, st.CanRegenerate())
 	set(m.edit, st.CanUndo())
 	set(m.reset, st.CanReset())
@@ -118,8 +120,8 @@ func newChatView(u *UI) *chatView {
 	v.root = split
 	u.Chat.OnChange = u.coalesce(v.refresh)
 	u.Chat.OnError = func(err error) {
-		if errors.Is(err, inference.ErrPromptTooLong) {
-			return // routine: the red line under the meter says it, no dialog on top
+		if saidInRedLine(err) {
+			return // the red line under the meter says it, once: no dialog on top
 		}
 		u.do(func() { u.ShowError(err) })
 	}
@@ -165,7 +167,13 @@ func (v *chatView) newSide() fyne.CanvasObject {
 	v.search = widget.NewEntry()
 	v.search.SetPlaceHolder("Search titles and text")
 	v.search.OnChanged = func(string) { v.filterList() }
-	v.allConvs = widget.NewCheck("All models", func(bool) { v.filterList() })
+	v.allConvs = widget.NewCheck("All models", nil)
+	v.allConvs.Checked = v.u.Prefs.AllModels() // as the window last closed
+	v.allConvs.OnChanged = func(on bool) {
+		v.u.Prefs.SetAllModels(on)
+		v.filterList()
+	}
+	v.u.Chat.list.All = v.allConvs.Checked // read when the list is first read (Start)
 	// Text only: at 800 pixels the side bar is 190 wide, two icon buttons
 	// side by side would not fit.
 	v.renBtn = widget.NewButton("Rename…", v.renameConversation)
@@ -424,6 +432,11 @@ func (v *chatView) refreshButtons(st ChatState) {
 	setEnabled(v.newBtn, idle)
 	setEnabled(v.settings, idle)
 	setEnabled(v.undoBtn, st.CanUndo())
+	if st.CanRedo() {
+		v.redoBtn.Show()
+	} else {
+		v.redoBtn.Hide()
+	}
 	setEnabled(v.regenBtn, st.CanRegenerate())
 	setEnabled(v.moreBtn, st.CanUndoTokens() || st.CanUndo() || st.CanReset())
 	setEnabled(v.stopBtn, st.Busy)
@@ -443,4 +456,13 @@ func EngineLine(st ChatState) string {
 		line += " — " + st.Engine.Reason
 	}
 	return line
+}
+
+// saidInRedLine reports whether err is one the chat's red line says well
+// enough alone: a turn that does not fit, a model that did not load (the
+// message is back in the box), a change another window made first.
+func saidInRedLine(err error) bool {
+	var load *LoadError
+	var stale *StaleTurnError
+	return errors.Is(err, inference.ErrPromptTooLong) || errors.As(err, &load) || errors.As(err, &stale)
 }

@@ -29,15 +29,19 @@ func (v *chatView) showMore() {
 	widget.ShowPopUpMenuAtPosition(m, c, pos.Add(fyne.NewPos(0, v.moreBtn.Size().Height)))
 }
 
+// newConversation starts a conversation with the model's defaults (its
+// generation_config.json's sampling, else the app's), not the open one's
+// settings. Presets, when they come, go first.
 func (v *chatView) newConversation() {
-	s := v.st.Settings
-	if s.Engine == "" {
-		s = DefaultSettings(v.u.Prefs.Engine())
-	}
-	v.do(v.u.Chat.NewConversation(s))
+	v.do(v.u.Chat.NewConversation(ModelDefaults(v.st.Model, v.u.Prefs.Engine())))
 }
 
-func (v *chatView) undoTurn()   { v.do(v.u.Chat.UndoTurn()) }
+func (v *chatView) undoTurn() { v.do(v.u.Chat.UndoTurn()) }
+func (v *chatView) redo() {
+	if v.u.Chat.State().CanRedo() {
+		v.do(v.u.Chat.Redo())
+	}
+}
 func (v *chatView) regenerate() { v.do(v.u.Chat.Regenerate()) }
 
 func (v *chatView) undoTokens() {
@@ -128,26 +132,38 @@ func (v *chatView) exportConversation() {
 		return
 	}
 	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
-		if err != nil {
-			v.u.ShowError(err)
-			return
-		}
-		if w == nil {
-			return // cancelled
-		}
-		go func() {
-			err := v.u.Chat.ExportConversation(v.u.ctx, w, id, ExportFormat(w.URI().Name()))
-			if cerr := w.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("could not write %s: %w", w.URI().Path(), cerr)
-			}
-			if err != nil {
-				v.u.do(func() { v.u.ShowError(err) })
-			}
-		}()
+		go v.exportTo(w, err, id, func(note string) { dialog.ShowInformation("Export", note, v.u.Win) })
 	}, v.u.Win)
 	d.SetFileName(exportName(title))
 	d.SetFilter(storage.NewExtensionFileFilter([]string{".md", ".json"}))
 	d.Show()
+}
+
+// exportTo writes conversation id into w, the file the save dialog
+// opened (nil: cancelled; err: the dialog could not open it), and says how
+// that went through done, on the UI goroutine: where the file is, or why
+// not and what to do.
+func (v *chatView) exportTo(w fyne.URIWriteCloser, err error, id int64, done func(note string)) {
+	say := func(note string) { v.u.do(func() { done(note) }) }
+	if err != nil {
+		// The dialog joins the typed name to its folder, so a typed path
+		// (absolute, or with folders) names a file that cannot be made.
+		say(fmt.Sprintf("The conversation was not exported: the file could not be created (%v). Type a file name only, "+
+			"ending in .md or .json, and choose the folder in the dialog's list.", err))
+		return
+	}
+	if w == nil {
+		return // cancelled
+	}
+	err = v.u.Chat.ExportConversation(v.u.ctx, w, id, ExportFormat(w.URI().Name()))
+	if cerr := w.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("could not write %s: %w", w.URI().Path(), cerr)
+	}
+	if err != nil {
+		say("The conversation was not exported: " + err.Error())
+		return
+	}
+	say("Exported as " + strings.ToUpper(ExportFormat(w.URI().Name())) + " to " + w.URI().Path())
 }
 
 // exportName is a file name for a conversation's export: its title with

@@ -16,6 +16,7 @@ import (
 type composer struct {
 	widget.Entry
 	onSend, onStop func()
+	onRedo         func() // Ctrl/Cmd+Shift+Z: the chat's Redo
 	onTab          func(back bool)
 	enterNewline   func() bool
 	shift          bool
@@ -68,6 +69,10 @@ func (c *composer) TypedShortcut(s fyne.Shortcut) {
 		c.onSend()
 		return
 	}
+	if s.ShortcutName() == ShortcutRedo.ShortcutName() && c.onRedo != nil {
+		c.onRedo() // the Entry has no use for it (its own redo is Ctrl/Cmd+Y)
+		return
+	}
 	c.Entry.TypedShortcut(s)
 }
 
@@ -98,12 +103,15 @@ func (v *chatView) newComposerBox() fyne.CanvasObject {
 	v.sendBtn.Importance = widget.HighImportance
 	v.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), v.u.Chat.Stop)
 	v.undoBtn = widget.NewButtonWithIcon("Undo Turn", theme.ContentUndoIcon(), v.undoTurn)
+	v.redoBtn = widget.NewButtonWithIcon("Redo", theme.ContentRedoIcon(), v.redo)
+	v.redoBtn.Hide()
+	v.input.onRedo = v.redo
 	v.undoN = widget.NewEntry()
 	v.undoN.SetText("1")
 	v.regenBtn = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), v.regenerate)
 	// The rarer actions sit in a menu, so the row fits an 800-pixel window.
 	v.moreBtn = widget.NewButtonWithIcon("More", theme.MoreHorizontalIcon(), v.showMore)
-	buttons := container.NewHBox(v.sendBtn, v.stopBtn, v.undoBtn, v.regenBtn, v.moreBtn)
+	buttons := container.NewHBox(v.sendBtn, v.stopBtn, v.undoBtn, v.redoBtn, v.regenBtn, v.moreBtn)
 	// The count sits in a small line under the box, whole at any width.
 	return container.NewBorder(nil, container.NewVBox(v.draftNote, container.NewBorder(nil, nil, nil, buttons)), nil, nil, v.input)
 }

@@ -26,6 +26,13 @@ type Conversation struct {
 	Created     time.Time       `json:"created"`
 	Updated     time.Time       `json:"updated"`
 	Messages    int             `json:"messages"` // number of messages in the tree (read only)
+	// Revision counts the changes of the tree: every message inserted,
+	// deleted or changed (a streaming reply growing) and every move of the
+	// current leaf. Writers that carry the revision they saw are refused
+	// when another writer moved it (SaveTranscriptAs), so one whose view
+	// is stale cannot extend the conversation. It is this database's, so
+	// an export leaves it out.
+	Revision int64 `json:"-"`
 }
 
 // Roles a message may have.
@@ -49,13 +56,13 @@ type Message struct {
 
 const convCols = `c.id, c.uid, coalesce(c.model_id, 0), c.model_sha256, c.model_name, c.title, c.settings,
 	coalesce(c.current_leaf_id, 0), c.created_ms, c.updated_ms,
-	(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)`
+	(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.revision`
 
 func scanConv(sc interface{ Scan(...any) error }) (Conversation, error) {
 	var c Conversation
 	var settings string
 	var created, updated int64
-	err := sc.Scan(&c.ID, &c.UID, &c.ModelID, &c.ModelSHA256, &c.ModelName, &c.Title, &settings, &c.CurrentLeaf, &created, &updated, &c.Messages)
+	err := sc.Scan(&c.ID, &c.UID, &c.ModelID, &c.ModelSHA256, &c.ModelName, &c.Title, &settings, &c.CurrentLeaf, &created, &updated, &c.Messages, &c.Revision)
 	c.Settings = json.RawMessage(settings)
 	c.Created, c.Updated = fromMS(created), fromMS(updated)
 	return c, err
@@ -289,7 +296,7 @@ func (db *DB) AddMessage(ctx context.Context, m Message) (Message, error) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ? WHERE id = ?", id, now, m.ConversationID); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ?", id, now, m.ConversationID); err != nil {
 			return err
 		}
 		out, err = db.scanMsg(tx.QueryRowContext(ctx, "SELECT "+msgCols+" FROM messages WHERE id = ?", id))
@@ -360,7 +367,7 @@ func (db *DB) UpdateMessage(ctx context.Context, m Message) error {
 		if m.ConversationID != 0 && m.ConversationID != conv {
 			return errf("message %d is in conversation %d, not %d: %w", m.ID, conv, m.ConversationID, ErrConflict)
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_ms = ? WHERE id = ?", now, conv)
+		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_ms = ?, revision = revision + 1 WHERE id = ?", now, conv)
 		return err
 	})
 }
@@ -461,7 +468,7 @@ func (db *DB) SetCurrentLeaf(ctx context.Context, convID, msgID int64) error {
 			}
 			leaf = msgID
 		}
-		return mustAffect(tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ? WHERE id = ?", leaf, db.nowMS(), convID))(notFound("conversation", convID))
+		return mustAffect(tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ?", leaf, db.nowMS(), convID))(notFound("conversation", convID))
 	})
 }
 
@@ -493,9 +500,9 @@ func (db *DB) DeleteMessage(ctx context.Context, id int64) error {
 		}
 		now := db.nowMS()
 		if inside > 0 {
-			_, err = tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ? WHERE id = ?", parent, now, conv)
+			_, err = tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ?", parent, now, conv)
 		} else {
-			_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_ms = ? WHERE id = ?", now, conv)
+			_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_ms = ?, revision = revision + 1 WHERE id = ?", now, conv)
 		}
 		return err
 	})

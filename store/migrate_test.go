@@ -34,6 +34,7 @@ var seeds = map[int]string{
 		VALUES (2, 'chat', 'metal', 'aa11', 'Llama', 5000, 7, 42);`,
 	4: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, num_prompt_tokens, num_generated_tokens, config)
 		VALUES (3, 'api', 'cpu', 'aa11', 'Llama', 6000, 30, 8, '{"endpoint":"/v1/chat/completions","cached_tokens":22}');`,
+	5: `UPDATE conversations SET revision = 3 WHERE id = 1;`,
 }
 
 // buildAt creates a database at path holding the schema after migration

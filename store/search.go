@@ -56,7 +56,7 @@ func (db *DB) SearchConversations(ctx context.Context, query string, modelID int
 			var created, updated int64
 			c := &h.Conversation
 			if err := rows.Scan(&c.ID, &c.UID, &c.ModelID, &c.ModelSHA256, &c.ModelName, &c.Title, &settings, &c.CurrentLeaf,
-				&created, &updated, &c.Messages, &h.ModelPath, &text); err != nil {
+				&created, &updated, &c.Messages, &c.Revision, &h.ModelPath, &text); err != nil {
 				return err
 			}
 			c.Settings = []byte(settings)
@@ -112,24 +112,38 @@ func Snippet(text, query string, around int) string {
 // alternatives is refused: deleting it would leave nothing to show in its
 // place (Undo and Reset do that).
 func (db *DB) DeleteBranch(ctx context.Context, convID int64, index int) ([]Message, error) {
+	out, _, err := db.DeleteBranchAt(ctx, convID, nil, index)
+	return out, err
+}
+
+// DeleteBranchAt is DeleteBranch refused with a *StaleError when seen is
+// set and another writer has moved the revision since; it returns the
+// revision after the delete too.
+func (db *DB) DeleteBranchAt(ctx context.Context, convID int64, seen *Revision, index int) ([]Message, Revision, error) {
 	var out []Message
+	var rev Revision
 	err := db.write(ctx, "delete branch", func(tx *sql.Tx) error {
+		if err := checkSeen(ctx, tx, convID, seen); err != nil {
+			return err
+		}
 		doomed, leaf, err := db.branchAfterDelete(ctx, tx, convID, index)
 		if err != nil {
 			return err
 		}
 		// The leaf moves first: current_leaf_id would be set to NULL by the
 		// cascade otherwise.
-		if _, err := tx.ExecContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ? WHERE id = ?", leaf, db.nowMS(), convID); err != nil {
+		if err := tx.QueryRowContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ? RETURNING revision",
+			leaf, db.nowMS(), convID).Scan(&rev.N); err != nil {
 			return err
 		}
+		rev.Leaf = leaf
 		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", doomed); err != nil {
 			return err
 		}
 		out, err = db.pathTo(ctx, tx, leaf)
 		return err
 	})
-	return out, err
+	return out, rev, err
 }
 
 // PathAfterDeleteBranch is the current path DeleteBranch(convID, index)

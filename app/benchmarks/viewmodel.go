@@ -209,6 +209,13 @@ type ViewModel struct {
 	OnChange func()
 }
 
+// ChartColors are the colours the charts are drawn in.
+func (vm *ViewModel) ChartColors() (fg, bg color.Color) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.chartFG, vm.chartBG
+}
+
 // SetChartColors sets the charts' text and background colours (the
 // window's theme).
 func (vm *ViewModel) SetChartColors(fg, bg color.Color) {
