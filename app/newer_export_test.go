@@ -95,3 +95,25 @@ func TestChatNewerExportLastRow(t *testing.T) {
 		t.Errorf("the send after the reopen read %d prompt tokens, want only the new turn's %d", got, want)
 	}
 }
+
+// A new chat on a newer export stores its KV cache in the activation
+// dtype the file names (fp32 for the twins); an older export, which names
+// none, keeps the runner's bf16.
+func TestModelDefaultsTakeTheExportsActivationDType(t *testing.T) {
+	for _, c := range []struct {
+		fixture, want, from string
+	}{
+		{fixtures.Llama3Q4Last, "fp32", kvcache.DTypeFromModel},
+		{fixtures.Llama3Q4, "bf16", kvcache.DTypeChosen},
+	} {
+		model := inspect(t, modelCopy(t, c.fixture, true))
+		s := ModelDefaults(model, "cpu")
+		if s.StorageDType != c.want {
+			t.Errorf("%s: new chat's KV dtype %q, want %q", c.fixture, s.StorageDType, c.want)
+		}
+		cfg, err := model.CacheConfig(s.Policy())
+		if err != nil || cfg.DType.Flag() != c.want || cfg.DTypeFrom != c.from {
+			t.Errorf("%s: cache %+v, %v", c.fixture, cfg, err)
+		}
+	}
+}

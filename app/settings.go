@@ -55,7 +55,8 @@ type genConfig struct {
 	TopK        *int     `json:"top_k"`
 }
 
-// ModelDefaults are DefaultSettings with the sampling the model's
+// ModelDefaults are DefaultSettings with the KV storage dtype of the
+// model's get_activation_dtype where it publishes one, and the sampling the model's
 // generation_config.json (next to the .pte) asks for, when it has sampling
 // fields: a field it leaves out takes Hugging Face's default (temperature
 // 1, top-p 1, no top-k); do_sample false is greedy.
@@ -63,6 +64,11 @@ func ModelDefaults(m *ModelInfo, engine string) Settings {
 	s := DefaultSettings(engine)
 	if m == nil {
 		return s
+	}
+	if dt := m.Metadata.ActivationDType; dt != 0 {
+		// A newer export names its activation dtype; its runner stores the
+		// KV cache in it unless told otherwise (docs/inspect.md).
+		s.StorageDType = dt.Flag()
 	}
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(m.Path), "generation_config.json"))
 	if err != nil {

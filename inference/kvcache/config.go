@@ -178,6 +178,11 @@ func storageDType(l Layout, p Policy) (DType, string) {
 	switch {
 	case p.StorageDType != "":
 		dt, _ := ParseDType(p.StorageDType) // Validate accepted it
+		if dt == l.ActivationDType {
+			// The app's new chats name the model's dtype; say it is the
+			// model's, which it is, rather than a choice.
+			return dt, DTypeFromModel
+		}
 		return dt, DTypeChosen
 	case l.ActivationDType != 0:
 		return l.ActivationDType, DTypeFromModel
