@@ -19,8 +19,13 @@ func hint(err error) string {
 		tok   *inference.TokenizerError
 		vocab *inference.VocabMismatchError
 		unsup *inference.UnsupportedModelError
+		num   *engine.NumericsError
 	)
 	switch {
+	case errors.As(err, &num) && num.Engine != "":
+		return "leave --numerics out with --engine mlx, or use --engine cpu"
+	case errors.As(err, &num):
+		return "--numerics takes " + strings.Join(engine.NumericsModes(), " or ")
 	case errors.As(err, &lib):
 		return libraryHint(lib)
 	case errors.Is(err, engine.ErrNotAvailable):
