@@ -37,6 +37,7 @@ type qPrep struct {
 	// fast numerics (qMatrix.Int8; prepareI8): the input quantized
 	q8     []int8
 	d, xsv []float32
+	c16    []int16 // the pair kernel's folded bias terms
 }
 
 // qPrepStride is the floats of one prepared input row.

@@ -77,6 +77,10 @@ func qI8ModeOf(w *qMatrix) int {
 // per group eight lane sums Σ_b d_b·(Σ of q over the lane's 4 bytes),
 // times BiasMul for folded 4-bit biases.
 func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
+	if qI8Pairs(w) {
+		q.preparePairs(x, n, w)
+		return
+	}
 	K, G, bpg := w.Cols, w.groups(), w.GroupSize/32
 	nb := K / 32
 	q.q8 = grow(q.q8, n*K)
@@ -191,6 +195,14 @@ func qDotI8Go(acc *[8]float32, q8 []int8, d, xsv []float32, words []uint32, scal
 	}
 }
 
+// qDotRows4PairsGo is qDotPairsGo for four rows (wstride words and
+// sstride scales apart; 0 repeats a row) into acc[8j:8j+8].
+func qDotRows4PairsGo(acc *[32]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int) {
+	for j := 0; j < 4; j++ {
+		qDotPairsGo((*[8]float32)(acc[8*j:]), q8, dv, c16, words[j*wstride:], scales[j*sstride:], pairs)
+	}
+}
+
 // qDotRows4I8Go is qDotI8Go for four rows (wstride words and sstride
 // scales and biases apart; 0 repeats a row) into acc[8j:8j+8].
 func qDotRows4I8Go(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32, wstride int, scales, biases []float32, sstride, groups, bpg, bits, mode int) {
@@ -232,7 +244,11 @@ func qMatMulI8(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]f
 				rb = bi[o:]
 			}
 			for i := 0; i < n; i++ {
-				qDotRows4I8(&acc, p.q8[i*K:(i+1)*K], p.d[i*nb:(i+1)*nb], p.xsv[i*8*G:(i+1)*8*G], w.Packed[r*wpr:], ws, sc[o:], rb, ss, G, bpg, w.Bits, mode)
+				if qI8Pairs(w) {
+					qDotRows4Pairs(&acc, p.q8[i*K:(i+1)*K], p.d[i*K/8:(i+1)*K/8], p.c16[i*K/4:(i+1)*K/4], w.Packed[r*wpr:], ws, sc[o:], ss, K/64)
+				} else {
+					qDotRows4I8(&acc, p.q8[i*K:(i+1)*K], p.d[i*nb:(i+1)*nb], p.xsv[i*8*G:(i+1)*8*G], w.Packed[r*wpr:], ws, sc[o:], rb, ss, G, bpg, w.Bits, mode)
+				}
 				for j := 0; j < m; j++ {
 					out[i*w.Rows+r+j] = hsum8((*[8]float32)(acc[8*j:]))
 				}
@@ -240,6 +256,75 @@ func qMatMulI8(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]f
 			r += m
 		}
 		r0 = end
+	}
+}
+
+// The 4-bit, group-32, folded layout (Q4_0's, the real-size exports')
+// has its own kernel that takes two blocks per load: a row's 32 bytes of
+// two blocks, their low nibbles and high nibbles each a 32-byte vector, so
+// int32 lane m < 4 sums four products of the first block and lane m ≥ 4
+// of the second. The input is prepared to match, per pair of blocks:
+//   - q: 32 bytes for the low nibbles (first block's even elements, then
+//     the second's), 32 for the high ones (the odd elements);
+//   - dv: eight floats, d of the first block four times, then the second's;
+//   - c16: the folded bias −BiasMul·Σq per int16 lane (the four inputs
+//     the lane's two VPMADDUBSW products took), subtracted in int16: the
+//     bias term is exact and costs no float work.
+// Per pair and row: lanes = Σ Q·q − c16 (exact), then acc = fma(lanes,
+// dv·sv, acc), sv the two blocks' scales four times each.
+
+// qI8Pairs reports whether w takes the pair kernel (an even number of
+// blocks per row).
+func qI8Pairs(w *qMatrix) bool {
+	return w.Bits == 4 && w.GroupSize == 32 && w.Biases == nil && w.BiasMul == -8 && w.Cols%64 == 0
+}
+
+// preparePairs is prepareI8 for the pair kernel: per input row K bytes of
+// q, K/8 floats of dv and K/4 int16 of c16.
+func (q *qPrep) preparePairs(x []float32, n int, w *qMatrix) {
+	K := w.Cols
+	q.q8, q.d, q.c16 = grow(q.q8, n*K), grow(q.d, n*K/8), grow(q.c16, n*K/4)
+	var blk [2][32]int8
+	for i := 0; i < n; i++ {
+		for p := 0; p < K/64; p++ {
+			at := i*K + 64*p
+			var d [2]float32
+			for h := range blk {
+				d[h] = quantBlockI8(&blk[h], (*[32]float32)(x[at+32*h:]), 8) // natural order
+			}
+			qs, dv, c := q.q8[at:at+64], q.d[at/8:at/8+8], q.c16[at/4:at/4+16]
+			for j := 0; j < 16; j++ {
+				qs[j], qs[16+j] = blk[0][2*j], blk[1][2*j]        // low nibbles: even elements
+				qs[32+j], qs[48+j] = blk[0][2*j+1], blk[1][2*j+1] // high nibbles: odd elements
+			}
+			for m := 0; m < 8; m++ {
+				dv[m] = d[m/4]
+			}
+			for k := 0; k < 16; k++ {
+				sum := int32(qs[2*k]) + int32(qs[2*k+1]) + int32(qs[32+2*k]) + int32(qs[32+2*k+1])
+				c[k] = int16(8 * sum) // −BiasMul = 8
+			}
+		}
+	}
+}
+
+// qDotPairsGo is one row of the pair kernel against one prepared input,
+// in its order, into eight lanes.
+func qDotPairsGo(acc *[8]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, scales []float32, pairs int) {
+	*acc = [8]float32{}
+	for p := 0; p < pairs; p++ {
+		ws := words[8*p : 8*p+8]
+		qs, c := q8[64*p:64*p+64], c16[16*p:16*p+16]
+		var lane [16]int32 // int16 lanes, exact
+		for j := 0; j < 32; j++ {
+			by := ws[j/4] >> (8 * (j % 4)) & 0xff
+			lane[j/2] += int32(by&15)*int32(qs[j]) + int32(by>>4)*int32(qs[32+j])
+		}
+		for m := 0; m < 8; m++ {
+			sum := lane[2*m] - int32(c[2*m]) + lane[2*m+1] - int32(c[2*m+1])
+			ds := dv[8*p+m] * scales[2*p+m/4]
+			acc[m] = fma32(float32(sum), ds, acc[m])
+		}
 	}
 }
 

@@ -39,3 +39,22 @@ func qDotRows4I8(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32, 
 		qDotRows4I8Q8AVX2(&q8[0], &d[0], &xsv[0], &words[0], 4*wstride, &scales[0], bi, 4*sstride, groups, bpg, mode, acc)
 	}
 }
+
+//go:noescape
+func qDotRows4PairsAVX2(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs int, out *[32]float32)
+
+// qDotRows4Pairs sets acc[8j:8j+8] to the lanes of row j's dot with the
+// input prepared for the pair kernel (q8, dv, c16); rows wstride words
+// and sstride scales apart (0 repeats a row).
+func qDotRows4Pairs(acc *[32]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int) {
+	if !useAVX2 || pairs < 1 {
+		qDotRows4PairsGo(acc, q8, dv, c16, words, wstride, scales, sstride, pairs)
+		return
+	}
+	// bounds: 64 bytes of q, 8 floats of dv and 16 int16 of c16 per pair;
+	// 8 words and 2 scales of each row per pair
+	_, _, _ = q8[64*pairs-1], dv[8*pairs-1], c16[16*pairs-1]
+	_ = words[3*wstride+8*pairs-1]
+	_ = scales[3*sstride+2*pairs-1]
+	qDotRows4PairsAVX2(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, acc)
+}

@@ -142,6 +142,67 @@ func gen(bits int) {
 	p("RET")
 }
 
+// genPairs is the 4-bit group-32 folded kernel (qkernel_int8.go): two
+// blocks per load. Registers: SI q8, DX dv, BX c16, DI words, R8/R9
+// words stride (×1, ×3), R10 scales, R11/R12 scales stride, CX pairs
+// left; Y0–Y3 sums, Y4–Y7 the rows' products, Y9 dv, Y10 the nibble
+// mask, Y11 int16 ones, Y12 the high nibbles, Y13/Y14 the scales, Y15
+// the scales' permutation.
+func genPairs() {
+	name := "qDotRows4PairsAVX2"
+	fmt.Fprintf(&b, "\n// func %s(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs int, out *[32]float32)\n", name)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	p("MOVQ q8+0(FP), SI")
+	p("MOVQ dv+8(FP), DX")
+	p("MOVQ c16+16(FP), BX")
+	p("MOVQ words+24(FP), DI")
+	p("MOVQ wstride+32(FP), R8")
+	p("LEAQ (R8)(R8*2), R9")
+	p("MOVQ scales+40(FP), R10")
+	p("MOVQ sstride+48(FP), R11")
+	p("LEAQ (R11)(R11*2), R12")
+	p("MOVQ pairs+56(FP), CX")
+	p("VMOVDQU qi8nib<>(SB), Y10")
+	p("VMOVDQU qi8ones<>(SB), Y11")
+	p("VMOVDQU qi8pairidx<>(SB), Y15")
+	for j := 0; j < 4; j++ {
+		p("VXORPS Y%d, Y%d, Y%d", j, j, j)
+	}
+	label(name + "_pair")
+	p("VMOVUPS (DX), Y9")
+	for j := 0; j < 4; j++ {
+		t := fmt.Sprintf("Y%d", 4+j)
+		sc := fmt.Sprintf("Y%d", 13+j%2)
+		p("VMOVDQU %s, %s", row(j, "DI", "R8", "R9"), t)
+		p("VPSRLW $4, %s, Y12", t)
+		p("VPAND Y10, %s, %s", t, t)
+		p("VPAND Y10, Y12, Y12")
+		p("VPMADDUBSW (SI), %s, %s", t, t)
+		p("VPMADDUBSW 32(SI), Y12, Y12")
+		p("VPADDW Y12, %s, %s", t, t)
+		p("VPSUBW (BX), %s, %s", t, t)
+		p("VPMADDWD Y11, %s, %s", t, t)
+		p("VCVTDQ2PS %s, %s", t, t)
+		p("VMOVSD %s, X%d", row(j, "R10", "R11", "R12"), 13+j%2)
+		p("VPERMPS %s, Y15, %s", sc, sc)
+		p("VMULPS Y9, %s, %s", sc, sc)
+		p("VFMADD231PS %s, %s, Y%d", sc, t, j)
+	}
+	p("ADDQ $64, SI")
+	p("ADDQ $32, DX")
+	p("ADDQ $32, BX")
+	p("ADDQ $32, DI")
+	p("ADDQ $8, R10")
+	p("DECQ CX")
+	p("JNZ %s_pair", name)
+	p("MOVQ out+64(FP), DI")
+	for j := 0; j < 4; j++ {
+		p("VMOVUPS Y%d, %d(DI)", j, 32*j)
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
 func data(name string, word uint32) {
 	for i := 0; i < 8; i++ {
 		fmt.Fprintf(&b, "DATA %s<>+%d(SB)/4, $0x%08x\n", name, 4*i, word)
@@ -164,8 +225,13 @@ func main() {
 	data("qi8sign", 0x80808080)
 	data("qi8ones", 0x00010001)
 	data("qi8c128", 0x43000000) // 128.0
+	for i, v := range []int{0, 0, 0, 0, 1, 1, 1, 1} {
+		fmt.Fprintf(&b, "DATA qi8pairidx<>+%d(SB)/4, $%d\n", 4*i, v)
+	}
+	b.WriteString("GLOBL qi8pairidx<>(SB), RODATA|NOPTR, $32\n")
 	gen(4)
 	gen(8)
+	genPairs()
 	if err := os.WriteFile("qkernel_int8_amd64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
