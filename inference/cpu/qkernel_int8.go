@@ -50,6 +50,14 @@ var qI8Perm4 = func() (p [32]int) {
 	return p
 }()
 
+// qI8Ident is the natural order (8-bit weights).
+var qI8Ident = func() (p [32]int) {
+	for j := range p {
+		p[j] = j
+	}
+	return p
+}()
+
 // qI8Mode is how a kernel adds the bias term per group: none (8-bit,
 // folded), Σ·s (4-bit, folded: the prepared sums carry BiasMul), Σ·b
 // (4-bit), Σ·(b + 128·s) (8-bit).
@@ -117,20 +125,21 @@ func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
 func quantBlockI8(dst *[32]int8, x *[32]float32, bits int) float32 {
 	var amax float32
 	for _, v := range x {
-		amax = max(amax, float32(math.Abs(float64(v))))
+		amax = max(amax, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
 	}
 	d := amax / 127
 	var id float32
 	if d != 0 {
 		id = 1 / d
 	}
-	for j := range dst {
-		k := j
-		if bits == 4 {
-			k = qI8Perm4[j]
-		}
-		v := math.Round(float64(x[k] * id))
-		dst[j] = int8(max(-127, min(127, v)))
+	perm := &qI8Ident
+	if bits == 4 {
+		perm = &qI8Perm4
+	}
+	for j, k := range perm {
+		v := float64(x[k&31] * id)
+		v = max(-127, min(127, v+math.Copysign(0.5, v))) // half away from zero, exact in float64
+		dst[j] = int8(v)                                  // truncates: the rounding
 	}
 	return d
 }
