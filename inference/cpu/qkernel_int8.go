@@ -139,7 +139,7 @@ func quantBlockI8(dst *[32]int8, x *[32]float32, bits int) float32 {
 	for j, k := range perm {
 		v := float64(x[k&31] * id)
 		v = max(-127, min(127, v+math.Copysign(0.5, v))) // half away from zero, exact in float64
-		dst[j] = int8(v)                                  // truncates: the rounding
+		dst[j] = int8(v)                                 // truncates: the rounding
 	}
 	return d
 }
