@@ -147,7 +147,8 @@ func gen(bits int) {
 // words stride (×1, ×3), R10 scales, R11/R12 scales stride, CX pairs
 // left; Y0–Y3 sums, Y4–Y7 the rows' products, Y9 dv, Y10 the nibble
 // mask, Y11 int16 ones, Y12 the high nibbles, Y13/Y14 the scales, Y15
-// the scales' permutation.
+// the scales' permutation; R13 the next four rows (prefetched: at real
+// size the words come from DRAM).
 func genPairs() {
 	name := "qDotRows4PairsAVX2"
 	fmt.Fprintf(&b, "\n// func %s(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs int, out *[32]float32)\n", name)
@@ -162,6 +163,7 @@ func genPairs() {
 	p("MOVQ sstride+48(FP), R11")
 	p("LEAQ (R11)(R11*2), R12")
 	p("MOVQ pairs+56(FP), CX")
+	p("LEAQ (DI)(R8*4), R13") // the next four rows, prefetched as these are read
 	p("VMOVDQU qi8nib<>(SB), Y10")
 	p("VMOVDQU qi8ones<>(SB), Y11")
 	p("VMOVDQU qi8pairidx<>(SB), Y15")
@@ -170,6 +172,9 @@ func genPairs() {
 	}
 	label(name + "_pair")
 	p("VMOVUPS (DX), Y9")
+	for j := 0; j < 4; j++ {
+		p("PREFETCHT0 %s", row(j, "R13", "R8", "R9"))
+	}
 	for j := 0; j < 4; j++ {
 		t := fmt.Sprintf("Y%d", 4+j)
 		sc := fmt.Sprintf("Y%d", 13+j%2)
@@ -192,6 +197,7 @@ func genPairs() {
 	p("ADDQ $32, DX")
 	p("ADDQ $32, BX")
 	p("ADDQ $32, DI")
+	p("ADDQ $32, R13")
 	p("ADDQ $8, R10")
 	p("DECQ CX")
 	p("JNZ %s_pair", name)
