@@ -44,7 +44,7 @@ func (o *engineOpener) Open(ctx context.Context, info *ModelInfo, s Settings, hi
 	if progress == nil {
 		progress = func(Progress) {}
 	}
-	lo := inference.LoadOptions{Engine: s.Engine, Library: o.library(), Getenv: o.getenv, NeedTokenizer: true,
+	lo := inference.LoadOptions{Engine: s.Engine, Library: o.library(), Getenv: o.getenv, NeedTokenizer: true, Numerics: s.LoadNumerics(),
 		Progress: func(st inference.LoadStep) { progress(Progress{Stage: "loading", Done: st.Done, Total: st.Total}) }}
 	if info.Kind == modelinfo.OffGraph {
 		lo.Policy = s.Policy()
@@ -258,7 +258,7 @@ func (c *convSession) UndoInstant() bool {
 	return c.conv.CanUndoInstantly()
 }
 func (c *convSession) Engine() EngineInfo {
-	return EngineInfo{Name: c.engine.Name, Device: c.engine.Device, Reason: c.engine.Reason, Fallback: c.engine.Fallback}
+	return EngineInfo{Name: c.engine.Name, Device: c.engine.Device, Reason: c.engine.Reason, Fallback: c.engine.Fallback, Numerics: c.engine.Numerics}
 }
 
 // Close waits for a warm's chunk in progress (the caller cancels the warm

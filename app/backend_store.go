@@ -132,7 +132,7 @@ func (s *storeAdapter) RecordRun(ctx context.Context, id int64, m *ModelInfo, en
 		}
 	}
 	run := runlog.Run(store.RunChat, runlog.Model{Path: m.Path, SHA256: sha}, engine, r)
-	run.ConversationID, run.Config, run.AppVersion = id, cfg, Version
+	run.ConversationID, run.Config, run.AppVersion, run.Numerics = id, cfg, Version, set.Numerics
 	_, err = s.db.InsertRun(ctx, run, nil)
 	return err
 }

@@ -759,6 +759,7 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 			c.mu.Lock()
 			id, model, set := c.st.ConvID, c.st.Model, c.st.Settings
 			c.mu.Unlock()
+			set.Numerics = sess.Engine().Numerics // the mode that ran ("" = exact)
 			if rerr := c.store.RecordRun(bg, id, model, sess.Engine().Name, set, reply.Stats); rerr != nil && err == nil {
 				err = fmt.Errorf("the reply's measurements could not be saved: %w", rerr)
 			}

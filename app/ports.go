@@ -118,12 +118,16 @@ type Session interface {
 type EngineInfo struct {
 	Name, Device, Reason string
 	Fallback             bool
+	Numerics             string // the CPU engine's mode: "fast", or "" for exact
 }
 
 // String is the chat header's engine part: "cpu on cpu".
 func (e EngineInfo) String() string {
 	if e.Name == "" {
 		return ""
+	}
+	if e.Numerics == engine.NumericsFast {
+		return e.Name + " on " + e.Device + ", numerics fast"
 	}
 	return e.Name + " on " + e.Device
 }

@@ -27,6 +27,21 @@ type Settings struct {
 	Seed            int64   `json:"seed"`
 	MaxNewTokens    int     `json:"max_new_tokens"`
 	SystemPrompt    string  `json:"system_prompt"`
+	// Numerics is the CPU engine's numerics mode: "" = fast (the default
+	// for quantized weights), "exact" = fp32, the reference (issue 38).
+	Numerics string `json:"numerics,omitempty"`
+}
+
+// LoadNumerics is the loader's numerics mode for s: none for the native
+// engine (it has no modes), else s.Numerics, fast by default.
+func (s Settings) LoadNumerics() string {
+	if c, _ := engine.Canonical(s.Engine); c == engine.MLX {
+		return ""
+	}
+	if s.Numerics == "" {
+		return engine.NumericsFast
+	}
+	return s.Numerics
 }
 
 // Chat's sampling when the model says nothing (generation_config.json
@@ -70,6 +85,12 @@ func ModelDefaults(m *ModelInfo, engine string) Settings {
 		// KV cache in it unless told otherwise (docs/inspect.md).
 		s.StorageDType = dt.Flag()
 	}
+	return withGenConfig(s, m)
+}
+
+// withGenConfig is s with the sampling of m's generation_config.json, when
+// it has sampling fields.
+func withGenConfig(s Settings, m *ModelInfo) Settings {
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(m.Path), "generation_config.json"))
 	if err != nil {
 		return s
@@ -120,6 +141,7 @@ type SettingsForm struct {
 	Seed            string
 	MaxNewTokens    string
 	SystemPrompt    string
+	Numerics        string // kept as set (no field on the sheet yet)
 
 	// Holds is how many tokens the open conversation holds: a capacity
 	// that cannot take them and one more is refused here, not after the
@@ -142,6 +164,7 @@ func NewSettingsForm(s Settings, model *ModelInfo) *SettingsForm {
 		Seed:         strconv.FormatInt(s.Seed, 10),
 		MaxNewTokens: strconv.Itoa(s.MaxNewTokens),
 		SystemPrompt: s.SystemPrompt,
+		Numerics:     s.Numerics,
 		model:        model,
 	}
 	if s.Capacity > 0 {
@@ -234,7 +257,7 @@ func (f *SettingsForm) Evaluate() Result {
 	if r.Cache != nil && s.MaxNewTokens > r.Cache.Capacity {
 		fp.bad("MaxNewTokens", fmt.Sprintf("%d is more than the cache holds (%d tokens)", s.MaxNewTokens, r.Cache.Capacity))
 	}
-	s.SystemPrompt = f.SystemPrompt
+	s.SystemPrompt, s.Numerics = f.SystemPrompt, f.Numerics
 	return r
 }
 

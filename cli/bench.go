@@ -21,11 +21,11 @@ import (
 
 var benchSynopsis = `--pte FILE [--tokenizer FILE] [-p 512,1024] [-n 128] [-d 0,4096] [-r 5] [--no-warmup]
        [--kv-storage-dtype bf16,fp16] [--kv-max-capacity N,...] [--kv-windows 'SPEC;SPEC'] [--engine ` + strings.Join(engine.Choices(), "|") + `]
-       [-o md|csv|json|jsonl|sql] [--db PATH] [--no-save] [--plot FILE.png] [-q]
+       [--numerics fast,exact] [-o md|csv|json|jsonl|sql] [--db PATH] [--no-save] [--plot FILE.png] [-q]
 
 Every listed value combines with every other (llama-bench style): each -p size is a
 prefill test "ppN", each -n size a decode test "tgN", each at every -d depth ("@ dD",
-D tokens prefilled untimed first) and every cache configuration. Prompt ids are
+D tokens prefilled untimed first), every cache configuration and every --numerics mode. Prompt ids are
 synthetic (seeded, ordinary vocabulary ids, no special tokens). t/s is mean ± sample
 standard deviation over the -r repetitions, each from a cleared cache after one untimed
 warmup. A test that does not fit the cache (depth + prompt + generated > capacity) stops
@@ -49,6 +49,8 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	caps := fs.String(cacheFlag[kvcache.FieldCapacity], strconv.Itoa(def.Capacity), "off-graph: cache capacities in tokens, comma list (0 = the model's get_max_ctx_len)")
 	windows := fs.String(cacheFlag[kvcache.FieldWindows], def.Windows, "off-graph: attention patterns, ';'-separated list of window specs (each a comma list repeated over the caches, 0 = flat; empty = the model's own)")
 	eng := fs.String("engine", engine.Auto, "engine: "+engine.Help())
+	var num numericsFlag
+	num.register(fs, true)
 	out := fs.String("o", "md", "output format: md, csv, json, jsonl or sql")
 	dbPath := fs.String("db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
 	noSave := fs.Bool("no-save", false, "do not store the results")
@@ -85,8 +87,8 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	if !slices.Contains(bench.Formats, *out) {
 		return Usagef("invalid value %q for flag -o: want %s", *out, strings.Join(bench.Formats, ", "))
 	}
-	if _, err := engine.Canonical(*eng); err != nil {
-		return Usagef("invalid value %q for flag -engine: %v", *eng, err)
+	if o.EngineChoice, o.Numerics, err = benchEngine(*eng, num); err != nil {
+		return err
 	}
 	if *plotFile != "" && !strings.HasSuffix(strings.ToLower(*plotFile), ".png") {
 		return Usagef("invalid value %q for flag -plot: want a .png file name", *plotFile)
@@ -96,7 +98,6 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 
 	// Check every test fits before loading anything heavy.
-	o.EngineChoice = *eng
 	if _, err := bench.Prepare(o); err != nil {
 		return err
 	}
@@ -160,6 +161,16 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// benchEngine checks --engine and --numerics: the engine choice and the
+// numerics modes to sweep.
+func benchEngine(eng string, num numericsFlag) (string, []string, error) {
+	if _, err := engine.Canonical(eng); err != nil {
+		return "", nil, Usagef("invalid value %q for flag -engine: %v", eng, err)
+	}
+	modes, err := num.modes(eng)
+	return eng, modes, err
 }
 
 // intList reads a comma list of sizes for flag name.

@@ -21,6 +21,7 @@ type chatLog struct {
 	modelID  int64
 	model    runlog.Model
 	engine   string
+	numerics string // the session's mode, recorded with each reply
 	settings json.RawMessage
 	convID   int64     // 0 until the first turn is saved
 	warn     io.Writer // where a failed save is reported; the chat goes on
@@ -50,12 +51,12 @@ func openChatLog(ctx context.Context, env *Env, o *runOpts, m *inference.Model) 
 	}
 	settings, err := json.Marshal(runlog.ChatSettings{Engine: o.engine, Capacity: o.cache.capacity, StorageDType: dtype,
 		InitialCapacity: o.cache.initial, Windows: o.cache.windows, Temperature: o.temperature, TopK: o.topK, TopP: o.topP,
-		Seed: int64(o.seed), MaxNewTokens: o.maxNew})
+		Seed: int64(o.seed), MaxNewTokens: o.maxNew, Numerics: o.numerics.value})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &chatLog{db: db, modelID: row.ID, model: runlog.Model{Path: abs, SHA256: row.SHA256}, engine: m.Engine.Name,
+	return &chatLog{db: db, modelID: row.ID, model: runlog.Model{Path: abs, SHA256: row.SHA256}, engine: m.Engine.Name, numerics: m.Numerics(),
 		settings: settings, warn: env.Stderr}, nil
 }
 
@@ -106,7 +107,7 @@ func (l *chatLog) reply(ctx context.Context, r *inference.Reply) {
 		return
 	}
 	run := runlog.Run(store.RunChat, l.model, l.engine, r.Stats)
-	run.ConversationID, run.Config, run.AppVersion = l.convID, l.settings, Version
+	run.ConversationID, run.Config, run.AppVersion, run.Numerics = l.convID, l.settings, Version, l.numerics
 	if _, err := l.db.InsertRun(ctx, run, nil); err != nil {
 		fmt.Fprintf(l.warn, "[the reply's measurements were not saved to %s: %v]\n", l.db.File(), store.Explain(err))
 	}

@@ -20,9 +20,9 @@ var compareSynopsis = `[--db PATH] [--min-change PCT] [--alpha P] [--json] [--pl
 
 BASELINE and CANDIDATE each select stored benchmark results (see 'etchat history --runs'):
 a run id or a comma list of ids, or filters: model=NAME|SHA, engine=` + strings.Join(engine.Choices()[1:], "|") + `, batch=B,
-since=2006-01-02, and latest (only the newest 'etchat bench' invocation among the matches),
+since=2006-01-02, numerics=exact|fast, and latest (only the newest 'etchat bench' invocation among the matches),
 e.g. 'model=llama-bench-bf16,engine=cpu,latest'. Tests are matched by n_prompt, n_gen,
-n_depth and cache configuration. A change is flagged (**) when the means differ by at least
+n_depth, cache configuration and numerics mode. A change is flagged (**) when the means differ by at least
 --min-change percent and Welch's t-test or the Mann-Whitney U test on the repetitions'
 t/s gives p < --alpha.`
 

@@ -22,8 +22,11 @@ func hint(err error) string {
 		vocab *inference.VocabMismatchError
 		unsup *inference.UnsupportedModelError
 		meta  *modelinfo.MetadataError
+		num   *engine.NumericsError
 	)
 	switch {
+	case errors.As(err, &num):
+		return numericsHint(num)
 	case errors.As(err, &lib):
 		return libraryHint(lib)
 	case errors.Is(err, engine.ErrNotAvailable):
@@ -69,6 +72,14 @@ func constraintHint(err error) string {
 		return "constrained output needs the model's tokenizer.json: put it next to the .pte or give --tokenizer"
 	}
 	return ""
+}
+
+// numericsHint is what to do about a --numerics the engine refused.
+func numericsHint(num *engine.NumericsError) string {
+	if num.Engine != "" {
+		return "leave --numerics out with --engine mlx, or use --engine cpu"
+	}
+	return "--numerics takes " + strings.Join(engine.NumericsModes(), " or ")
 }
 
 // libraryHint is what to do when the native library does not load, by

@@ -25,6 +25,7 @@ const runSynopsis = "--pte FILE.pte [--prompt TEXT | --prompt-ids 1,2,3 | --inte
 // sampling and output choices.
 type runOpts struct {
 	pte, tokenizer, prompt, promptIDs, chat, engine, db string
+	numerics                                            numericsFlag
 	maxNew, topK                                        int
 	temperature, topP                                   float64
 	seed                                                uint64
@@ -102,6 +103,7 @@ func parseRunFlags(env *Env, args []string) (*runOpts, error) {
 	fs.BoolVar(&o.interactive, "interactive", false, "multi-turn chat on stdin (/reset, /undo, /undo N, /quit); off-graph models only")
 	fs.BoolVar(&o.warmup, "warmup", false, "run once before measuring, to absorb pool growth")
 	fs.StringVar(&o.engine, "engine", engine.Auto, "engine: "+engine.Help())
+	o.numerics.register(fs, false)
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at end-of-sequence tokens: generate exactly --max-new-tokens")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object (prompt_ids, generated_ids, text, stats) instead of the report")
 	fs.StringVar(&o.db, "db", "", "save the run's stats in this etchat database; with --interactive also the conversation, as the app keeps it")
@@ -193,12 +195,12 @@ func (o *runOpts) oneShot(ctx context.Context, env *Env, out io.Writer, m *infer
 	st.PrintReport(out)
 
 	if o.asJSON {
-		if err := writeRunDoc(env.Stdout, m.Engine, ids, res, smp.Seed()); err != nil {
+		if err := writeRunDoc(env.Stdout, m, ids, res, smp.Seed()); err != nil {
 			return err
 		}
 	}
 	if o.db != "" {
-		if err := o.save(ctx, env, m.Engine, st); err != nil {
+		if err := o.save(ctx, env, m, st); err != nil {
 			return fmt.Errorf("saving the run to %s: %w", o.db, err)
 		}
 	}
@@ -251,8 +253,9 @@ func (o *runOpts) measure(g *inference.Options, env *Env, out io.Writer, m *infe
 }
 
 // writeRunDoc writes etchat run --json's object.
-func writeRunDoc(w io.Writer, sel inference.Selection, ids []int, res *inference.Result, seed uint64) error {
-	doc := runDoc{Engine: sel.Name, Device: sel.Device, PromptIDs: ids, GeneratedIDs: res.GeneratedIDs, Text: res.Text,
+func writeRunDoc(w io.Writer, m *inference.Model, ids []int, res *inference.Result, seed uint64) error {
+	sel := m.Engine
+	doc := runDoc{Engine: sel.Name, Device: sel.Device, Numerics: m.Numerics(), PromptIDs: ids, GeneratedIDs: res.GeneratedIDs, Text: res.Text,
 		StopReason: res.StopReason, Capped: res.Capped, Seed: seed, Stats: res.Stats}
 	if doc.GeneratedIDs == nil {
 		doc.GeneratedIDs = []int{}
@@ -266,6 +269,7 @@ func writeRunDoc(w io.Writer, sel inference.Selection, ids []int, res *inference
 type runDoc struct {
 	Engine       string          `json:"engine"`
 	Device       string          `json:"device"`
+	Numerics     string          `json:"numerics"` // exact or fast (the CPU engine's mode)
 	PromptIDs    []int           `json:"prompt_ids"`
 	GeneratedIDs []int           `json:"generated_ids"`
 	Text         string          `json:"text"`
@@ -296,6 +300,9 @@ func (o *runOpts) validate() error {
 	if err := o.structured.check(o); err != nil {
 		return err
 	}
+	if _, err := o.numerics.mode(o.engine); err != nil {
+		return err
+	}
 	return o.cache.check()
 }
 
@@ -316,8 +323,12 @@ func parseIDs(s string) ([]int, error) {
 // false when --prompt-ids makes text optional. A bad --chat is a usage
 // error.
 func (o *runOpts) prepare(needTokenizer bool) (*inference.Model, error) {
+	num, err := o.numerics.mode(o.engine)
+	if err != nil {
+		return nil, err
+	}
 	m, err := inference.Prepare(o.pte, inference.LoadOptions{Engine: o.engine, Getenv: o.getenv, Policy: o.cache.policy(), Tokenizer: o.tokenizer,
-		NeedTokenizer: needTokenizer, Chat: o.chat})
+		NeedTokenizer: needTokenizer, Chat: o.chat, Numerics: num})
 	var te *inference.TemplateError
 	if errors.As(err, &te) {
 		return nil, Usagef("invalid value %q for flag -chat: %v", o.chat, err)
@@ -346,7 +357,8 @@ func b2i(b bool) int {
 }
 
 // save records the run in the store.
-func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, st *inference.Stats) error {
+func (o *runOpts) save(ctx context.Context, env *Env, m *inference.Model, st *inference.Stats) error {
+	sel := m.Engine
 	path, err := store.ResolvePath(o.db, env.Getenv)
 	if err != nil {
 		return err
@@ -361,7 +373,7 @@ func (o *runOpts) save(ctx context.Context, env *Env, sel inference.Selection, s
 		return err
 	}
 	run := runlog.Run(store.RunChat, runlog.Model{Path: o.pte, SHA256: sum}, sel.Name, *st)
-	run.AppVersion = Version
+	run.AppVersion, run.Numerics = Version, m.Numerics()
 	run.Config, _ = json.Marshal(map[string]any{
 		"max_new_tokens": o.maxNew, "temperature": o.temperature, "top_k": o.topK, "top_p": o.topP, "seed": o.seed,
 		"device": sel.Device, "engine_reason": sel.Reason, "chat": o.chat, "ignore_eos": o.ignoreEOS, "warmup": o.warmup, "prompt_ids": o.promptIDs != "",

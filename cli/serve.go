@@ -29,6 +29,7 @@ type serveFlags struct {
 	noSave, logRequests, noReuse            bool
 	grace                                   time.Duration
 	cache                                   cacheFlags
+	numerics                                numericsFlag
 	paths                                   []string // --models and the arguments
 }
 
@@ -51,6 +52,7 @@ func (f *serveFlags) parse(env *Env, args []string) error {
 	fs.BoolVar(&f.noReuse, "no-prefix-reuse", false, "clear the cache before every request instead of keeping the shared prefix")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may finish before they are canceled")
 	f.cache.register(fs)
+	f.numerics.register(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -83,6 +85,9 @@ func (f *serveFlags) check() error {
 	if _, err := engine.Canonical(f.eng); err != nil {
 		return Usagef("invalid value %q for flag -engine: %v", f.eng, err)
 	}
+	if _, err := f.numerics.mode(f.eng); err != nil {
+		return err
+	}
 	return f.cache.check()
 }
 
@@ -96,6 +101,7 @@ func (f *serveFlags) options(env *Env, db *store.DB) serve.Options {
 	o := serve.Options{Models: f.paths, APIKey: f.apiKey, MaxBodyBytes: f.maxBody, QueueLimit: queueLimit, MaxModels: f.maxModels,
 		LogRequests: f.logRequests, NoPrefixReuse: f.noReuse, Log: env.Stderr, Version: Version,
 		Load: inference.LoadOptions{Engine: f.eng, Getenv: env.Getenv, Policy: f.cache.policy(), Chat: f.chat}}
+	o.Load.Numerics, _ = f.numerics.mode(f.eng) // checked by check
 	if !f.noSave {
 		o.Store = db
 	}

@@ -27,6 +27,10 @@ type Selection struct {
 	// Auto is set when the choice was auto; Fallback when auto wanted the
 	// native engine and fell back to the CPU engine.
 	Auto, Fallback bool
+	// Numerics is the mode the opened session computes in (set by
+	// Model.OpenOn): engine.NumericsFast, or "" for exact, the reference
+	// and the only mode of engines without modes.
+	Numerics string
 }
 
 // String is the one-line announcement: "engine: cpu on cpu (auto: …)".
@@ -34,6 +38,9 @@ func (s Selection) String() string {
 	out := fmt.Sprintf("engine: %s on %s", s.Name, s.Device)
 	if s.Reason != "" {
 		out += " (" + s.Reason + ")"
+	}
+	if s.Numerics == engine.NumericsFast {
+		out += ", numerics fast" // exact, the reference, goes unsaid
 	}
 	return out
 }

@@ -42,6 +42,13 @@ type LoadOptions struct {
 	Hash bool
 	// Progress, when set, is told each step of the load.
 	Progress func(LoadStep)
+
+	// Numerics is the CPU engine's numerics mode (engine.NumericsExact or
+	// NumericsFast; "" = exact, the reference: the zero value keeps every
+	// comparison with a reference exact). The front ends default to fast.
+	// An explicit mode with the native engine asked for is a
+	// *engine.NumericsError.
+	Numerics string
 }
 
 // LoadStep is one step of a load, for a progress display.
@@ -122,7 +129,11 @@ func (o *LoadOptions) step(stage string, done int) {
 // Prepare is Load's first half: everything but the engine. The Model it
 // returns has no session until Open.
 func Prepare(path string, o LoadOptions) (*Model, error) {
-	if _, err := engine.Canonical(o.Engine); err != nil {
+	name, err := engine.Canonical(o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNumerics(o.Numerics, name); err != nil {
 		return nil, err
 	}
 	o.step(StageModel, 0)
@@ -194,11 +205,34 @@ func (m *Model) WithPolicy(p kvcache.Policy) (*Model, error) {
 	return c, nil
 }
 
+// WithNumerics is a copy of a prepared model with another numerics mode
+// (a benchmark sweeps them); it shares the tokenizer and has no session.
+func (m *Model) WithNumerics(n string) (*Model, error) {
+	if name, _ := engine.Canonical(m.opts.Engine); checkNumerics(n, name) != nil {
+		return nil, checkNumerics(n, name)
+	}
+	c := *m
+	c.Session, c.opts.Numerics = nil, n
+	return &c, nil
+}
+
+// checkNumerics refuses an unknown mode, and any mode asked of the native
+// engine (canonical name), which has none.
+func checkNumerics(n, name string) error {
+	if _, err := engine.ParseNumerics(n); err != nil {
+		return err
+	}
+	if n != "" && name == engine.MLX {
+		return &engine.NumericsError{Value: n, Engine: name}
+	}
+	return nil
+}
+
 // Open is Load's second half: it picks the engine (see Load) and opens a
 // session on it.
 func (m *Model) Open(ctx context.Context) error {
 	m.opts.step(StageEngine, 2)
-	sel, err := SelectEngine(m.opts.Engine, engine.Config{Library: m.opts.Library, Getenv: m.opts.Getenv})
+	sel, err := SelectEngine(m.opts.Engine, engine.Config{Library: m.opts.Library, Getenv: m.opts.Getenv, Numerics: m.opts.Numerics})
 	if err != nil {
 		return err
 	}
@@ -218,7 +252,7 @@ func (m *Model) OpenOn(ctx context.Context, sel Selection) error {
 	sess, err := m.openProbed(ctx, sel)
 	if err != nil && sel.Auto && !sel.Fallback && ctx.Err() == nil {
 		why := fmt.Sprintf("%s on %s failed (%s)", sel.Name, sel.Device, oneLine(err))
-		if sel, err = cpuFallback(why, engine.Config{Library: m.opts.Library, Getenv: m.opts.Getenv}); err != nil {
+		if sel, err = cpuFallback(why, engine.Config{Library: m.opts.Library, Getenv: m.opts.Getenv, Numerics: m.opts.Numerics}); err != nil {
 			return err
 		}
 		sess, err = m.openProbed(ctx, sel)
@@ -228,6 +262,9 @@ func (m *Model) OpenOn(ctx context.Context, sel Selection) error {
 	}
 	m.LoadEnd = time.Now()
 	m.Engine, m.Session = sel, sess
+	if m.Numerics() == engine.NumericsFast {
+		m.Engine.Numerics = engine.NumericsFast
+	}
 	m.MemAfterLoad = sess.Memory()
 	if m.Chat != nil && m.Chat.HF.VocabSize() > sess.Vocab() {
 		sess.Close()
@@ -307,6 +344,16 @@ func ChatDir(ptePath, tokenizerPath string) string {
 		}
 	}
 	return filepath.Dir(ptePath)
+}
+
+// Numerics is the numerics mode the open session computes in: the CPU
+// engine's (fast only where the model has quantized matrices it runs
+// that way), exact for engines without modes.
+func (m *Model) Numerics() string {
+	if n, ok := m.Session.(interface{ Numerics() string }); ok {
+		return n.Numerics()
+	}
+	return engine.NumericsExact
 }
 
 // PrefillChunk is the largest forward step: the cache's max_write for

@@ -65,6 +65,7 @@ func (s *Server) record(e *entry, req *request, body []byte, o *outcome) {
 	}
 	run := runlog.Run(store.RunAPI, runlog.Model{Path: e.path, SHA256: modelSHA(e.path)}, e.loaded.Engine.Name, st)
 	run.ModelName, run.AppVersion = e.id, s.opts.Version // the name clients ask for
+	run.Numerics = e.loaded.Numerics()
 	if o.res != nil && o.res.Result != nil {
 		run.Stats.NumPromptTokens = int64(len(o.prompt))
 	} else {

@@ -81,6 +81,9 @@ type Run struct {
 	TTFTMs      float64   `json:"ttft_ms"`
 	Memory      Memory    `json:"memory"`
 	Bench       BenchTest `json:"bench"`
+	// Numerics is the CPU engine's numerics mode: "exact" or "fast" (""
+	// is stored as exact; runs from before the column read as exact).
+	Numerics string `json:"numerics"`
 }
 
 // Sample is one repetition of a benchmark test.
@@ -115,7 +118,7 @@ func statDest(s *Stats) []any {
 const runCols = `id, kind, engine, model_sha256, model_path, model_name, coalesce(conversation_id, 0), config, machine, app_version,
 	started_ms, ended_ms, error, ` + statCols + `, prefill_tok_s, decode_tok_s, ttft_ms,
 	coalesce(mem_after_load, 0), coalesce(mem_after_prefill, 0), coalesce(mem_after_decode, 0), coalesce(mem_peak, 0),
-	n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s`
+	n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s, numerics`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var r Run
@@ -126,11 +129,20 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	dest = append(dest, statDest(&r.Stats)...)
 	dest = append(dest, &r.PrefillTokS, &r.DecodeTokS, &r.TTFTMs,
 		&r.Memory.AfterLoad, &r.Memory.AfterPrefill, &r.Memory.AfterDecode, &r.Memory.Peak,
-		&r.Bench.NPrompt, &r.Bench.NGen, &r.Bench.NDepth, &r.Bench.Repetitions, &r.Bench.AvgTokS, &r.Bench.StddevTokS)
+		&r.Bench.NPrompt, &r.Bench.NGen, &r.Bench.NDepth, &r.Bench.Repetitions, &r.Bench.AvgTokS, &r.Bench.StddevTokS, &r.Numerics)
 	err := sc.Scan(dest...)
 	r.Config, r.Machine = json.RawMessage(config), json.RawMessage(machine)
 	r.Started, r.Ended = fromMS(started), fromMS(ended)
 	return r, err
+}
+
+// numericsOr is the numerics column's value: "" (a writer that does not
+// say) is exact, the only mode before there were two.
+func numericsOr(n string) string {
+	if n == "" {
+		return "exact"
+	}
+	return n
 }
 
 // nullBytes stores 0 ("unknown") as NULL.
@@ -224,10 +236,10 @@ func insertRun(ctx context.Context, tx *sql.Tx, r Run, config, machine string, s
 	args = append(args, statArgs(r.Stats)...)
 	args = append(args, finite(r.PrefillTokS), finite(r.DecodeTokS), finite(r.TTFTMs),
 		nullBytes(r.Memory.AfterLoad), nullBytes(r.Memory.AfterPrefill), nullBytes(r.Memory.AfterDecode), nullBytes(r.Memory.Peak),
-		r.Bench.NPrompt, r.Bench.NGen, r.Bench.NDepth, r.Bench.Repetitions, r.Bench.AvgTokS, r.Bench.StddevTokS)
+		r.Bench.NPrompt, r.Bench.NGen, r.Bench.NDepth, r.Bench.Repetitions, r.Bench.AvgTokS, r.Bench.StddevTokS, numericsOr(r.Numerics))
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs(kind, engine, model_sha256, model_path, model_name, conversation_id, config, machine, app_version,
 		started_ms, ended_ms, error, `+statCols+`, prefill_tok_s, decode_tok_s, ttft_ms,
-		mem_after_load, mem_after_prefill, mem_after_decode, mem_peak, n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s)
+		mem_after_load, mem_after_prefill, mem_after_decode, mem_peak, n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s, numerics)
 		VALUES (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return 0, err

@@ -110,7 +110,22 @@ type Test struct {
 	NGen    int   `json:"n_gen"`
 	NDepth  int   `json:"n_depth"`
 	Cache   Cache `json:"cache"`
+	// Numerics is the CPU engine's numerics mode the test ran in (what the
+	// session reports: exact for a model without quantized matrices);
+	// "" = exact, as results from before the modes read.
+	Numerics string `json:"numerics,omitempty"`
 }
+
+// NumericsName is the mode's name, exact for "".
+func (t Test) NumericsName() string {
+	if t.Numerics == "" {
+		return engine.NumericsExact
+	}
+	return t.Numerics
+}
+
+// IsFast reports whether the test ran in the fast numerics mode.
+func (t Test) IsFast() bool { return t.Numerics == engine.NumericsFast }
 
 // Name is llama-bench's test name: "pp512", "tg128", "pp512 @ d4096".
 func (t Test) Name() string {
@@ -129,8 +144,16 @@ func (t Test) Name() string {
 	return s
 }
 
-// Key is the test's identity for comparisons: sizes and cache.
-func (t Test) Key() string { return t.Name() + " | " + t.Cache.String() }
+// Key is the test's identity for comparisons: sizes, cache and, for the
+// fast mode, "| fast" (exact, the only mode before there were two, is
+// not written, so older results keep their keys).
+func (t Test) Key() string {
+	k := t.Name() + " | " + t.Cache.String()
+	if t.IsFast() {
+		k += " | fast"
+	}
+	return k
+}
 
 // Tokens is how many cache cells the test needs.
 func (t Test) Tokens() int { return t.NDepth + t.NPrompt + t.NGen }
@@ -283,9 +306,12 @@ type Options struct {
 	Gens      []int
 	Depths    []int // nil = {0}
 	Caches    []CacheSpec
-	Reps      int
-	NoWarmup  bool
-	Seed      uint64 // prompt ids; 0 = DefaultSeed
+	// Numerics are the CPU engine's numerics modes to sweep (each a
+	// separate load; "" = the loader's default, exact); nil = {""}.
+	Numerics []string
+	Reps     int
+	NoWarmup bool
+	Seed     uint64 // prompt ids; 0 = DefaultSeed
 
 	// Engine is the engine to measure; when nil, EngineChoice (auto, cpu,
 	// mlx) is chosen by the loader (inference.Load), with auto's fallback,
@@ -352,10 +378,11 @@ type plan struct {
 }
 
 type planCache struct {
-	spec  CacheSpec
-	model *inference.Model // the loader's model for this cache configuration
-	cache Cache
-	tests []Test
+	numerics string
+	spec     CacheSpec
+	model    *inference.Model // the loader's model for this cache configuration
+	cache    Cache
+	tests    []Test
 }
 
 // Validate checks the options without loading the model.
@@ -423,8 +450,12 @@ func prepare(o *Options) (*plan, error) {
 	}
 	// The loader reads the model and its tokenizer and checks that they
 	// belong together, as it does for a chat.
+	nums := o.Numerics
+	if len(nums) == 0 {
+		nums = []string{""}
+	}
 	m, err := inference.Prepare(o.PTE, inference.LoadOptions{Engine: o.EngineChoice, Library: o.Library, Getenv: o.Getenv,
-		Tokenizer: o.Tokenizer, Hash: true})
+		Tokenizer: o.Tokenizer, Hash: true, Numerics: nums[0]})
 	if err != nil {
 		return nil, err
 	}
@@ -433,48 +464,23 @@ func prepare(o *Options) (*plan, error) {
 	if len(specs) == 0 {
 		specs = []CacheSpec{{}}
 	}
-	depths := o.Depths
-	if len(depths) == 0 {
-		depths = []int{0}
-	}
 	p := &plan{model: m, info: info}
 	var misfits []string
 	seen := map[string]bool{}
-	for _, spec := range specs {
-		if info.Kind != modelinfo.OffGraph && (spec.Capacity != 0 || spec.Windows != "" || (spec.DType != "" && spec.DType != "bf16")) {
-			return nil, fmt.Errorf("%s keeps its cache in the graph: the kv flags do not apply", filepath.Base(o.PTE))
-		}
-		pm, err := m.WithPolicy(spec.Policy())
-		if err != nil {
-			return nil, fmt.Errorf("cache %+v: %w", spec, err)
-		}
-		pc := planCache{spec: spec, model: pm, cache: resolveCache(pm.Cache, info)}
-		if seen[pc.cache.String()] {
-			continue
-		}
-		seen[pc.cache.String()] = true
-		for _, d := range depths {
-			var ts []Test
-			for _, n := range o.Prompts {
-				if n > 0 {
-					ts = append(ts, Test{NPrompt: n, NDepth: d, Cache: pc.cache})
-				}
+	for _, num := range nums {
+		for _, spec := range specs {
+			pc, err := planFor(o, m, num, spec)
+			if err != nil {
+				return nil, err
 			}
-			for _, n := range o.Gens {
-				if n > 0 {
-					ts = append(ts, Test{NGen: n, NDepth: d, Cache: pc.cache})
-				}
+			if seen[num+"|"+pc.cache.String()] {
+				continue
 			}
-			for _, t := range ts {
-				if pc.cache.Capacity > 0 && t.Tokens() > pc.cache.Capacity {
-					misfits = append(misfits, fmt.Sprintf("%s needs %d cache cells, %s holds %d", t.Name(), t.Tokens(), pc.cache, pc.cache.Capacity))
-					continue
-				}
-				pc.tests = append(pc.tests, t)
-			}
+			seen[num+"|"+pc.cache.String()] = true
+			misfits = append(misfits, pc.plan(o.Prompts, o.Gens, o.Depths)...)
+			p.tests += len(pc.tests)
+			p.caches = append(p.caches, pc)
 		}
-		p.tests += len(pc.tests)
-		p.caches = append(p.caches, pc)
 	}
 	if len(misfits) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrDoesNotFit, strings.Join(misfits, "; "))
@@ -488,6 +494,87 @@ func prepare(o *Options) (*plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// selections are the engines a run opens on: the given one, else one per
+// numerics mode (the engine holds the mode), chosen by the mode's first
+// open.
+type selections struct {
+	given  *inference.Selection
+	byMode map[string]*inference.Selection
+}
+
+// of is the selection for mode, nil until its first open chose one.
+func (s selections) of(mode string) *inference.Selection {
+	if s.given != nil {
+		return s.given
+	}
+	return s.byMode[mode]
+}
+
+// openOn opens m on sel, or on the engine the loader chooses when sel is
+// nil, and returns the selection it opened on.
+func openOn(ctx context.Context, m *inference.Model, sel *inference.Selection) (*inference.Selection, error) {
+	if sel != nil {
+		return sel, m.OpenOn(ctx, *sel)
+	}
+	if err := m.Open(ctx); err != nil {
+		return nil, err
+	}
+	return &m.Engine, nil
+}
+
+// ranNumerics is the open model's numerics mode as a Test holds it: ""
+// for exact, as results from before the modes read.
+func ranNumerics(m *inference.Model) string {
+	if n := m.Numerics(); n != engine.NumericsExact {
+		return n
+	}
+	return ""
+}
+
+// planFor is the loader's model for one numerics mode and cache spec.
+func planFor(o *Options, m *inference.Model, num string, spec CacheSpec) (planCache, error) {
+	info := m.Info
+	if info.Kind != modelinfo.OffGraph && (spec.Capacity != 0 || spec.Windows != "" || (spec.DType != "" && spec.DType != "bf16")) {
+		return planCache{}, fmt.Errorf("%s keeps its cache in the graph: the kv flags do not apply", filepath.Base(o.PTE))
+	}
+	pm, err := m.WithPolicy(spec.Policy())
+	if err != nil {
+		return planCache{}, fmt.Errorf("cache %+v: %w", spec, err)
+	}
+	if pm, err = pm.WithNumerics(num); err != nil {
+		return planCache{}, err
+	}
+	return planCache{numerics: num, spec: spec, model: pm, cache: resolveCache(pm.Cache, info)}, nil
+}
+
+// plan lists the configuration's tests, and those that do not fit.
+func (pc *planCache) plan(prompts, gens, depths []int) (misfits []string) {
+	if len(depths) == 0 {
+		depths = []int{0}
+	}
+	for _, d := range depths {
+		var ts []Test
+		for _, n := range prompts {
+			if n > 0 {
+				ts = append(ts, Test{NPrompt: n, NDepth: d, Cache: pc.cache, Numerics: pc.numerics})
+			}
+		}
+		for _, n := range gens {
+			if n > 0 {
+				ts = append(ts, Test{NGen: n, NDepth: d, Cache: pc.cache, Numerics: pc.numerics})
+			}
+		}
+		for _, t := range ts {
+			if pc.cache.Capacity > 0 && t.Tokens() > pc.cache.Capacity {
+				misfits = append(misfits, fmt.Sprintf("%s needs %d cache cells, %s holds %d", t.Name(), t.Tokens(), pc.cache, pc.cache.Capacity))
+				continue
+			}
+			pc.tests = append(pc.tests, t)
+		}
+	}
+	return misfits
 }
 
 func seedOr(s uint64) uint64 {
@@ -527,27 +614,24 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 	}
 	var out []*Result
 	n := 0
-	var sel *inference.Selection // chosen once, by the first open
+	sels := selections{byMode: map[string]*inference.Selection{}} // chosen once per numerics mode, by its first open
 	if o.Engine != nil {
-		sel = &inference.Selection{Engine: o.Engine, Name: o.Engine.Name(), Device: engine.DeviceOf(o.Engine, engine.HostOS), Reason: "given"}
+		sel := &inference.Selection{Engine: o.Engine, Name: o.Engine.Name(), Device: engine.DeviceOf(o.Engine, engine.HostOS), Reason: "given"}
 		if c, err := engine.Canonical(sel.Name); err == nil {
 			sel.Name = c
 		}
+		sels.given = sel
 	}
 	for _, pc := range p.caches {
 		if len(pc.tests) == 0 {
 			continue
 		}
 		loadStart := now()
-		var err error
-		if sel != nil {
-			err = pc.model.OpenOn(ctx, *sel)
-		} else if err = pc.model.Open(ctx); err == nil {
-			sel = &pc.model.Engine
-		}
+		sel, err := openOn(ctx, pc.model, sels.of(pc.numerics))
 		if err != nil {
 			return out, fmt.Errorf("open %s (%s): %w", filepath.Base(o.PTE), pc.cache, err)
 		}
+		sels.byMode[pc.numerics] = sel
 		sess := pc.model.Session
 		loadEnd := now()
 		if o.Selected != nil {
@@ -563,7 +647,7 @@ func Run(ctx context.Context, o Options) ([]*Result, error) {
 		}
 		for _, t := range pc.tests {
 			n++
-			t.Cache = pc.cache
+			t.Cache, t.Numerics = pc.cache, ranNumerics(pc.model)
 			if sess.Capacity() > 0 && t.Tokens() > sess.Capacity() {
 				sess.Close()
 				return out, fmt.Errorf("%w: %s needs %d cache cells, the session holds %d", ErrDoesNotFit, t.Name(), t.Tokens(), sess.Capacity())

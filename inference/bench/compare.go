@@ -21,6 +21,7 @@ import (
 //	engine=cpu    engine
 //	batch=B       one invocation's results
 //	since=DATE    started on or after DATE (2006-01-02 or RFC 3339)
+//	numerics=fast the CPU engine's numerics mode (exact or fast)
 //	latest        only the newest invocation among the matches
 //
 // Filters also narrow a list of ids. Without ids, when several matching
@@ -32,6 +33,8 @@ type Selector struct {
 	Batch  string
 	Since  time.Time
 	Latest bool
+	// Numerics is the mode to keep (exact, fast); "" = both.
+	Numerics string
 }
 
 // ParseSelector reads a selector's text form.
@@ -59,34 +62,50 @@ func ParseSelector(s string) (Selector, error) {
 		k, v, ok := strings.Cut(term, "=")
 		v = strings.TrimSpace(v)
 		if !ok || v == "" {
-			return sel, fmt.Errorf("selector term %q: want a run id, latest, or key=value (model, engine, batch, since)", term)
+			return sel, fmt.Errorf("selector term %q: want a run id, latest, or key=value (model, engine, batch, since, numerics)", term)
 		}
-		switch strings.TrimSpace(k) {
-		case "model":
-			sel.Model = v
-		case "engine":
-			sel.Engine = v
-		case "batch":
-			sel.Batch = v
-		case "since":
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				if t, err = time.ParseInLocation("2006-01-02", v, time.Local); err != nil {
-					return sel, fmt.Errorf("since=%s: want 2006-01-02 or an RFC 3339 time", v)
-				}
-			}
-			sel.Since = t
-		default:
-			return sel, fmt.Errorf("selector key %q: want model, engine, batch or since", k)
+		if err := sel.set(strings.TrimSpace(k), v); err != nil {
+			return sel, err
 		}
 	}
 	return sel, nil
+}
+
+// set is one key=value term of a selector.
+func (s *Selector) set(k, v string) error {
+	switch k {
+	case "model":
+		s.Model = v
+	case "engine":
+		s.Engine = v
+	case "batch":
+		s.Batch = v
+	case "numerics":
+		if v != engine.NumericsExact && v != engine.NumericsFast {
+			return fmt.Errorf("numerics=%s: want exact or fast", v)
+		}
+		s.Numerics = v
+	case "since":
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			if t, err = time.ParseInLocation("2006-01-02", v, time.Local); err != nil {
+				return fmt.Errorf("since=%s: want 2006-01-02 or an RFC 3339 time", v)
+			}
+		}
+		s.Since = t
+	default:
+		return fmt.Errorf("selector key %q: want model, engine, batch, since or numerics", k)
+	}
+	return nil
 }
 
 // Matches applies the selector's model, engine and since filters to one
 // result (a run picked by id).
 func (sel Selector) Matches(r *Result) bool {
 	if sel.Engine != "" && !engine.Same(r.Engine, sel.Engine) {
+		return false
+	}
+	if sel.Numerics != "" && r.Test.NumericsName() != sel.Numerics {
 		return false
 	}
 	if sel.Model != "" && !strings.EqualFold(r.Model.Name, sel.Model) &&

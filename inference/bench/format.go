@@ -70,6 +70,7 @@ type Record struct {
 	KVCapacity   int       `json:"kv_capacity"`
 	KVWindows    string    `json:"kv_windows"`
 	Test         string    `json:"test"`
+	Numerics     string    `json:"numerics"` // the CPU engine's numerics mode: exact or fast
 	Reps         int       `json:"n_reps"`
 	Warmup       bool      `json:"warmup"`
 	Seed         uint64    `json:"seed"`
@@ -101,7 +102,7 @@ func RecordOf(r *Result) Record {
 		AppVersion: r.AppVersion, Engine: r.Engine, OS: r.Machine.OS, Cores: r.Machine.Cores, RAMBytes: r.Machine.RAMBytes,
 		ModelSHA256: r.Model.SHA256, PrefillChunk: r.Model.Chunk,
 		Cache: r.Test.Cache.String(), KVDType: r.Test.Cache.DType, KVCapacity: r.Test.Cache.Capacity, KVWindows: r.Test.Cache.Windows,
-		Test: r.Test.Name(), Reps: len(r.Reps), Warmup: r.Warmup, Seed: r.Seed,
+		Test: r.Test.Name(), Numerics: r.Test.NumericsName(), Reps: len(r.Reps), Warmup: r.Warmup, Seed: r.Seed,
 		TTFTMs: r.AvgTTFTMs(), LoadMs: float64(r.LoadNs) / 1e6, PeakBytes: r.PeakMem(),
 		SamplesNs: make([]int64, len(r.Reps)), SamplesTS: r.SamplesTS(), RunID: r.RunID, Batch: r.Batch,
 		Stats: r.Reps,
@@ -322,9 +323,18 @@ var MarkdownHeader = []string{"model", "size", "params", "backend", "engine", "c
 // MarkdownRow is one result's markdown cells.
 func MarkdownRow(r *Result) []string {
 	return []string{
-		r.Model.Name, MiB(r.Model.Size), Params(r.Model.Params), r.Backends, r.Engine, r.Test.Cache.String(), r.Test.Name(),
+		r.Model.Name, MiB(r.Model.Size), Params(r.Model.Params), r.Backends, engineCell(r), r.Test.Cache.String(), r.Test.Name(),
 		fmt.Sprintf("%.2f ± %.2f", r.AvgTS(), r.StddevTS()), fmt.Sprintf("%.2f", r.AvgTTFTMs()), MiB(r.PeakMem()),
 	}
+}
+
+// engineCell is the engine, with "fast" after it for the fast numerics
+// mode (exact, the reference, is not written).
+func engineCell(r *Result) string {
+	if r.Test.IsFast() {
+		return r.Engine + " fast"
+	}
+	return r.Engine
 }
 
 func writeMarkdown(w io.Writer, results []*Result) error {

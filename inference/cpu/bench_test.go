@@ -425,11 +425,14 @@ func BenchmarkPrefillMatmulRealSize(b *testing.B) {
 		}
 		out := make([]float32, rows*s.n)
 		macs := float64(rows * s.n * s.k)
-		b.Run(fmt.Sprintf("q4/%s-K%d-N%d", s.name, s.k, s.n), func(b *testing.B) {
-			w := realQMatrix(s.n, s.k)
-			var job mmJob
-			benchMACs(b, macs, func() { qMatMulJob(&job, out, x, rows, w, 1) })
-		})
+		for _, fast := range []bool{false, true} {
+			b.Run(fmt.Sprintf("q4-%s/%s-K%d-N%d", numericsName(fast), s.name, s.k, s.n), func(b *testing.B) {
+				w := realQMatrix(s.n, s.k)
+				w.Int8 = fast
+				var job mmJob
+				benchMACs(b, macs, func() { qMatMulJob(&job, out, x, rows, w, 1) })
+			})
+		}
 		b.Run(fmt.Sprintf("bf16/%s-K%d-N%d", s.name, s.k, s.n), func(b *testing.B) {
 			h := make([]uint16, s.n*s.k)
 			for i := range h {

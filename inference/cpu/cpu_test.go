@@ -83,6 +83,12 @@ func layoutOfFile(tb testing.TB, path string) kvcache.Layout {
 
 func openFixture(tb testing.TB, name, kvDType string) (engine.Session, kvcache.Layout) {
 	tb.Helper()
+	return openFixtureWith(tb, name, kvDType, Options{})
+}
+
+// openFixtureWith is openFixture on an engine with opts.
+func openFixtureWith(tb testing.TB, name, kvDType string, opts Options) (engine.Session, kvcache.Layout) {
+	tb.Helper()
 	var cfg *kvcache.Config
 	var l kvcache.Layout
 	if name != fixtures.InGraph {
@@ -97,7 +103,7 @@ func openFixture(tb testing.TB, name, kvDType string) (engine.Session, kvcache.L
 	} else {
 		l = kvcache.Layout{PrefillChunk: 32}
 	}
-	s, err := New(Options{}).Open(context.Background(), fixtures.PTE(name), cfg)
+	s, err := New(opts).Open(context.Background(), fixtures.PTE(name), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -30,6 +30,11 @@ import (
 type Options struct {
 	// Threads is the number of goroutines for matrix work; 0 = GOMAXPROCS.
 	Threads int
+	// Numerics is the numerics mode of quantized matmuls: NumericsExact
+	// ("" too: fp32 products, the reference) or NumericsFast (inputs
+	// quantized to 8 bits per block, integer products; qkernel_int8.go).
+	// It is per engine, so per loaded program.
+	Numerics string
 }
 
 // Engine is the CPU engine. Sessions it opens on the same file share one
@@ -170,7 +175,10 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m, err := e.progs.acquire(path)
+	if n := e.opts.Numerics; n != "" && n != NumericsExact && n != NumericsFast {
+		return nil, fmt.Errorf("cpu: numerics %q: want %s or %s", n, NumericsExact, NumericsFast)
+	}
+	m, err := e.progs.acquire(path, e.opts.Numerics == NumericsFast)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,10 @@ type progKey struct {
 	size, mtime int64
 }
 
-func (p *programs) acquire(path string) (*model, error) {
+// acquire loads path (or shares it when loaded), with the fast numerics
+// mode's kernels for its quantized matrices when int8 (the engine's mode:
+// every program of one engine has the same).
+func (p *programs) acquire(path string, int8 bool) (*model, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
@@ -43,6 +46,9 @@ func (p *programs) acquire(path string) (*model, error) {
 	m, err := load(path)
 	if err != nil {
 		return nil, err
+	}
+	if int8 {
+		m.useInt8()
 	}
 	if p.open == nil {
 		p.open = map[progKey]*model{}

@@ -53,6 +53,10 @@ type qMatrix struct {
 	Scales, Biases              []float32
 	ScalesBF16                  []uint16 // the scales as bf16 (Scales nil)
 	BiasMul                     float32  // with Biases nil: b = BiasMul·s
+	// Int8 is the fast numerics mode (qkernel_int8.go): the kernels
+	// quantize the input to 8 bits per block and multiply integers. Set
+	// at load only where qFast(w); the exact mode leaves it false.
+	Int8 bool
 }
 
 // scale is the scale of group i (row-major over rows and groups).

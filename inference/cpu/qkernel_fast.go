@@ -33,6 +33,11 @@ func qFast(w *qMatrix) bool {
 type qPrep struct {
 	xp []float32
 	x  []float32 // the input as given (prefill)
+
+	// fast numerics (qMatrix.Int8; prepareI8): the input quantized
+	q8     []int8
+	d, xsv []float32
+	c16    []int16 // the pair kernel's folded bias terms
 }
 
 // qPrepStride is the floats of one prepared input row.
@@ -68,6 +73,10 @@ func qPerm(bits, p, l int) int {
 
 func (q *qPrep) prepare(x []float32, n int, w *qMatrix) {
 	q.x = x[:n*w.Cols]
+	if w.Int8 {
+		q.prepareI8(x, n, w)
+		return
+	}
 	if n > 1 {
 		return // prefill reads x as it is
 	}
@@ -220,6 +229,10 @@ func qDecodeRows3(out, xp []float32, w *qMatrix, sc []float32, r0, r, end int) i
 // caller across calls).
 func qMatMulPrepared(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 	K := w.Cols
+	if w.Int8 {
+		qMatMulI8(out, p, n, w, r0, r1, sbuf)
+		return
+	}
 	if n == 1 {
 		qDecodeRows(out, p.xp, w, r0, r1, sbuf)
 		return

@@ -405,9 +405,13 @@ func BenchmarkDecodeCPUTime(b *testing.B) {
 	if testing.Short() {
 		b.Skip("65 MB model")
 	}
-	for _, name := range []string{fixtures.BenchBF16, fixtures.BenchQ4} {
+	for _, c := range []struct{ name, numerics string }{{fixtures.BenchBF16, ""}, {fixtures.BenchQ4, NumericsExact}, {fixtures.BenchQ4, NumericsFast}} {
+		name := c.name
+		if c.numerics != "" {
+			name += "/" + c.numerics
+		}
 		b.Run(name, func(b *testing.B) {
-			s, l := openFixture(b, name, "bf16")
+			s, l := openFixtureWith(b, c.name, "bf16", Options{Numerics: c.numerics})
 			ids := make([]int64, min(128, l.PrefillChunk))
 			for i := range ids {
 				ids[i] = int64(i + 3)

@@ -52,13 +52,18 @@ func BenchmarkQGemvRealSize(b *testing.B) {
 		}
 		out := make([]float32, s.n)
 		for _, threads := range []int{1, runtime.GOMAXPROCS(0)} {
-			b.Run(fmt.Sprintf("%s/threads=%d", s.name, threads), func(b *testing.B) {
-				var job mmJob
-				for i := 0; i < b.N; i++ {
-					qMatMulJob(&job, out, x, 1, ws[i%copies], threads)
-				}
-				b.ReportMetric(float64(bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
-			})
+			for _, fast := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/threads=%d/%s", s.name, threads, numericsName(fast)), func(b *testing.B) {
+					for _, w := range ws {
+						w.Int8 = fast
+					}
+					var job mmJob
+					for i := 0; i < b.N; i++ {
+						qMatMulJob(&job, out, x, 1, ws[i%copies], threads)
+					}
+					b.ReportMetric(float64(bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
+				})
+			}
 		}
 	}
 }
@@ -66,23 +71,43 @@ func BenchmarkQGemvRealSize(b *testing.B) {
 // BenchmarkQGemvL2 is the same kernel on a matrix that stays in L2
 // (512 × 1024: 288 KiB), one thread: the kernel's own speed.
 func BenchmarkQGemvL2(b *testing.B) {
-	w := realQMatrix(512, 1024)
-	x := make([]float32, 1024)
-	for i := range x {
-		x[i] = float32(i%5) - 2
+	for _, bits := range []int{4, 8} {
+		for _, fast := range []bool{false, true} {
+			b.Run(fmt.Sprintf("q%d/%s", bits, numericsName(fast)), func(b *testing.B) {
+				w := realQMatrix(512, 1024)
+				if bits == 8 {
+					w.Bits, w.BiasMul, w.Packed = 8, -128, make([]uint32, 512*1024/4)
+					for i := range w.Packed {
+						w.Packed[i] = uint32(i) * 2654435761
+					}
+				}
+				w.Int8 = fast
+				x := make([]float32, 1024)
+				for i := range x {
+					x[i] = float32(i%5) - 2
+				}
+				out := make([]float32, 512)
+				var job mmJob
+				for i := 0; i < b.N; i++ {
+					qMatMulJob(&job, out, x, 1, w, 1)
+				}
+				b.ReportMetric(float64(512*1024)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+			})
+		}
 	}
-	out := make([]float32, 512)
-	var job mmJob
-	for i := 0; i < b.N; i++ {
-		qMatMulJob(&job, out, x, 1, w, 1)
+}
+
+func numericsName(fast bool) string {
+	if fast {
+		return NumericsFast
 	}
-	b.ReportMetric(float64(512*1024)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+	return NumericsExact
 }
 
 // BenchmarkDecodeRealSize is decode steps of the real-size program
 // (scripts/realsize writes it; ETCHAT_REALSIZE_PTE names another) after
 // a 128-token prompt, as `etchat bench -p 128 -n 64` runs them; skipped
-// when the file is absent. With -cpuprofile it shows where a real-size
+// when the file is absent; ETCHAT_NUMERICS=fast runs the fast mode. With -cpuprofile it shows where a real-size
 // step's time goes.
 func BenchmarkDecodeRealSize(b *testing.B) {
 	path := os.Getenv("ETCHAT_REALSIZE_PTE")
@@ -99,7 +124,7 @@ func BenchmarkDecodeRealSize(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Options{}).Open(context.Background(), path, cfg)
+	s, err := New(Options{Numerics: os.Getenv("ETCHAT_NUMERICS")}).Open(context.Background(), path, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,7 +134,14 @@ func BenchmarkDecodeRealSize(b *testing.B) {
 		ids[i] = int64(i + 3)
 	}
 	prefill(b, s, ids, l.PrefillChunk)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ResetTimer()
+	c0 := threadCPU()
 	decodeSteps(b, s, len(ids))
+	if c := threadCPU() - c0; c > 0 && runtime.GOMAXPROCS(0) == 1 {
+		// with one thread, its CPU time: steadier than the wall clock on a shared machine
+		b.ReportMetric(float64(b.N)/c.Seconds(), "tok/cpu-s")
+	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 }

@@ -130,6 +130,9 @@ func KindOf(name string) (Kind, bool) {
 type Config struct {
 	Library string
 	Getenv  func(string) string
+	// Numerics is the CPU engine's numerics mode (NumericsExact,
+	// NumericsFast; "" = exact); other engines ignore it.
+	Numerics string
 }
 
 // Constructor makes an engine. It fails with an error a person can act on

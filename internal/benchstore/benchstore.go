@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"etchat/inference/engine"
 	"fmt"
 	"math"
 
@@ -48,7 +49,7 @@ func ToRun(r *bench.Result) (store.Run, []store.Sample, error) {
 		return store.Run{}, nil, err
 	}
 	run := store.Run{
-		Kind: store.RunBench, Engine: r.Engine, ModelSHA256: r.Model.SHA256, ModelPath: r.Model.Path, ModelName: r.Model.Name,
+		Kind: store.RunBench, Engine: r.Engine, Numerics: r.Test.NumericsName(), ModelSHA256: r.Model.SHA256, ModelPath: r.Model.Path, ModelName: r.Model.Name,
 		Config: cfg, Machine: mach, AppVersion: r.AppVersion, Started: r.TestTime, Ended: r.Ended,
 		Stats:  r.Reps[len(r.Reps)-1].Stats,
 		Memory: store.Memory{Peak: r.PeakMem()},
@@ -101,6 +102,9 @@ func FromRun(run store.Run, samples []store.Sample) (*bench.Result, error) {
 	}
 	if r.Test.NPrompt == 0 && r.Test.NGen == 0 {
 		r.Test.NPrompt, r.Test.NGen, r.Test.NDepth = run.Bench.NPrompt, run.Bench.NGen, run.Bench.NDepth
+	}
+	if run.Numerics == engine.NumericsFast { // the column is the record (older rows: exact)
+		r.Test.Numerics = run.Numerics
 	}
 	if r.Model.SHA256 == "" {
 		r.Model.SHA256, r.Model.Path, r.Model.Name = run.ModelSHA256, run.ModelPath, run.ModelName

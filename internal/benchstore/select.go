@@ -45,7 +45,7 @@ func Select(ctx context.Context, db *store.DB, sel bench.Selector) ([]*bench.Res
 		if len(sel.IDs) > 0 && !sel.Matches(r) {
 			continue
 		}
-		if sel.Batch != "" && r.Batch != sel.Batch {
+		if !inBatchAndMode(sel, r) {
 			continue
 		}
 		out = append(out, r)
@@ -72,4 +72,9 @@ func Select(ctx context.Context, db *store.DB, sel bench.Selector) ([]*bench.Res
 		return nil, errors.New("no stored benchmark runs match")
 	}
 	return out, nil
+}
+
+// inBatchAndMode applies the selector's batch and numerics filters.
+func inBatchAndMode(sel bench.Selector, r *bench.Result) bool {
+	return (sel.Batch == "" || r.Batch == sel.Batch) && (sel.Numerics == "" || r.Test.NumericsName() == sel.Numerics)
 }

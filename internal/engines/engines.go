@@ -17,7 +17,9 @@ import (
 
 // Register registers the CPU and the native engine.
 func Register() {
-	engine.Register(engine.CPU, func(engine.Config) (engine.Engine, error) { return cpu.New(cpu.Options{}), nil })
+	engine.Register(engine.CPU, func(c engine.Config) (engine.Engine, error) {
+		return cpu.New(cpu.Options{Numerics: c.Numerics}), nil
+	})
 	engine.Register(engine.MLX, newMLX)
 }
 

@@ -131,4 +131,7 @@ type ChatSettings struct {
 	Seed            int64   `json:"seed"`
 	MaxNewTokens    int     `json:"max_new_tokens"`
 	SystemPrompt    string  `json:"system_prompt"`
+	// Numerics is the CPU engine's numerics mode asked for: "" = fast,
+	// the default for quantized weights; "exact".
+	Numerics string `json:"numerics,omitempty"`
 }
