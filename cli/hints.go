@@ -2,11 +2,13 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"etchat/inference"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
+	"etchat/inference/quality"
 	"etchat/store"
 )
 
@@ -19,6 +21,10 @@ func hint(err error) string {
 		tok   *inference.TokenizerError
 		vocab *inference.VocabMismatchError
 		unsup *inference.UnsupportedModelError
+		base  *quality.BaseMismatchError
+		bfile *quality.BaseFormatError
+		win   *quality.WindowError
+		short *quality.TooShortError
 	)
 	switch {
 	case errors.As(err, &lib):
@@ -38,6 +44,16 @@ func hint(err error) string {
 		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
 	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, engine.ErrCacheFull):
 		return "raise --kv-max-capacity up to what the model allows, or shorten the prompt"
+	case errors.As(err, &base):
+		return "make the base with --save-logits from the same text or ids and --ctx, with a model of the same tokenizer"
+	case errors.As(err, &bfile):
+		return "give --kl-base a file that 'etchat perplexity --save-logits' wrote completely (an interrupted run writes none)"
+	case errors.As(err, &win):
+		return fmt.Sprintf("give --ctx %d or less, or raise --kv-max-capacity up to what the model allows", win.Capacity)
+	case errors.As(err, &short):
+		return "give a longer text, or a smaller --ctx"
+	case errors.Is(err, quality.ErrRowsUnavailable):
+		return "leave out --no-stepwise to score this program one token per step (slower, the same figures)"
 	case errors.Is(err, store.ErrBusy):
 		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"
 	case errors.Is(err, store.ErrCorrupt):

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"etchat/inference"
+	"etchat/inference/bench"
 	"etchat/inference/modelinfo"
 )
 
@@ -24,6 +25,10 @@ type Options struct {
 	Text       string
 	IDs        []int
 	TextSource string
+	// RandomIDs > 0 scores that many synthetic ids instead (bench's seeded
+	// stream of ordinary ids, Seed): for models without a tokenizer.
+	RandomIDs int
+	Seed      uint64
 	// Ctx is the window: 0 = the base's, else the model's context (its
 	// cache capacity).
 	Ctx int
@@ -131,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, &WindowError{Ctx: o.Ctx, Capacity: m.Capacity()}
 	}
 	var prefix []int
-	if m.Chat != nil && o.IDs == nil {
+	if m.Chat != nil && o.IDs == nil && o.RandomIDs == 0 {
 		prefix = m.Chat.HF.SpecialPrefix()
 	}
 	plan, err := NewPlan(len(tokens), o.Ctx, min(m.PrefillChunk(), o.Ctx), prefix)
@@ -173,6 +178,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // textTokens is what Run scores: the ids given, or the text with the
 // tokenizer's BOS prefix (not its suffix).
 func textTokens(m *inference.Model, o Options) ([]int, error) {
+	if o.RandomIDs > 0 {
+		t, err := bench.NewTokens(m.Info, o.Load.Tokenizer, o.Seed)
+		if err != nil {
+			return nil, err
+		}
+		return t.IDs(o.RandomIDs), nil
+	}
 	if o.IDs != nil {
 		for i, id := range o.IDs {
 			if id < 0 || (m.Info.VocabSize > 0 && id >= m.Info.VocabSize) {
@@ -233,6 +245,7 @@ func openSave(o Options, r *Result, plan Plan, tokens []int) (*logitsWriter, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	tmp.Chmod(0o644) // CreateTemp's 0600 is for secrets; this is a data file
 	h := Header{Model: r.Model, ModelSHA256: r.ModelSHA256, Engine: r.Engine, Mode: r.Mode, Tokenizer: filepath.Base(r.Tokenizer),
 		TokenizerSHA256: r.TokenizerSHA256, Vocab: r.Vocab, Ctx: plan.Ctx, First: plan.First, Prefix: plan.Prefix, TopK: o.TopK,
 		Rows: plan.Scored(), Tokens: tokens}
