@@ -41,7 +41,7 @@ type KLD struct {
 	LnRatioErr float64 `json:"ln_ppl_ratio_err"`
 	// Agree is, per scored token in order, 1 where both put the same token
 	// first.
-	Agree []uint8 `json:"top1_agree"`
+	Agree []int `json:"top1_agree"`
 }
 
 // BaseInfo is what made a base.
@@ -93,7 +93,7 @@ type accum struct {
 	same          int
 	dp, dp2       moments // Δp and Δp²
 	baseNLL, lnRt moments
-	agree         []uint8
+	agree         []int
 }
 
 // add scores one row of logits predicting target.
@@ -148,7 +148,7 @@ func (a *accum) compare(arg, target int, nll float64) {
 	kld = max(kld, 0) // rounding can leave a hair below zero
 	a.kld = append(a.kld, kld)
 	a.kldM.add(kld)
-	var ag uint8
+	var ag int
 	if arg == b.argmax {
 		a.same++
 		ag = 1
