@@ -21,10 +21,6 @@ func hint(err error) string {
 		tok   *inference.TokenizerError
 		vocab *inference.VocabMismatchError
 		unsup *inference.UnsupportedModelError
-		base  *quality.BaseMismatchError
-		bfile *quality.BaseFormatError
-		win   *quality.WindowError
-		short *quality.TooShortError
 	)
 	switch {
 	case errors.As(err, &lib):
@@ -44,6 +40,23 @@ func hint(err error) string {
 		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
 	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, engine.ErrCacheFull):
 		return "raise --kv-max-capacity up to what the model allows, or shorten the prompt"
+	case errors.Is(err, store.ErrBusy):
+		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"
+	case errors.Is(err, store.ErrCorrupt):
+		return "move the damaged database aside, or point --db at another file"
+	}
+	return qualityHint(err)
+}
+
+// qualityHint is what to do about etchat perplexity's errors.
+func qualityHint(err error) string {
+	var (
+		base  *quality.BaseMismatchError
+		bfile *quality.BaseFormatError
+		win   *quality.WindowError
+		short *quality.TooShortError
+	)
+	switch {
 	case errors.As(err, &base):
 		return "make the base with --save-logits from the same text or ids and --ctx, with a model of the same tokenizer"
 	case errors.As(err, &bfile):
@@ -54,10 +67,6 @@ func hint(err error) string {
 		return "give a longer text, or a smaller --ctx"
 	case errors.Is(err, quality.ErrRowsUnavailable):
 		return "leave out --no-stepwise to score this program one token per step (slower, the same figures)"
-	case errors.Is(err, store.ErrBusy):
-		return "another etchat (the app or a command) is writing to the database: wait for it, or point --db at another file"
-	case errors.Is(err, store.ErrCorrupt):
-		return "move the damaged database aside, or point --db at another file"
 	}
 	return ""
 }

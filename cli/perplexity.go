@@ -170,6 +170,12 @@ func runPerplexity(ctx context.Context, env *Env, args []string) error {
 	if r == nil {
 		return runErr
 	}
+	return reportPerplexity(ctx, env, &o, db, r, runErr)
+}
+
+// reportPerplexity writes the result, stores it and says what happened;
+// runErr is the run's error when it stopped early with figures.
+func reportPerplexity(ctx context.Context, env *Env, o *perplexityOpts, db *store.DB, r *quality.Result, runErr error) error {
 	if err := quality.Write(env.Stdout, o.out, []*quality.Result{r}); err != nil {
 		return err
 	}

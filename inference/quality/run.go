@@ -128,6 +128,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Selected != nil {
 		o.Selected(m.Engine)
 	}
+	return runOpen(ctx, m, tokens, base, o)
+}
+
+// runOpen scores tokens on the opened model m.
+func runOpen(ctx context.Context, m *inference.Model, tokens []int, base *logitsReader, o Options) (*Result, error) {
 	r := newResult(m, o)
 	if o.Ctx == 0 {
 		o.Ctx = m.Capacity()
@@ -157,13 +162,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	a.save = save
 	f := &feeder{sess: m.Session, plan: plan, tokens: used, vocab: r.Vocab, refuse: o.NoStepwise}
-	runErr := score(ctx, f, a, r, o)
-	if err := finish(runErr == nil); err != nil && runErr == nil {
-		runErr = err
-	}
-	if runErr == nil && base != nil {
-		runErr = base.end()
-	}
+	runErr := scoreAll(ctx, f, a, r, o, finish)
 	fill(r, a, f, base)
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
 		r.Stopped = true
@@ -273,6 +272,19 @@ func openSave(o Options, r *Result, plan Plan, tokens []int) (*logitsWriter, fun
 		return err
 	}
 	return w, finish, nil
+}
+
+// scoreAll scores every window, then completes (or removes) the saved
+// logits and checks the base was used to its end.
+func scoreAll(ctx context.Context, f *feeder, a *accum, r *Result, o Options, finish func(bool) error) error {
+	err := score(ctx, f, a, r, o)
+	if ferr := finish(err == nil); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err == nil && a.base != nil {
+		err = a.base.end()
+	}
+	return err
 }
 
 // score runs every window, telling Progress after each.
