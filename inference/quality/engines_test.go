@@ -16,7 +16,7 @@ import (
 // uint16 base's rounding, with the top token often changed. Its base PPL is
 // the bf16 model's own.
 func TestBenchQ4AgainstBF16(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceOn {
 		t.Skip("skipping: two 65/18 MB models under -short")
 	}
 	cpu := inference.LoadOptions{Engine: "cpu"}

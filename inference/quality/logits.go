@@ -136,8 +136,9 @@ func (lw *logitsWriter) row(lp []float64, argmax, target int) error {
 		}
 		lw.putF(lo)
 		lw.putF(step)
+		inv := 1 / step
 		for _, v := range lp {
-			q := math.Round((max(v, lo) - lo) / step)
+			q := (max(v, lo)-lo)*inv + 0.5 // round to nearest: v ≥ lo
 			lw.buf = binary.LittleEndian.AppendUint16(lw.buf, uint16(min(q, 65535)))
 		}
 	}

@@ -70,6 +70,9 @@ type refCase struct {
 func TestFirstTokenNLLMatchesReference(t *testing.T) {
 	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.Gemma4} {
 		t.Run(name, func(t *testing.T) {
+			if raceOn && name == fixtures.Gemma4 {
+				t.Skip("skipping: gemma4 under -race (run without it)")
+			}
 			var ref struct{ Cases []refCase }
 			fixtures.Reference(t, name, &ref)
 			m := load(t, name)
@@ -163,7 +166,7 @@ func independentPPL(t *testing.T, s engine.Session, tokens []int, ctx, chunk int
 // with a plain float64 log-softmax, window by window.
 func TestPerplexityMatchesFloat64LogSoftmax(t *testing.T) {
 	dir := fixtures.Unpacked(t, fixtures.Llama3)
-	text := DefaultText[:5000]
+	text := DefaultText[:2500]
 	r, err := Run(bg, Options{PTE: filepath.Join(dir, "model.pte"), Load: cpuFP32,
 		Text: text, TextSource: DefaultTextSource, Ctx: 64})
 	if err != nil {
@@ -213,7 +216,7 @@ func (s unsupportedRows) ForwardAll(ctx context.Context, ids, pos []int64) ([]fl
 // scores; with NoStepwise it is refused with the reason.
 func TestStepwiseWhenOneRow(t *testing.T) {
 	m := load(t, fixtures.Llama3)
-	tokens := append(m.Chat.HF.SpecialPrefix(), m.Chat.HF.Encode(DefaultText[:3000], false)...)
+	tokens := append(m.Chat.HF.SpecialPrefix(), m.Chat.HF.Encode(DefaultText[:1600], false)...)
 	plan, err := NewPlan(len(tokens), 48, m.PrefillChunk(), m.Chat.HF.SpecialPrefix())
 	if err != nil {
 		t.Fatal(err)
@@ -259,8 +262,11 @@ func TestStepwiseWhenOneRow(t *testing.T) {
 func TestKLDAgainstItselfIsZero(t *testing.T) {
 	dir := fixtures.Unpacked(t, fixtures.Qwen3)
 	pte := filepath.Join(dir, "model.pte")
-	text := DefaultText[:4000]
+	text := DefaultText[:1800]
 	for _, k := range []int{0, 16} {
+		if raceOn && k == 0 {
+			continue // full rows: 150k values a token, slow under -race
+		}
 		base := filepath.Join(t.TempDir(), "base.etl")
 		o := Options{PTE: pte, Load: inference.LoadOptions{Engine: "cpu"}, Text: text, Ctx: 64, SaveLogits: base, TopK: k}
 		r0, err := Run(bg, o)
