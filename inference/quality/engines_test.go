@@ -40,19 +40,25 @@ func TestBenchQ4AgainstBF16(t *testing.T) {
 }
 
 // engineBound is how far the native engine may be from the CPU engine on
-// a fixture: relative PPL and mean KLD. fp32 programs compute alike up to
-// summation order; bf16 ones (MLX computes in bf16 where the CPU engine
-// widens to fp32) differ by bf16 rounding of every activation.
-var engineBound = map[string][2]float64{
-	fixtures.Llama3: {1e-3, 1e-4}, fixtures.Gemma3: {1e-3, 1e-4}, fixtures.Qwen3: {1e-3, 1e-4},
-	fixtures.Llama3Q4: {1e-3, 1e-4}, fixtures.Qwen3Q8: {1e-3, 1e-4}, fixtures.Gemma4: {1e-3, 1e-4},
-	fixtures.BenchBF16: {0.05, 0.05}, fixtures.BenchQ4: {0.05, 0.05},
+// a fixture: relative PPL, mean KLD (nats) and the least same-top-token %.
+// fp32 programs compute alike up to summation order (measured 2026-12-04,
+// MLX's CPU backend: PPL within 9.2e-5, KLD at most 1e-6, same top ≥
+// 99.7%). The bench pair computes in bf16 in MLX where the CPU engine
+// widens to fp32, on random weights whose next-token distributions are
+// nearly flat (PPL ~57,000 over 16,384 ids), so rounding moves the top
+// token often: measured PPL 0.9% apart for both, KLD 0.0032 and same top
+// 87% for bf16, KLD 0.135 and same top 36% for the 4-bit model (bf16
+// activations into its quantized matmuls).
+var engineBound = map[string][3]float64{
+	fixtures.Llama3: {1e-3, 1e-4, 99}, fixtures.Gemma3: {1e-3, 1e-4, 99}, fixtures.Qwen3: {1e-3, 1e-4, 99},
+	fixtures.Llama3Q4: {1e-3, 1e-4, 99}, fixtures.Qwen3Q8: {1e-3, 1e-4, 99}, fixtures.Gemma4: {1e-3, 1e-4, 99},
+	fixtures.BenchBF16: {0.03, 0.01, 75}, fixtures.BenchQ4: {0.03, 0.25, 20},
 }
 
-// TestEnginesAgree: on every fixture the native engine's PPL and its KLD
-// against the CPU engine's saved logits are within engineBound, with the
-// same top token at least 95% of the time (the base differing only in
-// engine is accepted, and recorded).
+// TestEnginesAgree: on every fixture the native engine's PPL, its KLD
+// against the CPU engine's saved logits and how often both put the same
+// token first are within engineBound (the base differing only in engine is
+// accepted, and recorded).
 func TestEnginesAgree(t *testing.T) {
 	lib := nativelib.Require(t)
 	for _, name := range []string{fixtures.Llama3, fixtures.Gemma3, fixtures.Qwen3, fixtures.Llama3Q4, fixtures.Qwen3Q8, fixtures.Gemma4,
@@ -78,8 +84,8 @@ func TestEnginesAgree(t *testing.T) {
 			b := engineBound[name]
 			rel := math.Abs(n.PPL/c.PPL - 1)
 			t.Logf("cpu %s; mlx %s (PPL rel diff %.2g, KLD max %.3g)", c, n, rel, n.KLD.Max)
-			if rel > b[0] || n.KLD.Mean > b[1] || n.KLD.SameTop < 95 || n.KLD.Base.Engine != "cpu" || n.Engine != "mlx" {
-				t.Errorf("engines differ beyond (%g, %g): %+v", b[0], b[1], *n.KLD)
+			if rel > b[0] || n.KLD.Mean > b[1] || n.KLD.SameTop < b[2] || n.KLD.Base.Engine != "cpu" || n.Engine != "mlx" {
+				t.Errorf("engines differ beyond (%g, %g, %g%%): PPL rel %.3g, KLD %.4g, same top %.1f%%", b[0], b[1], b[2], rel, n.KLD.Mean, n.KLD.SameTop)
 			}
 		})
 	}
