@@ -469,6 +469,7 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Rescan Library", ShortcutRescan, u.lib.rescan),
 		fyne.NewMenuItemSeparator(),
 		fyne.NewMenuItem("Serve (OpenAI API)…", u.showServe),
+		fyne.NewMenuItem("Measure Quality…", u.showQuality), // ui_quality.go
 		item("Preferences…", ShortcutPrefs, u.showPrefs),
 		fyne.NewMenuItemSeparator(),
 		quitItem(u.Quit),

@@ -43,6 +43,7 @@ var commands = map[string]command{
 	"history":    {"list stored conversations and runs", runHistory},
 	"bench":      {"measure prefill and decode speed (llama-bench style) and store the results", runBench},
 	"compare":    {"compare two stored benchmark runs", runCompare},
+	"perplexity": {"perplexity over a text, and KL divergence against another export's saved logits", runPerplexity},
 	"serve":      {"an OpenAI-compatible server on localhost over your models", runServe},
 }
 

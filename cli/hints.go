@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"etchat/inference"
@@ -9,6 +10,7 @@ import (
 	"etchat/inference/grammar"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/quality"
 	"etchat/store"
 )
 
@@ -20,13 +22,8 @@ func hint(err error) string {
 		cache *inference.CacheConfigError
 		tok   *inference.TokenizerError
 		vocab *inference.VocabMismatchError
-		unsup *inference.UnsupportedModelError
-		meta  *modelinfo.MetadataError
-		num   *engine.NumericsError
 	)
 	switch {
-	case errors.As(err, &num):
-		return numericsHint(num)
 	case errors.As(err, &lib):
 		return libraryHint(lib)
 	case errors.Is(err, engine.ErrNotAvailable):
@@ -40,12 +37,6 @@ func hint(err error) string {
 		return "put the model's tokenizer.json next to the .pte, or give --tokenizer (with --prompt-ids no tokenizer is needed)"
 	case errors.As(err, &vocab):
 		return "give the tokenizer.json exported with this model (--tokenizer)"
-	case errors.As(err, &unsup) && unsup.Newer:
-		return "this etchat reads exports of ExecuTorch cff6f4dd's schema: re-export the model with an ExecuTorch of that schema, or update etchat (docs/inspect.md, compatibility)"
-	case errors.As(err, &meta):
-		return "the file's metadata contradicts itself or forward (the message names the constants): re-export the model; docs/inspect.md lists the metadata etchat reads"
-	case errors.As(err, &unsup):
-		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
 	case errors.Is(err, inference.ErrPromptTooLong), errors.Is(err, engine.ErrCacheFull):
 		return "raise --kv-max-capacity up to what the model allows, or shorten the prompt"
 	case errors.Is(err, store.ErrBusy):
@@ -53,7 +44,29 @@ func hint(err error) string {
 	case errors.Is(err, store.ErrCorrupt):
 		return "move the damaged database aside, or point --db at another file"
 	}
-	return constraintHint(err)
+	for _, more := range []func(error) string{programHint, constraintHint, qualityHint, numericsHint} {
+		if h := more(err); h != "" {
+			return h
+		}
+	}
+	return ""
+}
+
+// programHint is what to do about a .pte etchat cannot run as it is.
+func programHint(err error) string {
+	var (
+		unsup *inference.UnsupportedModelError
+		meta  *modelinfo.MetadataError
+	)
+	switch {
+	case errors.As(err, &unsup) && unsup.Newer:
+		return "this etchat reads exports of ExecuTorch cff6f4dd's schema: re-export the model with an ExecuTorch of that schema, or update etchat (docs/inspect.md, compatibility)"
+	case errors.As(err, &meta):
+		return "the file's metadata contradicts itself or forward (the message names the constants): re-export the model; docs/inspect.md lists the metadata etchat reads"
+	case errors.As(err, &unsup):
+		return "etchat runs LLMs exported with ExecuTorch's MLX backend (export_llm_hf.py); 'etchat inspect --pte FILE' shows what this file holds"
+	}
+	return ""
 }
 
 // constraintHint is what to do about a grammar or JSON Schema that
@@ -74,8 +87,35 @@ func constraintHint(err error) string {
 	return ""
 }
 
+// qualityHint is what to do about etchat perplexity's errors.
+func qualityHint(err error) string {
+	var (
+		base  *quality.BaseMismatchError
+		bfile *quality.BaseFormatError
+		win   *quality.WindowError
+		short *quality.TooShortError
+	)
+	switch {
+	case errors.As(err, &base):
+		return "make the base with --save-logits from the same text or ids and --ctx, with a model of the same tokenizer"
+	case errors.As(err, &bfile):
+		return "give --kl-base a file that 'etchat perplexity --save-logits' wrote completely (an interrupted run writes none)"
+	case errors.As(err, &win):
+		return fmt.Sprintf("give --ctx %d or less, or raise --kv-max-capacity up to what the model allows", win.Capacity)
+	case errors.As(err, &short):
+		return "give a longer text, or a smaller --ctx"
+	case errors.Is(err, quality.ErrRowsUnavailable):
+		return "leave out --no-stepwise to score this program one token per step (slower, the same figures)"
+	}
+	return ""
+}
+
 // numericsHint is what to do about a --numerics the engine refused.
-func numericsHint(num *engine.NumericsError) string {
+func numericsHint(err error) string {
+	var num *engine.NumericsError
+	if !errors.As(err, &num) {
+		return ""
+	}
 	if num.Engine != "" {
 		return "leave --numerics out with --engine mlx, or use --engine cpu"
 	}

@@ -296,6 +296,8 @@ func listRuns(ctx context.Context, w io.Writer, db *store.DB, f store.RunFilter,
 			ts = fmt.Sprintf("%.2f ± %.2f", r.Bench.AvgTokS, r.Bench.StddevTokS)
 		case store.RunAPI:
 			test = apiTest(r)
+		case store.RunQuality:
+			test = qualityTest(r.Quality)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.0f\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Kind,
 			dash(modelLabel(r)), dash(engineLabel(r)), test, r.PrefillTokS, r.DecodeTokS, r.TTFTMs, ts)
@@ -368,4 +370,14 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// qualityTest sums up a quality run: "PPL 12.3 ± 0.4", and against a base
+// "…, KLD 0.0123, same top 97.5%".
+func qualityTest(q store.Quality) string {
+	s := fmt.Sprintf("PPL %.4g ± %.2g", q.PPL, q.PPLErr)
+	if q.BaseSHA256 != "" {
+		s += fmt.Sprintf(", KLD %.4g, same top %.1f%%", q.KLDMean, q.SameTopPct)
+	}
+	return s
 }

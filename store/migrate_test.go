@@ -35,6 +35,11 @@ var seeds = map[int]string{
 	4: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, num_prompt_tokens, num_generated_tokens, config)
 		VALUES (3, 'api', 'cpu', 'aa11', 'Llama', 6000, 30, 8, '{"endpoint":"/v1/chat/completions","cached_tokens":22}');`,
 	5: `UPDATE conversations SET revision = 3 WHERE id = 1;`,
+	6: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, config, ppl, ppl_err, n_scored, kld_mean, kld_mean_err,
+		same_top_pct, base_sha256)
+		VALUES (4, 'quality', 'cpu', 'aa11', 'Llama', 7000, '{"ctx":128}', 12.5, 0.25, 1449, 0.0125, 0.001, 97.5, 'bb22');`,
+	7: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, n_prompt, repetitions, numerics)
+		VALUES (5, 'bench', 'cpu', 'aa11', 'Llama', 8000, 128, 3, 'fast');`,
 }
 
 // buildAt creates a database at path holding the schema after migration

@@ -43,10 +43,13 @@ const (
 	RunChat  = "chat"  // one reply: a chat in the app or etchat run
 	RunBench = "bench" // one benchmark test (its repetitions are samples)
 	RunAPI   = "api"   // one request to etchat serve (migration 0004 admits it)
+	// RunQuality is one perplexity run, against a base or not (etchat
+	// perplexity, the app's Quality view; migration 0006 admits it).
+	RunQuality = "quality"
 )
 
 // RunKinds are the kinds the schema admits.
-var RunKinds = []string{RunChat, RunBench, RunAPI}
+var RunKinds = []string{RunChat, RunBench, RunAPI, RunQuality}
 
 // KnownRunKind reports whether kind is one of RunKinds.
 func KnownRunKind(kind string) bool { return slices.Contains(RunKinds, kind) }
@@ -56,8 +59,8 @@ func badKind(kind string) error {
 	return invalid("run kind %q is not %s", kind, strings.Join(RunKinds, " or "))
 }
 
-// Run is one generation (Kind RunChat), one benchmark test (RunBench) or
-// one request to the server (RunAPI).
+// Run is one generation (Kind RunChat), one benchmark test (RunBench), one
+// request to the server (RunAPI) or one perplexity run (RunQuality).
 type Run struct {
 	ID             int64           `json:"id"`
 	Kind           string          `json:"kind"`
@@ -81,9 +84,24 @@ type Run struct {
 	TTFTMs      float64   `json:"ttft_ms"`
 	Memory      Memory    `json:"memory"`
 	Bench       BenchTest `json:"bench"`
+	Quality     Quality   `json:"quality"`
 	// Numerics is the CPU engine's numerics mode: "exact" or "fast" (""
 	// is stored as exact; runs from before the column read as exact).
 	Numerics string `json:"numerics"`
+}
+
+// Quality is a quality run's figures (zero for other kinds): perplexity ±
+// its error over Scored tokens and, when BaseSHA256 is set, the mean KL
+// divergence from that base model ± its error and how often both put the
+// same token first. The rest of the run is its Config.
+type Quality struct {
+	PPL        float64 `json:"ppl,omitempty"`
+	PPLErr     float64 `json:"ppl_err,omitempty"`
+	Scored     int     `json:"n_scored,omitempty"`
+	KLDMean    float64 `json:"kld_mean,omitempty"`
+	KLDMeanErr float64 `json:"kld_mean_err,omitempty"`
+	SameTopPct float64 `json:"same_top_pct,omitempty"`
+	BaseSHA256 string  `json:"base_sha256,omitempty"`
 }
 
 // Sample is one repetition of a benchmark test.
@@ -118,7 +136,8 @@ func statDest(s *Stats) []any {
 const runCols = `id, kind, engine, model_sha256, model_path, model_name, coalesce(conversation_id, 0), config, machine, app_version,
 	started_ms, ended_ms, error, ` + statCols + `, prefill_tok_s, decode_tok_s, ttft_ms,
 	coalesce(mem_after_load, 0), coalesce(mem_after_prefill, 0), coalesce(mem_after_decode, 0), coalesce(mem_peak, 0),
-	n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s, numerics`
+	n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s,
+	ppl, ppl_err, n_scored, kld_mean, kld_mean_err, same_top_pct, base_sha256, numerics`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var r Run
@@ -129,7 +148,9 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	dest = append(dest, statDest(&r.Stats)...)
 	dest = append(dest, &r.PrefillTokS, &r.DecodeTokS, &r.TTFTMs,
 		&r.Memory.AfterLoad, &r.Memory.AfterPrefill, &r.Memory.AfterDecode, &r.Memory.Peak,
-		&r.Bench.NPrompt, &r.Bench.NGen, &r.Bench.NDepth, &r.Bench.Repetitions, &r.Bench.AvgTokS, &r.Bench.StddevTokS, &r.Numerics)
+		&r.Bench.NPrompt, &r.Bench.NGen, &r.Bench.NDepth, &r.Bench.Repetitions, &r.Bench.AvgTokS, &r.Bench.StddevTokS,
+		&r.Quality.PPL, &r.Quality.PPLErr, &r.Quality.Scored, &r.Quality.KLDMean, &r.Quality.KLDMeanErr, &r.Quality.SameTopPct,
+		&r.Quality.BaseSHA256, &r.Numerics)
 	err := sc.Scan(dest...)
 	r.Config, r.Machine = json.RawMessage(config), json.RawMessage(machine)
 	r.Started, r.Ended = fromMS(started), fromMS(ended)
@@ -236,10 +257,13 @@ func insertRun(ctx context.Context, tx *sql.Tx, r Run, config, machine string, s
 	args = append(args, statArgs(r.Stats)...)
 	args = append(args, finite(r.PrefillTokS), finite(r.DecodeTokS), finite(r.TTFTMs),
 		nullBytes(r.Memory.AfterLoad), nullBytes(r.Memory.AfterPrefill), nullBytes(r.Memory.AfterDecode), nullBytes(r.Memory.Peak),
-		r.Bench.NPrompt, r.Bench.NGen, r.Bench.NDepth, r.Bench.Repetitions, r.Bench.AvgTokS, r.Bench.StddevTokS, numericsOr(r.Numerics))
+		r.Bench.NPrompt, r.Bench.NGen, r.Bench.NDepth, r.Bench.Repetitions, r.Bench.AvgTokS, r.Bench.StddevTokS)
+	q := r.Quality
+	args = append(args, finite(q.PPL), finite(q.PPLErr), q.Scored, finite(q.KLDMean), finite(q.KLDMeanErr), finite(q.SameTopPct), q.BaseSHA256, numericsOr(r.Numerics))
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs(kind, engine, model_sha256, model_path, model_name, conversation_id, config, machine, app_version,
 		started_ms, ended_ms, error, `+statCols+`, prefill_tok_s, decode_tok_s, ttft_ms,
-		mem_after_load, mem_after_prefill, mem_after_decode, mem_peak, n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s, numerics)
+		mem_after_load, mem_after_prefill, mem_after_decode, mem_peak, n_prompt, n_gen, n_depth, repetitions, avg_tok_s, stddev_tok_s,
+		ppl, ppl_err, n_scored, kld_mean, kld_mean_err, same_top_pct, base_sha256, numerics)
 		VALUES (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return 0, err

@@ -55,6 +55,7 @@ type View struct {
 	empty  *widget.Label
 	trend  *canvas.Image // pp
 	trendG *canvas.Image // tg
+	qual   *canvas.Image // perplexity against decode speed (quality.go)
 
 	base, cand *widget.Entry
 	compare    *widget.Button
@@ -226,8 +227,12 @@ func (v *View) newChartTab() fyne.CanvasObject {
 	v.trendG = canvas.NewImageFromImage(nil)
 	v.trendG.FillMode = canvas.ImageFillContain
 	v.trendG.SetMinSize(fyne.NewSize(320, 180))
-	return container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies)"), nil, nil, nil,
-		container.NewGridWithColumns(1, v.trend, v.trendG))
+	v.qual = canvas.NewImageFromImage(nil)
+	v.qual.FillMode = canvas.ImageFillContain
+	v.qual.SetMinSize(fyne.NewSize(320, 180))
+	return container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies); "+
+		"perplexity against decode speed per model family"), nil, nil, nil,
+		container.NewGridWithColumns(1, v.trend, v.trendG, v.qual))
 }
 
 // newCompareTab is the baseline and candidate, Compare and its result.
@@ -373,8 +378,10 @@ func (v *View) redraw() {
 		sz := plot.Size{W: 8 * vg.Inch, H: 3 * vg.Inch}
 		v.trend.Image = chartOrNil(v.vm.TrendChart(sz, "pp", fg, bg))
 		v.trendG.Image = chartOrNil(v.vm.TrendChart(sz, "tg", fg, bg))
+		v.qual.Image = chartOrNil(v.vm.VariantsChart(sz, fg, bg))
 		v.trend.Refresh()
 		v.trendG.Refresh()
+		v.qual.Refresh()
 	}
 
 	text, _, err := v.vm.CompareResult()

@@ -186,11 +186,12 @@ type ViewModel struct {
 	last      []*bench.Result
 	runErr    error
 
-	all     []Row
-	histErr error
-	filter  string
-	sortCol int
-	desc    bool
+	all      []Row
+	variants []Variant // perplexity against decode speed (quality.go)
+	histErr  error
+	filter   string
+	sortCol  int
+	desc     bool
 
 	// histVer and cmpVer count changes to what the charts draw, so a view
 	// redraws a chart only when its data changed.
@@ -490,11 +491,11 @@ func (vm *ViewModel) ResultRows() [][]string {
 // Refresh reloads the stored bench runs.
 func (vm *ViewModel) Refresh(ctx context.Context) error {
 	var rows []Row
+	var rs []*bench.Result
 	var err error
 	if vm.deps.Runs == nil {
 		err = errors.New("the run history is not available: the database is not open")
 	} else {
-		var rs []*bench.Result
 		if rs, err = vm.deps.Runs.List(ctx, 2000); err == nil {
 			for _, r := range rs {
 				rows = append(rows, Row{RunID: r.RunID, Started: r.TestTime, Model: r.Model.Name, Engine: r.Engine,
@@ -507,6 +508,9 @@ func (vm *ViewModel) Refresh(ctx context.Context) error {
 			if api, err = apiRows(ctx, vm.deps.Runs); err == nil {
 				rows = append(rows, api...)
 			}
+		}
+		if err == nil {
+			err = vm.refreshVariants(ctx, rs)
 		}
 		if err != nil {
 			err = fmt.Errorf("could not read the run history: %w", err)

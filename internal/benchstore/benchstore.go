@@ -175,3 +175,9 @@ func (r *Runs) Select(ctx context.Context, sel bench.Selector) ([]*bench.Result,
 func (r *Runs) APIRuns(ctx context.Context, limit int) ([]store.Run, error) {
 	return r.db.ListRuns(ctx, store.RunFilter{Kind: store.RunAPI, Limit: limit})
 }
+
+// QualityRuns returns up to limit stored quality runs (etchat perplexity,
+// the app's Quality view), newest first.
+func (r *Runs) QualityRuns(ctx context.Context, limit int) ([]store.Run, error) {
+	return r.db.ListRuns(ctx, store.RunFilter{Kind: store.RunQuality, Limit: limit})
+}
