@@ -197,14 +197,20 @@ func DeviceOf(e Engine, goos string) string {
 }
 
 // DefaultDevice is the device an engine that does not report one runs on:
-// the CPU, except the native engine on macOS, which runs on Metal. (The
-// native binding will ask the library once the C ABI says.)
+// the CPU for an engine of ours, and DeviceUnknown for a native one, on
+// every goos: a native engine's device is what its library reports (the
+// binding brings the device up at load), never a guess from the platform,
+// so auto never takes a native engine for a GPU it did not report.
 func DefaultDevice(name, goos string) string {
-	if k, ok := KindOf(name); ok && k.Native && (goos == "darwin" || goos == "ios") {
-		return DeviceMetal
+	if k, ok := KindOf(name); ok && k.Native {
+		return DeviceUnknown
 	}
 	return DeviceCPU
 }
+
+// DeviceUnknown is a native engine's device when its library reported
+// none; it is not a GPU.
+const DeviceUnknown = "unknown"
 
 // IsGPU reports whether a device is a GPU.
 func IsGPU(device string) bool { return device == DeviceMetal || device == DeviceCUDA }
@@ -220,6 +226,7 @@ const (
 	LibraryMissing     LibraryProblem = iota // no candidate path holds a loadable library
 	LibraryABIMismatch                       // built against another etchat_runner.h
 	LibraryUnloadable                        // found, but it does not load (architecture, dependencies)
+	LibraryNoDevice                          // loads, but MLX cannot start its device (no Metal device, a metallib it cannot load)
 )
 
 // LibraryError: the native engine's runner library cannot be used. Err is
@@ -244,6 +251,8 @@ func (e *LibraryError) Summary() string {
 		s = "native runner library not found"
 	case LibraryABIMismatch:
 		s = "native runner library built for another etchat (ABI version mismatch)"
+	case LibraryNoDevice:
+		s = "native runner library cannot start its device"
 	default:
 		s = "native runner library does not load"
 	}

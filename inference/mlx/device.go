@@ -57,6 +57,20 @@ func (l *library) deviceInfo() (DeviceInfo, error) {
 	return DeviceInfo{}, fmt.Errorf("mlx: the library reports an unknown device kind %q", d.Kind)
 }
 
+// startDevice brings MLX's device up (etchat_device does: Metal's device
+// and its metallib, a CUDA context) and keeps what the library reports;
+// a device MLX cannot start is an error wrapping ErrDevice with MLX's own
+// message. Its cost is paid once per process, by every run that loads the
+// library (auto included): see docs/native-engine.md.
+func (l *library) startDevice() error {
+	d, err := l.deviceInfo()
+	if err != nil {
+		return err
+	}
+	l.dev = d
+	return nil
+}
+
 // setMetallib tells MLX where mlx.metallib is; it must come before the
 // first program is opened.
 func (l *library) setMetallib(path string) error {

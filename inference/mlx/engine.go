@@ -106,18 +106,13 @@ func (e *Engine) Name() string { return "metal" }
 // LibraryPath is the path of the loaded runner library.
 func (e *Engine) LibraryPath() string { return e.lib.path }
 
-// DeviceInfo asks the library where MLX computes.
-func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.deviceInfo() }
+// DeviceInfo is where MLX computes, as the library reported it when the
+// device came up (New fails when it cannot say).
+func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.dev, nil }
 
-// Device is where MLX computes: "metal", "cuda" or "cpu" ("" if the
-// library cannot say). It implements engine.Devicer.
-func (e *Engine) Device() string {
-	d, err := e.lib.deviceInfo()
-	if err != nil {
-		return ""
-	}
-	return d.Kind
-}
+// Device is where MLX computes: "metal", "cuda" or "cpu", as the library
+// reported it. It implements engine.Devicer.
+func (e *Engine) Device() string { return e.lib.dev.Kind }
 
 // Open loads the program at path and opens a session on it: with cfg, an
 // off-graph session whose cache the library builds from cfg exactly; with

@@ -136,6 +136,8 @@ type library struct {
 	deviceFuncs
 	timingFuncs
 
+	dev DeviceInfo // what etchat_device reported when the device came up
+
 	pool sessionPool // idle sessions kept for reuse (pool.go)
 }
 

@@ -114,6 +114,13 @@ func loadPath(path string, env func(string) string) (*library, error) {
 	if err := configureMetallib(l, MetallibCandidates(env, abs, runtime.GOOS), isFile); err != nil {
 		return nil, err
 	}
+	// The device comes up now, before any model: a Metal device or a
+	// metallib MLX cannot use fails here with MLX's own reason, and auto
+	// falls back before loading a model for nothing. This is also what
+	// makes a later metallib path refused.
+	if err := l.startDevice(); err != nil {
+		return nil, fmt.Errorf("mlx: %s: %w", abs, err)
+	}
 	libs[abs] = l
 	return l, nil
 }

@@ -951,7 +951,25 @@ extern "C" ETCHAT_API etchat_status etchat_device(etchat_device_info* out) {
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
-    const etchat::DeviceInfo d = etchat::runtime_device();
+    // Bringing the device up is what this call is for (the binding makes
+    // it right after setting the metallib path, before any program): MLX
+    // builds its Metal device (and loads mlx.metallib) or its CUDA context
+    // here, so its own reason ("Can not load metallib ...", "No Metal
+    // device available") reaches the caller. Left to the first program,
+    // MLX's stream table would be sized by a device count that swallowed
+    // that reason, and the load would fail with libc++'s bare "vector".
+    etchat::DeviceInfo d;
+    try {
+      d = etchat::runtime_device();
+    } catch (const Failure&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(ETCHAT_ERR_DEVICE, std::string("MLX could not start its device: ") + e.what());
+    } catch (...) {
+      fail(ETCHAT_ERR_DEVICE, "MLX could not start its device (unknown exception)");
+    }
+    // The device has read its metallib path: a later one would be ignored.
+    g_runtime_used = true;
     etchat_device_info info{};
     copy_str(info.kind, sizeof info.kind, d.kind);
     copy_str(info.name, sizeof info.name, d.name);
@@ -969,7 +987,8 @@ etchat_set_metallib_path(const char* path) {
     if (g_runtime_used) {
       fail(
           ETCHAT_ERR_INVALID_ARGUMENT,
-          "the metallib path must be set before the first program is opened");
+          "the metallib path must be set before the device is brought up "
+          "(etchat_device) or the first program is opened");
     }
     std::FILE* f = std::fopen(path, "rb");
     if (f == nullptr) {
