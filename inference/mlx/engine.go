@@ -231,8 +231,8 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.h == 0 {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("mlx: forward: %w", engine.ErrClosed)
 	}
 	rows := 1
@@ -243,7 +243,12 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	if cap(s.buf) < need {
 		s.buf = make([]float32, need)
 	}
-	buf := s.buf[:need]
+	return s.runSteps(ctx, ids, positions, s.buf[:need], all, t0)
+}
+
+// runOne is one native step of at most MaxStep tokens, under s.mu: its
+// logits (the last row, or every row) or its error.
+func (s *Session) runOne(ids, positions []int64, buf []float32, all bool, t0 time.Time) ([]float32, error) {
 	var sample *StepSample
 	if s.timer != nil {
 		sample = &StepSample{Tokens: len(ids)}
@@ -253,8 +258,8 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	if len(out) != need {
-		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", len(out), need)
+	if len(out) != len(buf) {
+		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", len(out), len(buf))
 	}
 	if sample != nil {
 		sample.Go = time.Since(t0)
