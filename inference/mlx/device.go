@@ -27,13 +27,27 @@ type DeviceInfo struct {
 type deviceFuncs struct {
 	device          func(out *CDeviceInfo) int32
 	setMetallibPath func(path string) int32
+	buildStamp      func() string // optional: nil for a library without it
 }
 
 func (f *deviceFuncs) bind(l *library) error {
 	if err := l.symbol(&f.device, "etchat_device"); err != nil {
 		return err
 	}
+	if l.has("etchat_build_stamp") {
+		if err := l.symbol(&f.buildStamp, "etchat_build_stamp"); err != nil {
+			return err
+		}
+	}
 	return l.symbol(&f.setMetallibPath, "etchat_set_metallib_path")
+}
+
+// stamp is the MLX build the library links ("" if it does not say).
+func (l *library) stamp() string {
+	if l.buildStamp == nil {
+		return ""
+	}
+	return l.buildStamp()
 }
 
 func cString(b []byte) string {

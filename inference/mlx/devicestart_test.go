@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -72,5 +73,43 @@ func TestDeviceStartRefusesALaterMetallib(t *testing.T) {
 	err = eng.lib.setMetallib(p)
 	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "before the device is brought up") {
 		t.Errorf("set_metallib_path after the device came up: %v, want refused", err)
+	}
+}
+
+// A stamped library takes only a metallib stamped alike: one without a
+// stamp beside it, or with another, is refused before MLX is given its
+// path (ErrForeignMetallib, and ErrDevice for auto's fallback).
+func TestMetallibStamp(t *testing.T) {
+	lib := compileC(t, "stamped/"+LibraryName(runtime.GOOS), "fake_runner.c", `-DFAKE_STAMP="0123456789abcdef"`)
+	l, err := bind(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.stamp() != "0123456789abcdef" {
+		t.Fatalf("stamp %q", l.stamp())
+	}
+	dir := t.TempDir()
+	ml := filepath.Join(dir, MetallibName)
+	write(t, ml, "metallib")
+	err = configureMetallib(l, []string{ml}, isFile)
+	if !errors.Is(err, ErrForeignMetallib) || !errors.Is(err, ErrDevice) || !strings.Contains(err.Error(), "mlx.metallib.stamp") {
+		t.Errorf("no stamp: %v", err)
+	}
+	write(t, ml+StampSuffix, "fedcba9876543210\n")
+	err = configureMetallib(l, []string{ml}, isFile)
+	if !errors.Is(err, ErrForeignMetallib) || !strings.Contains(err.Error(), "stamped fedcba9876543210, the library 0123456789abcdef") {
+		t.Errorf("another stamp: %v", err)
+	}
+	write(t, ml+StampSuffix, "0123456789abcdef\n")
+	if err := configureMetallib(l, []string{ml}, isFile); err != nil {
+		t.Errorf("the same stamp: %v", err)
+	}
+	// An unstamped library checks nothing (Linux builds, older ones).
+	plain, err := bind(fakeLib(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkStamp(plain.stamp(), filepath.Join(t.TempDir(), MetallibName)); err != nil {
+		t.Errorf("unstamped library: %v", err)
 	}
 }

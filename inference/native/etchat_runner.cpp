@@ -978,6 +978,14 @@ extern "C" ETCHAT_API etchat_status etchat_device(etchat_device_info* out) {
   });
 }
 
+#ifndef ETCHAT_BUILD_STAMP
+#define ETCHAT_BUILD_STAMP ""
+#endif
+
+extern "C" ETCHAT_API const char* etchat_build_stamp(void) {
+  return ETCHAT_BUILD_STAMP;
+}
+
 extern "C" ETCHAT_API etchat_status
 etchat_set_metallib_path(const char* path) {
   return guard("set_metallib_path", [&] {

@@ -258,6 +258,14 @@ ETCHAT_API etchat_status etchat_device(etchat_device_info* out);
  * ETCHAT_ERR_DEVICE. */
 ETCHAT_API etchat_status etchat_set_metallib_path(const char* path);
 
+/* The MLX build this library links: scripts/build-native's key for it,
+ * which it also writes into mlx.metallib.stamp beside the metallib it
+ * installs; "" for a library built without one. MLX is built with
+ * MLX_METAL_JIT=ON, so a metallib of another MLX build loads and then fails
+ * late, for some ops only: the binding compares the two stamps before it
+ * hands MLX the path. Added without an ABI version bump: optional. */
+ETCHAT_API const char* etchat_build_stamp(void);
+
 /* ===== 6. Step timing ==================================================== */
 
 /* Where one etchat_session_forward's time went, in nanoseconds, measured

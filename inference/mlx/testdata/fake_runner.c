@@ -458,6 +458,12 @@ etchat_status etchat_device(etchat_device_info* out) {
   return ETCHAT_OK;
 }
 
+/* -DFAKE_STAMP="...": a library that says which MLX build it links. */
+#ifndef FAKE_STAMP
+#define FAKE_STAMP ""
+#endif
+const char* etchat_build_stamp(void) { return FAKE_STAMP; }
+
 etchat_status etchat_set_metallib_path(const char* path) {
   t_err[0] = 0;
   if (path == NULL || *path == 0) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "set_metallib_path: path must be given");
