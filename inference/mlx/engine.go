@@ -27,6 +27,9 @@ type Options struct {
 	Getenv func(string) string
 	// Executable replaces os.Executable() for the search (tests).
 	Executable string
+	// GOOS replaces runtime.GOOS for the library and metallib searches
+	// (tests of a Mac bundle's layout on Linux).
+	GOOS string
 	// TimingOut receives the step-timing breakdowns (EnvTiming); default
 	// standard error.
 	TimingOut io.Writer
@@ -50,7 +53,15 @@ func defaultCandidates(o Options) []string {
 			exe = p
 		}
 	}
-	return Candidates(o.env(), exe, runtime.GOOS)
+	return Candidates(o.env(), exe, o.goos())
+}
+
+// goos is the platform the searches are for: GOOS, or runtime.GOOS.
+func (o Options) goos() string {
+	if o.GOOS != "" {
+		return o.GOOS
+	}
+	return runtime.GOOS
 }
 
 // env is the environment the searches read: Getenv, or the process's.
@@ -77,7 +88,7 @@ var _ engine.Engine = (*Engine)(nil)
 // architecture, wrong ABI version, on macOS no mlx.metallib); callers fall
 // back to the CPU engine.
 func New(opts Options) (engine.Engine, error) {
-	l, err := find(defaultCandidates(opts), opts.env())
+	l, err := find(defaultCandidates(opts), opts.env(), opts.goos())
 	if err != nil {
 		return nil, err
 	}

@@ -502,6 +502,14 @@ etchat_status etchat_fake_last_config(etchat_cache_config* cfg, etchat_cache_lay
   return ETCHAT_OK;
 }
 
+/* The metallib path last given (etchat_set_metallib_path), into buf. */
+int32_t etchat_fake_metallib(char* buf, int32_t cap) {
+  pthread_mutex_lock(&mu);
+  snprintf(buf, (size_t)cap, "%s", metallib);
+  pthread_mutex_unlock(&mu);
+  return (int32_t)strlen(buf);
+}
+
 /* The number of live program and session handles. */
 int32_t etchat_fake_live(void) {
   pthread_mutex_lock(&mu);
