@@ -44,6 +44,7 @@ var commands = map[string]command{
 	"bench":      {"measure prefill and decode speed (llama-bench style) and store the results", runBench},
 	"compare":    {"compare two stored benchmark runs", runCompare},
 	"serve":      {"an OpenAI-compatible server on localhost over your models", runServe},
+	"doctor":     {"the facts a bug report needs: platform, native engine and device, database, model folders", runDoctor},
 }
 
 // UsageError is a bad command line; it exits with status 2.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The engine choices. Auto lets etchat pick; the others name one engine.
@@ -182,6 +183,27 @@ func Registered() []string {
 // Devicer is implemented by engines that know the device they compute on.
 type Devicer interface {
 	Device() string
+}
+
+// NativeFacts is what a native engine knows of itself for a bug report
+// (etchat doctor): its library, the device its library brought up, the
+// metallib it gave MLX and both stamps, and what bringing the device up
+// cost (paid once per process by every run that loads the library,
+// auto's included).
+type NativeFacts struct {
+	Library       string        `json:"library"`
+	Device        string        `json:"device"`
+	DeviceName    string        `json:"device_name,omitempty"`
+	MemoryBytes   int64         `json:"memory_bytes"`
+	Metallib      string        `json:"metallib,omitempty"`
+	MetallibStamp string        `json:"metallib_stamp,omitempty"`
+	LibraryStamp  string        `json:"library_stamp,omitempty"`
+	DeviceStart   time.Duration `json:"device_start_ns"`
+}
+
+// FactsReporter is implemented by engines that can describe themselves.
+type FactsReporter interface {
+	Facts() NativeFacts
 }
 
 // DeviceOf is the device e computes on: what e reports when it can say,

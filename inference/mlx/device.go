@@ -5,6 +5,7 @@ package mlx
 import (
 	"bytes"
 	"fmt"
+	"time"
 )
 
 // CDeviceInfo mirrors etchat_device_info.
@@ -77,11 +78,12 @@ func (l *library) deviceInfo() (DeviceInfo, error) {
 // message. Its cost is paid once per process, by every run that loads the
 // library (auto included): see docs/native-engine.md.
 func (l *library) startDevice() error {
+	t0 := time.Now()
 	d, err := l.deviceInfo()
 	if err != nil {
 		return err
 	}
-	l.dev = d
+	l.dev, l.devStart = d, time.Since(t0)
 	return nil
 }
 

@@ -121,6 +121,14 @@ func (e *Engine) LibraryPath() string { return e.lib.path }
 // device came up (New fails when it cannot say).
 func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.dev, nil }
 
+// Facts is what the engine knows of itself for a bug report (etchat
+// doctor). It implements engine.FactsReporter.
+func (e *Engine) Facts() engine.NativeFacts {
+	l := e.lib
+	return engine.NativeFacts{Library: l.path, Device: l.dev.Kind, DeviceName: l.dev.Name, MemoryBytes: l.dev.MemoryBytes,
+		Metallib: l.metallib, MetallibStamp: l.metallibTag, LibraryStamp: l.stamp(), DeviceStart: l.devStart}
+}
+
 // Device is where MLX computes: "metal", "cuda" or "cpu", as the library
 // reported it. It implements engine.Devicer.
 func (e *Engine) Device() string { return e.lib.dev.Kind }

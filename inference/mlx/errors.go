@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"etchat/inference/engine"
 )
@@ -136,7 +137,10 @@ type library struct {
 	deviceFuncs
 	timingFuncs
 
-	dev DeviceInfo // what etchat_device reported when the device came up
+	dev         DeviceInfo    // what etchat_device reported when the device came up
+	devStart    time.Duration // what bringing it up took
+	metallib    string        // the metallib given to MLX ("" off macOS)
+	metallibTag string        // the stamp beside it
 
 	pool sessionPool // idle sessions kept for reuse (pool.go)
 }

@@ -118,5 +118,12 @@ func configureMetallib(l *library, candidates []string, exists func(string) bool
 	if err := checkStamp(l.stamp(), abs); err != nil {
 		return err
 	}
-	return l.setMetallib(abs)
+	if err := l.setMetallib(abs); err != nil {
+		return err
+	}
+	l.metallib = abs
+	if b, err := os.ReadFile(abs + StampSuffix); err == nil {
+		l.metallibTag = strings.TrimSpace(string(b))
+	}
+	return nil
 }
