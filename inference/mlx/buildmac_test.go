@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -193,5 +195,51 @@ func TestBuildNativeChecksTheCheckout(t *testing.T) {
 	_, errs, ok = script(t, env, "--print-key", "--executorch", et)
 	if ok || !strings.Contains(errs, "submodules not populated: third-party/flatcc") {
 		t.Errorf("an unpopulated submodule: ok=%v\n%s", ok, errs)
+	}
+}
+
+// TestCheckMacMatchesTheDocs: docs/native-engine.md's "Not verified on a
+// Mac" list is exactly scripts/check-mac's steps, in order, and the
+// Mac-only scripts parse (bash -n): a step added to one and not the other,
+// or a claim the script does not check, fails here.
+func TestCheckMacMatchesTheDocs(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", "scripts", "check-mac"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps, run []string
+	header := regexp.MustCompile(`^#\s+\d+ ([a-z-]+)\s`)
+	call := regexp.MustCompile(`(?:^|[;{&]\s*|then\s+)step ([a-z-]+) `)
+	for _, l := range strings.Split(string(script), "\n") {
+		if m := header.FindStringSubmatch(l); m != nil {
+			steps = append(steps, m[1])
+		} else if m := call.FindStringSubmatch(strings.TrimSpace(l)); m != nil && !strings.HasPrefix(l, "#") {
+			run = append(run, m[1])
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "native-engine.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(doc)[strings.Index(string(doc), "### Not verified on a Mac"):]
+	if i := strings.Index(sec[4:], "\n#"); i >= 0 {
+		sec = sec[:i+4]
+	}
+	var listed []string
+	for _, l := range strings.Split(sec, "\n") {
+		if rest, ok := strings.CutPrefix(l, "- **"); ok {
+			listed = append(listed, rest[:strings.Index(rest, "**")])
+		}
+	}
+	if len(steps) < 10 || !slices.Equal(steps, listed) {
+		t.Errorf("check-mac's steps %v, the docs' list %v", steps, listed)
+	}
+	if !slices.Equal(steps, run) {
+		t.Errorf("check-mac's header names %v, it runs %v", steps, run)
+	}
+	for _, s := range []string{"check-mac", "package-mac", "build-native", "setup"} {
+		if b, err := exec.Command("bash", "-n", filepath.Join("..", "..", "scripts", s)).CombinedOutput(); err != nil {
+			t.Errorf("bash -n scripts/%s: %v\n%s", s, err, b)
+		}
 	}
 }

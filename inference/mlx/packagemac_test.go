@@ -28,7 +28,7 @@ func TestPackageMac(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "tools.log")
 	stubs := map[string]string{
 		// fyne package leaves etchat.app in the folder it runs in.
-		"fyne": `echo "fyne $*" >> "$STUB_LOG"; mkdir -p etchat.app/Contents/MacOS && printf '#!/bin/sh\n' > etchat.app/Contents/MacOS/etchat && chmod +x etchat.app/Contents/MacOS/etchat && echo '<plist/>' > etchat.app/Contents/Info.plist`,
+		"fyne":     `echo "fyne $*" >> "$STUB_LOG"; mkdir -p etchat.app/Contents/MacOS && printf '#!/bin/sh\n' > etchat.app/Contents/MacOS/etchat && chmod +x etchat.app/Contents/MacOS/etchat && echo '<plist/>' > etchat.app/Contents/Info.plist`,
 		"codesign": `echo "codesign $*" >> "$STUB_LOG"`,
 		"plutil":   `echo "plutil $*" >> "$STUB_LOG"`,
 		"ditto":    `echo "ditto $*" >> "$STUB_LOG"; touch "${@: -1}"`,
