@@ -169,7 +169,11 @@ func (l *library) has(name string) bool {
 func bind(path string) (*library, error) {
 	h, err := dlopen(path)
 	if err != nil {
-		if why := diagnoseFile(path, runtime.GOOS, runtime.GOARCH); why != "" {
+		why := diagnoseFile(path, runtime.GOOS, runtime.GOARCH)
+		if why == "" && runtime.GOOS == "darwin" {
+			why = diagnoseMachO(path, runtime.GOARCH, hostMacOS())
+		}
+		if why != "" {
 			return nil, fmt.Errorf("mlx: cannot load runner library %s: %s (loader: %v)", path, why, err)
 		}
 		return nil, fmt.Errorf("mlx: cannot load runner library %s: %v", path, err)
