@@ -33,6 +33,12 @@ type Options struct {
 	// TimingOut receives the step-timing breakdowns (EnvTiming); default
 	// standard error.
 	TimingOut io.Writer
+	// PoisonViews fills the logits a forward returned with NaN before the
+	// session's next forward, so a caller that keeps them past their
+	// lifetime (engine.Session's contract) reads NaN instead of silently
+	// reading the next step's logits. On under -race and with
+	// EnvPoisonViews=1.
+	PoisonViews bool
 }
 
 func defaultCandidates(o Options) []string {
@@ -79,7 +85,11 @@ type Engine struct {
 	// closes; nil = timing off (EnvTiming unset, or a library without
 	// section 6).
 	timingOut io.Writer
+	poison    bool // Options.PoisonViews
 }
+
+// EnvPoisonViews set to 1 turns Options.PoisonViews on.
+const EnvPoisonViews = "ETCHAT_NATIVE_POISON_VIEWS"
 
 var _ engine.Engine = (*Engine)(nil)
 
@@ -92,7 +102,7 @@ func New(opts Options) (engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{lib: l}
+	e := &Engine{lib: l, poison: opts.PoisonViews || raceEnabled || opts.env()(EnvPoisonViews) == "1"}
 	if timingOn(opts.env()) && l.setTiming != nil {
 		l.setTiming(1) // process-wide; engines without timing just do not read it
 		e.timingOut = opts.TimingOut
@@ -152,7 +162,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 			cp := *cfg
 			cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
 			return &Session{lib: e.lib, h: idle.h, key: key, vocab: idle.vocab, cfg: &cp,
-				capacity: idle.capacity, maxLen: idle.maxLen, timer: e.newTimer()}, nil
+				capacity: idle.capacity, maxLen: idle.maxLen, timer: e.newTimer(), poison: e.poison}, nil
 		}
 	}
 	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
@@ -199,7 +209,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		e.lib.closeSession(h)
 		return nil, err
 	}
-	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, timer: e.newTimer()}, nil
+	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, timer: e.newTimer(), poison: e.poison}, nil
 }
 
 // Session is an engine.Session backed by an etchat_session. Its methods
@@ -219,6 +229,10 @@ type Session struct {
 	length   int // the cache's length as the library keeps it; -1 = ask it
 	buf      []float32
 	timer    *stepTimer // nil unless EnvTiming
+	poison   bool       // Options.PoisonViews
+	view     []float32  // the logits the last forward returned (poisoned before the next)
+	shadow   [2][]float32
+	flip     bool
 }
 
 var _ engine.Session = (*Session)(nil)
@@ -261,6 +275,12 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	need := rows * s.vocab
 	if cap(s.buf) < need {
 		s.buf = make([]float32, need)
+	}
+	if s.poison {
+		for i := range s.view {
+			s.view[i] = float32(math.NaN())
+		}
+		s.view = nil
 	}
 	return s.runSteps(ctx, ids, positions, s.buf[:need], all, t0)
 }

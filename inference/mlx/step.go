@@ -42,13 +42,13 @@ type stepResult struct {
 func (s *Session) runSteps(ctx context.Context, ids, positions []int64, buf []float32, all bool, t0 time.Time) ([]float32, error) {
 	if ctx.Done() == nil {
 		defer s.mu.Unlock()
-		return s.steps(ctx, ids, positions, buf, all, t0)
+		return s.stepsKept(ctx, ids, positions, buf, all, t0)
 	}
 	var state atomic.Int32
 	done := make(chan stepResult, 1)
 	go func() {
 		defer s.mu.Unlock()
-		out, err := s.steps(ctx, ids, positions, buf, all, t0)
+		out, err := s.stepsKept(ctx, ids, positions, buf, all, t0)
 		if !state.CompareAndSwap(stepPending, stepDelivered) {
 			if err == nil {
 				s.undoStep(positions[0])
@@ -67,6 +67,26 @@ func (s *Session) runSteps(ctx context.Context, ids, positions []int64, buf []fl
 		r := <-done
 		return r.out, r.err
 	}
+}
+
+// stepsKept is steps under s.mu; with Options.PoisonViews it returns the
+// logits in one of two Go buffers in turn, and the next forward fills the
+// one it returned before with NaN: the library's memory and the session's
+// buffer are reused by every step, so a caller keeping logits too long
+// would otherwise read the next step's values without a sign.
+func (s *Session) stepsKept(ctx context.Context, ids, positions []int64, buf []float32, all bool, t0 time.Time) ([]float32, error) {
+	out, err := s.steps(ctx, ids, positions, buf, all, t0)
+	if !s.poison || err != nil {
+		return out, err
+	}
+	s.flip = !s.flip
+	k := 0
+	if s.flip {
+		k = 1
+	}
+	s.shadow[k] = append(s.shadow[k][:0], out...)
+	s.view = s.shadow[k]
+	return s.view, nil
 }
 
 // steps runs ids in calls of at most MaxStep tokens, checking ctx between

@@ -148,3 +148,34 @@ func TestCancelStopsWaitingOnANativeStep(t *testing.T) {
 		t.Errorf("calls %v: the cancel did not stop the step between calls", f)
 	}
 }
+
+// With PoisonViews (on under -race), logits kept past the next forward
+// read NaN, whether they were the library's own memory (float32, read in
+// place) or the session's buffer (bf16, converted); without it they are
+// silently the library's next contents.
+func TestPoisonedViews(t *testing.T) {
+	lib := abiLayerLibWith(t, "steps")
+	for _, spec := range []string{"vocab=64", "vocab=64 dtype=bf16"} {
+		for _, poison := range []bool{true, false} {
+			e := newEngine(t, lib)
+			e.poison = poison // on by default under -race
+			s, err := e.Open(context.Background(), writeProgram(t, spec), flatConfig(64))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := s.Forward(context.Background(), []int64{5}, []int64{0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := first[:4:4]
+			if _, err := s.Forward(context.Background(), []int64{6}, []int64{1}); err != nil {
+				t.Fatal(err)
+			}
+			nan := kept[0] != kept[0]
+			if nan != poison {
+				t.Errorf("%s, poison %v: a kept logit reads %v after the next forward", spec, poison, kept[0])
+			}
+			s.Close()
+		}
+	}
+}
