@@ -92,3 +92,26 @@ func (l *library) startDevice() error {
 func (l *library) setMetallib(path string) error {
 	return l.call("set_metallib_path", func() int32 { return l.setMetallibPath(path) })
 }
+
+// warm runs one decode step on the first off-graph session a GPU library
+// opens, then rewinds it: MLX compiles its Metal kernels (MLX_METAL_JIT=ON,
+// as ExecuTorch builds it) and CUDA its kernels at their first use, and
+// without this the first reply of every --engine mlx run would pay it
+// (auto's probe did, only for auto). Chosen over MLX_METAL_JIT=OFF, which
+// precompiles every kernel into a larger metallib and a longer build (not
+// measured: no Mac here) and leaves ExecuTorch's build setting alone.
+// In-graph sessions are not warmed (their cache cannot rewind).
+func (l *library) warm(h sessionHandle, vocab int, offGraph bool) error {
+	if l.warmed || !offGraph || (l.dev.Kind != "metal" && l.dev.Kind != "cuda") {
+		return nil
+	}
+	buf := make([]float32, vocab)
+	if _, err := l.forward(h, []int64{0}, []int64{0}, buf, false, nil); err != nil {
+		return fmt.Errorf("mlx: warming the device: %w", err)
+	}
+	if err := l.rewind(h, 0); err != nil {
+		return fmt.Errorf("mlx: warming the device: %w", err)
+	}
+	l.warmed = true
+	return nil
+}

@@ -3,6 +3,7 @@
 package mlx
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -111,5 +112,52 @@ func TestMetallibStamp(t *testing.T) {
 	}
 	if err := checkStamp(plain.stamp(), filepath.Join(t.TempDir(), MetallibName)); err != nil {
 		t.Errorf("unstamped library: %v", err)
+	}
+}
+
+// On a GPU the first off-graph session runs one decode step and rewinds it
+// when it opens (the kernels' first-use compilation leaves the first
+// reply), once per library; on the CPU nothing is warmed.
+func TestWarmsTheGPUOnce(t *testing.T) {
+	lib := abiLayerLibWith(t, "metal", `-DFAKE_DEVICE_KIND="metal"`)
+	e := newEngine(t, lib)
+	if e.Device() != "metal" {
+		t.Fatalf("device %q", e.Device())
+	}
+	x := loadExtras(t, lib)
+	x.log()
+	ctx := context.Background()
+	s, err := e.Open(ctx, writeProgram(t, "vocab=16"), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 0 {
+		t.Errorf("Len %d after the warm-up, want 0", s.Len())
+	}
+	log := x.log()
+	if i := slices.Index(log, "forward_1"); i < 0 || !slices.Contains(log[i:], "rewind") && !slices.Contains(log[i:], "clear") {
+		t.Errorf("no warm-up step on the GPU: %v", log)
+	}
+	s.Close()
+	e.CloseIdle()
+	s2, err := e.Open(ctx, writeProgram(t, "vocab=16"), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if log := x.log(); slices.Contains(log, "forward_1") {
+		t.Errorf("warmed twice: %v", log)
+	}
+
+	cpu := newEngine(t, abiLayerLibWith(t, "devicestart"))
+	y := loadExtras(t, cpu.LibraryPath())
+	y.log()
+	s3, err := cpu.Open(ctx, writeProgram(t, "vocab=16"), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	if log := y.log(); slices.ContainsFunc(log, func(l string) bool { return strings.HasPrefix(l, "forward") }) {
+		t.Errorf("warmed on the CPU: %v", log)
 	}
 }

@@ -209,6 +209,10 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		e.lib.closeSession(h)
 		return nil, err
 	}
+	if err := e.lib.warm(h, int(vocab), cfg != nil); err != nil {
+		e.lib.closeSession(h)
+		return nil, err
+	}
 	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, timer: e.newTimer(), poison: e.poison}, nil
 }
 

@@ -141,6 +141,7 @@ type library struct {
 	devStart    time.Duration // what bringing it up took
 	metallib    string        // the metallib given to MLX ("" off macOS)
 	metallibTag string        // the stamp beside it
+	warmed      bool          // a decode step has run on the GPU (warm)
 
 	pool sessionPool // idle sessions kept for reuse (pool.go)
 }

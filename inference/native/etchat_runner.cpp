@@ -12,6 +12,13 @@
 #include "runner_backend.h"
 
 #include <pthread.h>
+#ifdef __APPLE__
+#include <pthread/qos.h>
+// The Objective-C runtime's pool functions (libobjc, linked through the
+// Foundation framework MLX needs); declared here to keep this file C++.
+extern "C" void* objc_autoreleasePoolPush(void);
+extern "C" void objc_autoreleasePoolPop(void* pool);
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -72,6 +79,11 @@ class LibraryThread {
     // macOS gives secondary threads 512 KiB; MLX and ExecuTorch get the
     // 8 MiB a main thread has.
     pthread_attr_setstacksize(&attr, 8u << 20);
+#ifdef __APPLE__
+    // A reply someone waits for: user-initiated, not the default class the
+    // scheduler may put on efficiency cores.
+    pthread_attr_set_qos_class_np(&attr, QOS_CLASS_USER_INITIATED, 0);
+#endif
     const int rc = pthread_create(&thread_, &attr, &LibraryThread::main, this);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
@@ -116,7 +128,16 @@ class LibraryThread {
         t = queue_.front();
         queue_.pop_front();
       }
+#ifdef __APPLE__
+      // Metal objects MLX autoreleases (command buffers, descriptors) are
+      // freed after each task, not kept until a pool this thread never
+      // drains: a thread of ours has none of its own.
+      void* pool = objc_autoreleasePoolPush();
       (*t->f)();
+      objc_autoreleasePoolPop(pool);
+#else
+      (*t->f)();
+#endif
       {
         std::lock_guard<std::mutex> lk(mu_);
         t->done = true;

@@ -332,7 +332,11 @@ DeviceInfo runtime_device() {
       "Can not load metallib from specified location \"/fake/mlx.metallib\": "
       "Invalid library file.");
 #endif
+#ifdef FAKE_DEVICE_KIND
+  return DeviceInfo{FAKE_DEVICE_KIND, "fake GPU", 1 << 30};
+#else
   return DeviceInfo{"cpu", "fake CPU", 0};
+#endif
 }
 
 void runtime_set_metallib_path(const std::string& path) {
