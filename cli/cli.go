@@ -45,6 +45,7 @@ var commands = map[string]command{
 	"compare":    {"compare two stored benchmark runs", runCompare},
 	"perplexity": {"perplexity over a text, and KL divergence against another export's saved logits", runPerplexity},
 	"serve":      {"an OpenAI-compatible server on localhost over your models", runServe},
+	"doctor":     {"the facts a bug report needs: platform, native engine and device, database, model folders", runDoctor},
 }
 
 // UsageError is a bad command line; it exits with status 2.

@@ -130,6 +130,8 @@ func libraryHint(lib *engine.LibraryError) string {
 		return "build the native library with scripts/build-native and set ETCHAT_RUNNER to the path it prints (docs/native-engine.md), or use --engine cpu"
 	case engine.LibraryABIMismatch:
 		return "the library was built from another etchat: rebuild it from this checkout with scripts/build-native, or use --engine cpu"
+	case engine.LibraryNoDevice:
+		return "MLX could not start its device (its reason is above): 'etchat doctor' shows the metallib and device it found; copy mlx.metallib from the same build beside the library, or use --engine cpu"
 	}
 	return "the library does not load on this machine (see the loader's message above): rebuild it here with scripts/build-native, or use --engine cpu"
 }

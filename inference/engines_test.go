@@ -146,7 +146,7 @@ func TestEngineNames(t *testing.T) {
 		t.Error("Same")
 	}
 	for _, c := range []struct{ name, goos, want string }{
-		{"mlx", "darwin", "metal"}, {"mlx", "linux", "cpu"}, {"cpu", "darwin", "cpu"}, {"zero", "darwin", "cpu"},
+		{"mlx", "darwin", "unknown"}, {"mlx", "linux", "unknown"}, {"cpu", "darwin", "cpu"}, {"zero", "darwin", "cpu"},
 	} {
 		if got := engine.DefaultDevice(c.name, c.goos); got != c.want {
 			t.Errorf("DefaultDevice(%s, %s) = %s, want %s", c.name, c.goos, got, c.want)

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The engine choices. Auto lets etchat pick; the others name one engine.
@@ -187,6 +188,27 @@ type Devicer interface {
 	Device() string
 }
 
+// NativeFacts is what a native engine knows of itself for a bug report
+// (etchat doctor): its library, the device its library brought up, the
+// metallib it gave MLX and both stamps, and what bringing the device up
+// cost (paid once per process by every run that loads the library,
+// auto's included).
+type NativeFacts struct {
+	Library       string        `json:"library"`
+	Device        string        `json:"device"`
+	DeviceName    string        `json:"device_name,omitempty"`
+	MemoryBytes   int64         `json:"memory_bytes"`
+	Metallib      string        `json:"metallib,omitempty"`
+	MetallibStamp string        `json:"metallib_stamp,omitempty"`
+	LibraryStamp  string        `json:"library_stamp,omitempty"`
+	DeviceStart   time.Duration `json:"device_start_ns"`
+}
+
+// FactsReporter is implemented by engines that can describe themselves.
+type FactsReporter interface {
+	Facts() NativeFacts
+}
+
 // DeviceOf is the device e computes on: what e reports when it can say,
 // else its kind's default on goos (DefaultDevice).
 func DeviceOf(e Engine, goos string) string {
@@ -200,14 +222,20 @@ func DeviceOf(e Engine, goos string) string {
 }
 
 // DefaultDevice is the device an engine that does not report one runs on:
-// the CPU, except the native engine on macOS, which runs on Metal. (The
-// native binding will ask the library once the C ABI says.)
+// the CPU for an engine of ours, and DeviceUnknown for a native one, on
+// every goos: a native engine's device is what its library reports (the
+// binding brings the device up at load), never a guess from the platform,
+// so auto never takes a native engine for a GPU it did not report.
 func DefaultDevice(name, goos string) string {
-	if k, ok := KindOf(name); ok && k.Native && (goos == "darwin" || goos == "ios") {
-		return DeviceMetal
+	if k, ok := KindOf(name); ok && k.Native {
+		return DeviceUnknown
 	}
 	return DeviceCPU
 }
+
+// DeviceUnknown is a native engine's device when its library reported
+// none; it is not a GPU.
+const DeviceUnknown = "unknown"
 
 // IsGPU reports whether a device is a GPU.
 func IsGPU(device string) bool { return device == DeviceMetal || device == DeviceCUDA }
@@ -223,6 +251,7 @@ const (
 	LibraryMissing     LibraryProblem = iota // no candidate path holds a loadable library
 	LibraryABIMismatch                       // built against another etchat_runner.h
 	LibraryUnloadable                        // found, but it does not load (architecture, dependencies)
+	LibraryNoDevice                          // loads, but MLX cannot start its device (no Metal device, a metallib it cannot load)
 )
 
 // LibraryError: the native engine's runner library cannot be used. Err is
@@ -247,6 +276,8 @@ func (e *LibraryError) Summary() string {
 		s = "native runner library not found"
 	case LibraryABIMismatch:
 		s = "native runner library built for another etchat (ABI version mismatch)"
+	case LibraryNoDevice:
+		s = "native runner library cannot start its device"
 	default:
 		s = "native runner library does not load"
 	}

@@ -109,6 +109,7 @@ func userCheckout(t *testing.T, src string) (dir, tokCMake string) {
 		write(t, filepath.Join(tok, "CMakeLists.txt"), string(b))
 	}
 	write(t, filepath.Join(tok, ".git"), "gitdir: ../../../.git/modules/extension/llm/tokenizers\n")
+	run(t, filepath.Join(dir, "backends", "mlx", "third-party"), "tar", "-xJf", filepath.Join(src, "mlx-7a1d4f5.tar.xz"))
 	write(t, filepath.Join(dir, "backends", "mlx", "third-party", "mlx", ".git"), "gitdir: ../../../../.git/modules/backends/mlx/third-party/mlx\n")
 	write(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main\n")
 	write(t, filepath.Join(dir, "cmake-out", "CMakeCache.txt"), "CMAKE_HOME_DIRECTORY:INTERNAL=/Users/someone/executorch\n")

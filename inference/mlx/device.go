@@ -5,6 +5,7 @@ package mlx
 import (
 	"bytes"
 	"fmt"
+	"time"
 )
 
 // CDeviceInfo mirrors etchat_device_info.
@@ -27,13 +28,27 @@ type DeviceInfo struct {
 type deviceFuncs struct {
 	device          func(out *CDeviceInfo) int32
 	setMetallibPath func(path string) int32
+	buildStamp      func() string // optional: nil for a library without it
 }
 
 func (f *deviceFuncs) bind(l *library) error {
 	if err := l.symbol(&f.device, "etchat_device"); err != nil {
 		return err
 	}
+	if l.has("etchat_build_stamp") {
+		if err := l.symbol(&f.buildStamp, "etchat_build_stamp"); err != nil {
+			return err
+		}
+	}
 	return l.symbol(&f.setMetallibPath, "etchat_set_metallib_path")
+}
+
+// stamp is the MLX build the library links ("" if it does not say).
+func (l *library) stamp() string {
+	if l.buildStamp == nil {
+		return ""
+	}
+	return l.buildStamp()
 }
 
 func cString(b []byte) string {
@@ -57,8 +72,46 @@ func (l *library) deviceInfo() (DeviceInfo, error) {
 	return DeviceInfo{}, fmt.Errorf("mlx: the library reports an unknown device kind %q", d.Kind)
 }
 
+// startDevice brings MLX's device up (etchat_device does: Metal's device
+// and its metallib, a CUDA context) and keeps what the library reports;
+// a device MLX cannot start is an error wrapping ErrDevice with MLX's own
+// message. Its cost is paid once per process, by every run that loads the
+// library (auto included): see docs/native-engine.md.
+func (l *library) startDevice() error {
+	t0 := time.Now()
+	d, err := l.deviceInfo()
+	if err != nil {
+		return err
+	}
+	l.dev, l.devStart = d, time.Since(t0)
+	return nil
+}
+
 // setMetallib tells MLX where mlx.metallib is; it must come before the
 // first program is opened.
 func (l *library) setMetallib(path string) error {
 	return l.call("set_metallib_path", func() int32 { return l.setMetallibPath(path) })
+}
+
+// warm runs one decode step on the first off-graph session a GPU library
+// opens, then rewinds it: MLX compiles its Metal kernels (MLX_METAL_JIT=ON,
+// as ExecuTorch builds it) and CUDA its kernels at their first use, and
+// without this the first reply of every --engine mlx run would pay it
+// (auto's probe did, only for auto). Chosen over MLX_METAL_JIT=OFF, which
+// precompiles every kernel into a larger metallib and a longer build (not
+// measured: no Mac here) and leaves ExecuTorch's build setting alone.
+// In-graph sessions are not warmed (their cache cannot rewind).
+func (l *library) warm(h sessionHandle, vocab int, offGraph bool) error {
+	if l.warmed || !offGraph || (l.dev.Kind != "metal" && l.dev.Kind != "cuda") {
+		return nil
+	}
+	buf := make([]float32, vocab)
+	if _, err := l.forward(h, []int64{0}, []int64{0}, buf, false, nil); err != nil {
+		return fmt.Errorf("mlx: warming the device: %w", err)
+	}
+	if err := l.rewind(h, 0); err != nil {
+		return fmt.Errorf("mlx: warming the device: %w", err)
+	}
+	l.warmed = true
+	return nil
 }

@@ -29,9 +29,18 @@ type Options struct {
 	Getenv func(string) string
 	// Executable replaces os.Executable() for the search (tests).
 	Executable string
+	// GOOS replaces runtime.GOOS for the library and metallib searches
+	// (tests of a Mac bundle's layout on Linux).
+	GOOS string
 	// TimingOut receives the step-timing breakdowns (EnvTiming); default
 	// standard error.
 	TimingOut io.Writer
+	// PoisonViews fills the logits a forward returned with NaN before the
+	// session's next forward, so a caller that keeps them past their
+	// lifetime (engine.Session's contract) reads NaN instead of silently
+	// reading the next step's logits. On under -race and with
+	// EnvPoisonViews=1.
+	PoisonViews bool
 }
 
 func defaultCandidates(o Options) []string {
@@ -52,7 +61,15 @@ func defaultCandidates(o Options) []string {
 			exe = p
 		}
 	}
-	return Candidates(o.env(), exe, runtime.GOOS)
+	return Candidates(o.env(), exe, o.goos())
+}
+
+// goos is the platform the searches are for: GOOS, or runtime.GOOS.
+func (o Options) goos() string {
+	if o.GOOS != "" {
+		return o.GOOS
+	}
+	return runtime.GOOS
 }
 
 // env is the environment the searches read: Getenv, or the process's.
@@ -70,7 +87,11 @@ type Engine struct {
 	// closes; nil = timing off (EnvTiming unset, or a library without
 	// section 6).
 	timingOut io.Writer
+	poison    bool // Options.PoisonViews
 }
+
+// EnvPoisonViews set to 1 turns Options.PoisonViews on.
+const EnvPoisonViews = "ETCHAT_NATIVE_POISON_VIEWS"
 
 var _ engine.Engine = (*Engine)(nil)
 
@@ -79,11 +100,11 @@ var _ engine.Engine = (*Engine)(nil)
 // architecture, wrong ABI version, on macOS no mlx.metallib); callers fall
 // back to the CPU engine.
 func New(opts Options) (engine.Engine, error) {
-	l, err := find(defaultCandidates(opts), opts.env())
+	l, err := find(defaultCandidates(opts), opts.env(), opts.goos())
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{lib: l}
+	e := &Engine{lib: l, poison: opts.PoisonViews || raceEnabled || opts.env()(EnvPoisonViews) == "1"}
 	if timingOn(opts.env()) && l.setTiming != nil {
 		l.setTiming(1) // process-wide; engines without timing just do not read it
 		e.timingOut = opts.TimingOut
@@ -108,18 +129,21 @@ func (e *Engine) Name() string { return "metal" }
 // LibraryPath is the path of the loaded runner library.
 func (e *Engine) LibraryPath() string { return e.lib.path }
 
-// DeviceInfo asks the library where MLX computes.
-func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.deviceInfo() }
+// DeviceInfo is where MLX computes, as the library reported it when the
+// device came up (New fails when it cannot say).
+func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.dev, nil }
 
-// Device is where MLX computes: "metal", "cuda" or "cpu" ("" if the
-// library cannot say). It implements engine.Devicer.
-func (e *Engine) Device() string {
-	d, err := e.lib.deviceInfo()
-	if err != nil {
-		return ""
-	}
-	return d.Kind
+// Facts is what the engine knows of itself for a bug report (etchat
+// doctor). It implements engine.FactsReporter.
+func (e *Engine) Facts() engine.NativeFacts {
+	l := e.lib
+	return engine.NativeFacts{Library: l.path, Device: l.dev.Kind, DeviceName: l.dev.Name, MemoryBytes: l.dev.MemoryBytes,
+		Metallib: l.metallib, MetallibStamp: l.metallibTag, LibraryStamp: l.stamp(), DeviceStart: l.devStart}
 }
+
+// Device is where MLX computes: "metal", "cuda" or "cpu", as the library
+// reported it. It implements engine.Devicer.
+func (e *Engine) Device() string { return e.lib.dev.Kind }
 
 // Open loads the program at path and opens a session on it: with cfg, an
 // off-graph session whose cache the library builds from cfg exactly; with
@@ -140,7 +164,7 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 			cp := *cfg
 			cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
 			return &Session{lib: e.lib, h: idle.h, key: key, vocab: idle.vocab, cfg: &cp,
-				capacity: idle.capacity, maxLen: idle.maxLen, mode: idle.mode, timer: e.newTimer()}, nil
+				capacity: idle.capacity, maxLen: idle.maxLen, mode: idle.mode, timer: e.newTimer(), poison: e.poison}, nil
 		}
 	}
 	mode, err := programLogitsMode(path)
@@ -150,20 +174,9 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
 		return nil, err
 	}
-	var (
-		ccfg   *CConfig
-		layers []CLayer
-		own    *kvcache.Config
-	)
-	if cfg != nil {
-		c, ls, err := ToC(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("mlx: %w", err)
-		}
-		ccfg, layers = &c, ls
-		cp := *cfg
-		cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
-		own = &cp
+	ccfg, layers, own, err := cConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
 	p, err := e.lib.openProgram(path)
 	if err != nil {
@@ -191,7 +204,26 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		e.lib.closeSession(h)
 		return nil, err
 	}
-	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, mode: mode, timer: e.newTimer()}, nil
+	if err := e.lib.warm(h, int(vocab), cfg != nil); err != nil {
+		e.lib.closeSession(h)
+		return nil, err
+	}
+	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, mode: mode, timer: e.newTimer(), poison: e.poison}, nil
+}
+
+// cConfig is cfg as the library takes it and the session's own copy of it
+// (all nil for an in-graph session).
+func cConfig(cfg *kvcache.Config) (*CConfig, []CLayer, *kvcache.Config, error) {
+	if cfg == nil {
+		return nil, nil, nil, nil
+	}
+	c, ls, err := ToC(cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("mlx: %w", err)
+	}
+	cp := *cfg
+	cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
+	return &c, ls, &cp, nil
 }
 
 // programLogitsMode is the file's get_logits_to_keep_mode, read through
@@ -234,6 +266,10 @@ type Session struct {
 	length   int // the cache's length as the library keeps it; -1 = ask it
 	buf      []float32
 	timer    *stepTimer // nil unless EnvTiming
+	poison   bool       // Options.PoisonViews
+	view     []float32  // the logits the last forward returned (poisoned before the next)
+	shadow   [2][]float32
+	flip     bool
 }
 
 var _ engine.Session = (*Session)(nil)
@@ -265,8 +301,8 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.h == 0 {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("mlx: forward: %w", engine.ErrClosed)
 	}
 	rows := 1
@@ -277,7 +313,18 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	if cap(s.buf) < need {
 		s.buf = make([]float32, need)
 	}
-	buf := s.buf[:need]
+	if s.poison {
+		for i := range s.view {
+			s.view[i] = float32(math.NaN())
+		}
+		s.view = nil
+	}
+	return s.runSteps(ctx, ids, positions, s.buf[:need], all, t0)
+}
+
+// runOne is one native step of at most MaxStep tokens, under s.mu: its
+// logits (the last row, or every row) or its error.
+func (s *Session) runOne(ids, positions []int64, buf []float32, all bool, t0 time.Time) ([]float32, error) {
 	var sample *StepSample
 	if s.timer != nil {
 		sample = &StepSample{Tokens: len(ids)}
@@ -287,8 +334,8 @@ func (s *Session) run(ctx context.Context, ids, positions []int64, all bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	if len(out) != need {
-		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", len(out), need)
+	if len(out) != len(buf) {
+		return nil, fmt.Errorf("mlx: forward: library wrote %d logits, expected %d", len(out), len(buf))
 	}
 	if sample != nil {
 		sample.Go = time.Since(t0)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"etchat/inference/engine"
 )
@@ -136,6 +137,12 @@ type library struct {
 	deviceFuncs
 	timingFuncs
 
+	dev         DeviceInfo    // what etchat_device reported when the device came up
+	devStart    time.Duration // what bringing it up took
+	metallib    string        // the metallib given to MLX ("" off macOS)
+	metallibTag string        // the stamp beside it
+	warmed      bool          // a decode step has run on the GPU (warm)
+
 	pool sessionPool // idle sessions kept for reuse (pool.go)
 }
 
@@ -163,7 +170,11 @@ func (l *library) has(name string) bool {
 func bind(path string) (*library, error) {
 	h, err := dlopen(path)
 	if err != nil {
-		if why := diagnoseFile(path, runtime.GOOS, runtime.GOARCH); why != "" {
+		why := diagnoseFile(path, runtime.GOOS, runtime.GOARCH)
+		if why == "" && runtime.GOOS == "darwin" {
+			why = diagnoseMachO(path, runtime.GOARCH, hostMacOS())
+		}
+		if why != "" {
 			return nil, fmt.Errorf("mlx: cannot load runner library %s: %s (loader: %v)", path, why, err)
 		}
 		return nil, fmt.Errorf("mlx: cannot load runner library %s: %v", path, err)

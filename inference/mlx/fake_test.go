@@ -84,6 +84,14 @@ func abiLayerLib(t testing.TB) string {
 		filepath.Join("..", "native", "etchat_runner.cpp"), filepath.Join("testdata", "fake_backend.cpp"), "-lpthread")
 }
 
+// abiLayerLibWith is the ABI layer over the fake backend built with extra
+// compiler flags (e.g. -DFAKE_DEVICE_ERROR), as a library of its own.
+func abiLayerLibWith(t testing.TB, variant string, flags ...string) string {
+	args := append([]string{"-std=c++17", "-fvisibility=hidden", "-I", filepath.Join("..", "native")}, flags...)
+	args = append(args, filepath.Join("..", "native", "etchat_runner.cpp"), filepath.Join("testdata", "fake_backend.cpp"), "-lpthread")
+	return compile(t, "c++", "abi-"+variant+"/"+LibraryName(runtime.GOOS), args...)
+}
+
 // eachLib runs f against the C fake and against the real ABI layer over
 // the fake backend: both must honour the same contract.
 func eachLib(t *testing.T, f func(t *testing.T, lib string)) {

@@ -89,8 +89,9 @@ var (
 )
 
 // loadPath loads and binds the library at path, checking its ABI version;
-// env is the environment the metallib search reads ($ETCHAT_METALLIB).
-func loadPath(path string, env func(string) string) (*library, error) {
+// env is the environment the metallib search reads ($ETCHAT_METALLIB) and
+// goos the platform it searches for (runtime.GOOS; tests inject darwin).
+func loadPath(path string, env func(string) string, goos string) (*library, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("mlx: %s: %w", path, err)
@@ -111,8 +112,15 @@ func loadPath(path string, env func(string) string) (*library, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := configureMetallib(l, MetallibCandidates(env, abs, runtime.GOOS), isFile); err != nil {
+	if err := configureMetallib(l, MetallibCandidates(env, abs, goos), isFile); err != nil {
 		return nil, err
+	}
+	// The device comes up now, before any model: a Metal device or a
+	// metallib MLX cannot use fails here with MLX's own reason, and auto
+	// falls back before loading a model for nothing. This is also what
+	// makes a later metallib path refused.
+	if err := l.startDevice(); err != nil {
+		return nil, fmt.Errorf("mlx: %s: %w", abs, err)
 	}
 	libs[abs] = l
 	return l, nil
@@ -165,13 +173,13 @@ func oneLine(err error) string {
 // loads and has our ABI version. The error lists every path tried and why
 // each failed (a *SearchError), or for a single candidate that exists is
 // that candidate's own error.
-func find(candidates []string, env func(string) string) (*library, error) {
+func find(candidates []string, env func(string) string, goos string) (*library, error) {
 	if len(candidates) == 0 {
 		return nil, fmt.Errorf("mlx: %w (no candidate paths on this system)", ErrNoLibrary)
 	}
 	se := &SearchError{}
 	for _, p := range candidates {
-		l, err := loadPath(p, env)
+		l, err := loadPath(p, env, goos)
 		if err == nil {
 			return l, nil
 		}
@@ -195,7 +203,7 @@ func find(candidates []string, env func(string) string) (*library, error) {
 // error listing the paths tried. It searches Candidates(os.Getenv,
 // os.Executable(), runtime.GOOS).
 func Available() (path string, err error) {
-	l, err := find(defaultCandidates(Options{}), os.Getenv)
+	l, err := find(defaultCandidates(Options{}), os.Getenv, runtime.GOOS)
 	if err != nil {
 		return "", err
 	}

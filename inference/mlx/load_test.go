@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -242,5 +244,43 @@ func TestSearchResolvesExecutableSymlinks(t *testing.T) {
 	}
 	if got := e.(*Engine).LibraryPath(); got != lib {
 		t.Errorf("found %s, want %s", got, lib)
+	}
+}
+
+// TestExportedSymbolsList: the exported-symbols list a Mac link uses
+// (inference/native/abi_symbols.cmake, run the way CMakeLists.txt and
+// scripts/check-mac run it) names exactly the functions the header
+// declares, each with Mach-O's leading underscore.
+func TestExportedSymbolsList(t *testing.T) {
+	cmake, err := exec.LookPath("cmake")
+	if err != nil {
+		t.Skip("no cmake")
+	}
+	hdr := filepath.Join("..", "native", "etchat_runner.h")
+	h, err := os.ReadFile(hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, line := range strings.Split(string(h), "\n") {
+		if strings.HasPrefix(line, "ETCHAT_API ") {
+			name := line[:strings.Index(line, "(")]
+			want = append(want, "_"+name[strings.LastIndexAny(name, " *")+1:])
+		}
+	}
+	out := filepath.Join(t.TempDir(), "exported_symbols.txt")
+	cmd := exec.Command(cmake, "-DETCHAT_ABI_HEADER="+hdr, "-DETCHAT_ABI_OUT="+out, "-P", filepath.Join("..", "native", "abi_symbols.cmake"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(string(b))
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(want) < 20 {
+		t.Errorf("exported symbols\n%v\nwant the header's\n%v", got, want)
 	}
 }

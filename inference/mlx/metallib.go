@@ -16,6 +16,35 @@ const EnvMetallib = "ETCHAT_METALLIB"
 // the GPU.
 const MetallibName = "mlx.metallib"
 
+// ErrForeignMetallib is wrapped (with ErrDevice) by the error for a
+// metallib whose stamp is missing or names another MLX build than the
+// library's: MLX is built with MLX_METAL_JIT=ON, so such a file loads and
+// then fails late, for some ops only.
+var ErrForeignMetallib = errors.New("mlx.metallib is from another MLX build")
+
+// StampSuffix names the file beside mlx.metallib that holds the MLX build
+// it came from (scripts/build-native writes it; the library carries the
+// same, etchat_build_stamp).
+const StampSuffix = ".stamp"
+
+// checkStamp compares the stamp beside the metallib at path with the
+// library's own; a library without a stamp checks nothing.
+func checkStamp(libStamp, path string) error {
+	if libStamp == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path + StampSuffix)
+	if err != nil {
+		return fmt.Errorf("mlx: %w: %w: %s has no %s beside it (copy both from the same build-native output as the library)",
+			ErrDevice, ErrForeignMetallib, path, MetallibName+StampSuffix)
+	}
+	if got := strings.TrimSpace(string(b)); got != libStamp {
+		return fmt.Errorf("mlx: %w: %w: %s is stamped %s, the library %s (copy mlx.metallib and its stamp from the library's own build)",
+			ErrDevice, ErrForeignMetallib, path, got, libStamp)
+	}
+	return nil
+}
+
 // ErrNoMetallib is wrapped by the error returned on macOS when no
 // candidate path holds mlx.metallib.
 var ErrNoMetallib = errors.New("mlx.metallib not found")
@@ -86,5 +115,15 @@ func configureMetallib(l *library, candidates []string, exists func(string) bool
 	if err != nil {
 		return fmt.Errorf("mlx: %s: %w", p, err)
 	}
-	return l.setMetallib(abs)
+	if err := checkStamp(l.stamp(), abs); err != nil {
+		return err
+	}
+	if err := l.setMetallib(abs); err != nil {
+		return err
+	}
+	l.metallib = abs
+	if b, err := os.ReadFile(abs + StampSuffix); err == nil {
+		l.metallibTag = strings.TrimSpace(string(b))
+	}
+	return nil
 }

@@ -150,7 +150,7 @@ func TestForwardChecksItsStep(t *testing.T) {
 		_, err := s.Forward(ctx, c.ids, c.pos)
 		assertErr(t, err, ErrInvalidArgument, StatusInvalidArgument, c.msg)
 	}
-	if log := x.log(); slices.Contains(log, "forward") {
+	if log := x.log(); slices.ContainsFunc(log, func(l string) bool { return strings.HasPrefix(l, "forward") }) {
 		t.Errorf("a refused step reached the backend: %v", log)
 	}
 	if s.Len() != 3 {
@@ -243,7 +243,7 @@ func TestDeviceAndMetallib(t *testing.T) {
 	}
 	lib := writeProgram(t, "not a metallib")
 	err = configureMetallib(e.lib, []string{"/nonexistent/mlx.metallib", lib}, isFile)
-	assertErr(t, err, ErrInvalidArgument, StatusInvalidArgument, "must be set before the first program is opened")
+	assertErr(t, err, ErrInvalidArgument, StatusInvalidArgument, "or the first program is opened")
 	err = configureMetallib(e.lib, []string{"/nonexistent/mlx.metallib"}, isFile)
 	if !errors.Is(err, ErrNoMetallib) || !strings.Contains(err.Error(), "/nonexistent/mlx.metallib") {
 		t.Errorf("no metallib: %v", err)

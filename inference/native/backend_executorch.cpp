@@ -25,6 +25,7 @@
 #include <mlx/backend/metal/metal.h>
 #include <mlx/device.h>
 #include <mlx/memory.h>
+#include <mlx/stream.h>
 #endif
 
 #include <algorithm>
@@ -466,7 +467,12 @@ DeviceInfo runtime_device() {
     out.kind = "cuda"; // MLX's only GPU backend off Apple
 #endif
   }
+  // device_info builds the device (Metal: the MTL device and mlx.metallib;
+  // CUDA: its context) and throws MLX's own reason when it cannot; the
+  // default stream then sizes this thread's stream table with the device
+  // counted, before any delegate handle asks for it.
   const auto& info = mx::device_info(d);
+  (void)mx::default_stream(d);
   if (auto it = info.find("device_name"); it != info.end()) {
     if (const auto* s = std::get_if<std::string>(&it->second)) {
       out.name = *s;

@@ -12,6 +12,13 @@
 #include "runner_backend.h"
 
 #include <pthread.h>
+#ifdef __APPLE__
+#include <pthread/qos.h>
+// The Objective-C runtime's pool functions (libobjc, linked through the
+// Foundation framework MLX needs); declared here to keep this file C++.
+extern "C" void* objc_autoreleasePoolPush(void);
+extern "C" void objc_autoreleasePoolPop(void* pool);
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -72,6 +79,11 @@ class LibraryThread {
     // macOS gives secondary threads 512 KiB; MLX and ExecuTorch get the
     // 8 MiB a main thread has.
     pthread_attr_setstacksize(&attr, 8u << 20);
+#ifdef __APPLE__
+    // A reply someone waits for: user-initiated, not the default class the
+    // scheduler may put on efficiency cores.
+    pthread_attr_set_qos_class_np(&attr, QOS_CLASS_USER_INITIATED, 0);
+#endif
     const int rc = pthread_create(&thread_, &attr, &LibraryThread::main, this);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
@@ -116,7 +128,16 @@ class LibraryThread {
         t = queue_.front();
         queue_.pop_front();
       }
+#ifdef __APPLE__
+      // Metal objects MLX autoreleases (command buffers, descriptors) are
+      // freed after each task, not kept until a pool this thread never
+      // drains: a thread of ours has none of its own.
+      void* pool = objc_autoreleasePoolPush();
       (*t->f)();
+      objc_autoreleasePoolPop(pool);
+#else
+      (*t->f)();
+#endif
       {
         std::lock_guard<std::mutex> lk(mu_);
         t->done = true;
@@ -951,13 +972,39 @@ extern "C" ETCHAT_API etchat_status etchat_device(etchat_device_info* out) {
     if (out == nullptr) {
       fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
     }
-    const etchat::DeviceInfo d = etchat::runtime_device();
+    // Bringing the device up is what this call is for (the binding makes
+    // it right after setting the metallib path, before any program): MLX
+    // builds its Metal device (and loads mlx.metallib) or its CUDA context
+    // here, so its own reason ("Can not load metallib ...", "No Metal
+    // device available") reaches the caller. Left to the first program,
+    // MLX's stream table would be sized by a device count that swallowed
+    // that reason, and the load would fail with libc++'s bare "vector".
+    etchat::DeviceInfo d;
+    try {
+      d = etchat::runtime_device();
+    } catch (const Failure&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(ETCHAT_ERR_DEVICE, std::string("MLX could not start its device: ") + e.what());
+    } catch (...) {
+      fail(ETCHAT_ERR_DEVICE, "MLX could not start its device (unknown exception)");
+    }
+    // The device has read its metallib path: a later one would be ignored.
+    g_runtime_used = true;
     etchat_device_info info{};
     copy_str(info.kind, sizeof info.kind, d.kind);
     copy_str(info.name, sizeof info.name, d.name);
     info.memory_bytes = d.memory_bytes;
     *out = info;
   });
+}
+
+#ifndef ETCHAT_BUILD_STAMP
+#define ETCHAT_BUILD_STAMP ""
+#endif
+
+extern "C" ETCHAT_API const char* etchat_build_stamp(void) {
+  return ETCHAT_BUILD_STAMP;
 }
 
 extern "C" ETCHAT_API etchat_status
@@ -969,7 +1016,8 @@ etchat_set_metallib_path(const char* path) {
     if (g_runtime_used) {
       fail(
           ETCHAT_ERR_INVALID_ARGUMENT,
-          "the metallib path must be set before the first program is opened");
+          "the metallib path must be set before the device is brought up "
+          "(etchat_device) or the first program is opened");
     }
     std::FILE* f = std::fopen(path, "rb");
     if (f == nullptr) {

@@ -244,13 +244,28 @@ typedef struct etchat_device_info {
   int64_t memory_bytes;
 } etchat_device_info;
 
+/* Also BRINGS THE DEVICE UP: MLX builds its Metal device (loading
+ * mlx.metallib) or its CUDA context here, so a binding calls it right after
+ * etchat_set_metallib_path and before any program, and a device MLX cannot
+ * start fails here with ETCHAT_ERR_DEVICE and MLX's own message ("Can not
+ * load metallib ...", "No Metal device available ..."), not later as a load
+ * error. After it succeeds, etchat_set_metallib_path is refused. */
 ETCHAT_API etchat_status etchat_device(etchat_device_info* out);
 
 /* Tells MLX where mlx.metallib is (Metal builds; a no-op elsewhere). Must
- * come before the first program is opened: MLX reads it once, when the
- * Metal device is first used. A later call is ETCHAT_ERR_INVALID_ARGUMENT;
- * a path that is not a readable file is ETCHAT_ERR_DEVICE. */
+ * come before the device is brought up (etchat_device) or the first program
+ * is opened: MLX reads it once, when the Metal device is built. A later call
+ * is ETCHAT_ERR_INVALID_ARGUMENT; a path that is not a readable file is
+ * ETCHAT_ERR_DEVICE. */
 ETCHAT_API etchat_status etchat_set_metallib_path(const char* path);
+
+/* The MLX build this library links: scripts/build-native's key for it,
+ * which it also writes into mlx.metallib.stamp beside the metallib it
+ * installs; "" for a library built without one. MLX is built with
+ * MLX_METAL_JIT=ON, so a metallib of another MLX build loads and then fails
+ * late, for some ops only: the binding compares the two stamps before it
+ * hands MLX the path. Added without an ABI version bump: optional. */
+ETCHAT_API const char* etchat_build_stamp(void);
 
 /* ===== 6. Step timing ==================================================== */
 

@@ -23,8 +23,9 @@ func Register() {
 	engine.Register(engine.MLX, newMLX)
 }
 
-// newMLX loads the runner library; its failures a user fixes (missing, ABI
-// mismatch, unloadable) become *engine.LibraryError.
+// newMLX loads the runner library and brings its device up; its failures a
+// user fixes (missing, ABI mismatch, unloadable, no usable device) become
+// *engine.LibraryError.
 func newMLX(c engine.Config) (engine.Engine, error) {
 	e, err := mlx.New(mlx.Options{Library: c.Library, Getenv: c.Getenv})
 	if err != nil {
@@ -47,6 +48,8 @@ func libraryError(err error) *engine.LibraryError {
 	switch {
 	case errors.Is(err, mlx.ErrABIVersion):
 		le.Problem = engine.LibraryABIMismatch
+	case errors.Is(err, mlx.ErrDevice):
+		le.Problem = engine.LibraryNoDevice
 	case errors.Is(err, mlx.ErrNoLibrary), errors.Is(err, os.ErrNotExist):
 		le.Problem = engine.LibraryMissing
 	}

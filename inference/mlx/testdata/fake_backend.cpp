@@ -6,7 +6,13 @@
 //
 //     ETCHAT-FAKE vocab=16 [maxctx=64] [ingraph] [reject] [lastonly]
 //                 [poison=7] [dtype=fp16|bf16] [throw=N] [throwint=N]
-//                 [caches=2/8,1/16]
+//                 [caches=2/8,1/16] [sleep=MS]
+//
+// sleep=MS makes every forward take MS milliseconds (a long native step).
+// Built with -DFAKE_DEVICE_ERROR, bringing the device up throws what MLX's
+// Metal device throws for a metallib that will not load, and every program
+// load fails the way it did before the device was brought up first: the
+// runtime log says only libc++'s "vector".
 //
 // caches= is the off-graph layout the program publishes (kv_heads/head_dim
 // per cache); a program without it publishes none (in-graph). reject and
@@ -37,6 +43,8 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -78,6 +86,7 @@ struct Spec {
   int vocab = 0, maxctx = 0;
   bool ingraph = false, reject = false, lastonly = false;
   long poison = -1, throw_id = -1, throwint_id = -1;
+  int sleep_ms = 0;
   int dtype = 6; // 6 float32, 5 fp16, 15 bf16
 };
 
@@ -121,7 +130,7 @@ class FakeSession final : public etchat::SessionBackend {
  public:
   FakeSession(const Spec& p, const etchat::CacheSpec* spec)
       : name_(p.name), vocab_(p.vocab), dtype_(p.dtype), lastonly_(p.lastonly), poison_(p.poison),
-        throw_id_(p.throw_id), throwint_id_(p.throwint_id) {
+        throw_id_(p.throw_id), throwint_id_(p.throwint_id), sleep_ms_(p.sleep_ms) {
     ++g_live;
     if (spec != nullptr) {
       cache_ = true;
@@ -134,7 +143,10 @@ class FakeSession final : public etchat::SessionBackend {
   }
 
   etchat::LogitsView forward(const int64_t* ids, const int64_t* positions, int32_t n) override {
-    note("forward");
+    note("forward " + std::to_string(n));
+    if (sleep_ms_ > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    }
     for (int32_t i = 0; i < n; ++i) {
       if (ids[i] == poison_) {
         log_error("MLX execute failed: fake poison token " + std::to_string(poison_));
@@ -215,6 +227,7 @@ class FakeSession final : public etchat::SessionBackend {
   int vocab_, dtype_;
   bool lastonly_;
   long poison_, throw_id_, throwint_id_;
+  int sleep_ms_;
   bool cache_ = false;
   etchat::CacheSpec spec_;
   int length_ = 0;
@@ -257,6 +270,10 @@ namespace etchat {
 
 std::unique_ptr<ProgramBackend> open_program(const std::string& path) {
   note("program_open " + path.substr(path.find_last_of('/') + 1));
+#ifdef FAKE_DEVICE_ERROR
+  log_error("Failed to load MLX program: vector");
+  fail(ETCHAT_ERR_LOAD, "loading \"forward\" failed: Error::InvalidProgram (0x23)");
+#endif
   std::ifstream f(path);
   if (!f) {
     fail(ETCHAT_ERR_LOAD, "loading program " + path + " failed: Error::AccessFailed (0x22)");
@@ -278,6 +295,7 @@ std::unique_ptr<ProgramBackend> open_program(const std::string& path) {
     else if (key == "poison") s.poison = std::stol(val);
     else if (key == "throw") s.throw_id = std::stol(val);
     else if (key == "throwint") s.throwint_id = std::stol(val);
+    else if (key == "sleep") s.sleep_ms = std::stoi(val);
     else if (key == "dtype") s.dtype = val == "fp16" ? 5 : val == "bf16" ? 15 : 6;
     else if (key == "ingraph") s.ingraph = true;
     else if (key == "reject") s.reject = true;
@@ -309,7 +327,16 @@ void runtime_reset_peak() {}
 
 DeviceInfo runtime_device() {
   note("device");
+#ifdef FAKE_DEVICE_ERROR
+  throw std::runtime_error(
+      "Can not load metallib from specified location \"/fake/mlx.metallib\": "
+      "Invalid library file.");
+#endif
+#ifdef FAKE_DEVICE_KIND
+  return DeviceInfo{FAKE_DEVICE_KIND, "fake GPU", 1 << 30};
+#else
   return DeviceInfo{"cpu", "fake CPU", 0};
+#endif
 }
 
 void runtime_set_metallib_path(const std::string& path) {

@@ -458,6 +458,12 @@ etchat_status etchat_device(etchat_device_info* out) {
   return ETCHAT_OK;
 }
 
+/* -DFAKE_STAMP="...": a library that says which MLX build it links. */
+#ifndef FAKE_STAMP
+#define FAKE_STAMP ""
+#endif
+const char* etchat_build_stamp(void) { return FAKE_STAMP; }
+
 etchat_status etchat_set_metallib_path(const char* path) {
   t_err[0] = 0;
   if (path == NULL || *path == 0) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "set_metallib_path: path must be given");
@@ -494,6 +500,14 @@ etchat_status etchat_fake_last_config(etchat_cache_config* cfg, etchat_cache_lay
   for (int i = 0; i < last_n && i < cap; i++) layers[i] = last_layers[i];
   pthread_mutex_unlock(&mu);
   return ETCHAT_OK;
+}
+
+/* The metallib path last given (etchat_set_metallib_path), into buf. */
+int32_t etchat_fake_metallib(char* buf, int32_t cap) {
+  pthread_mutex_lock(&mu);
+  snprintf(buf, (size_t)cap, "%s", metallib);
+  pthread_mutex_unlock(&mu);
+  return (int32_t)strlen(buf);
 }
 
 /* The number of live program and session handles. */

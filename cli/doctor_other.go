@@ -1,0 +1,6 @@
+//go:build !darwin
+
+package cli
+
+// translated is false off macOS: Rosetta exists only there.
+func translated() bool { return false }

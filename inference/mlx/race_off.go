@@ -1,0 +1,6 @@
+//go:build !race
+
+package mlx
+
+// raceEnabled turns Options.PoisonViews on in -race builds.
+const raceEnabled = false
