@@ -41,6 +41,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, methodNotAllowed(r, "POST"))
 		return
 	}
+	if ae := jsonBody(r); ae != nil {
+		s.fail(w, r, ae)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -66,7 +70,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.fail(w, r, notFound(req.Model))
 		return
 	}
-	prompt, ae := e.tokenize(req)
+	prompt, ae := s.tokenize(r.Context(), e, req)
 	if ae != nil {
 		s.fail(w, r, ae)
 		return
@@ -122,24 +126,72 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *apiError) {
 // tokenize is the request's prompt: messages rendered with the model's
 // chat template (as the app's chat renders them), or the completion's text
 // with the tokenizer's special tokens, or its ids. A prompt that does not
-// fit the cache with one generated token is a 400 with the numbers.
-func (e *entry) tokenize(req *request) ([]int, *apiError) {
+// fit the cache with one generated token is a 400 with the numbers; a text
+// too long to fit whatever its tokens (longer than the context times the
+// longest token) is refused before it is tokenized, and at most
+// GOMAXPROCS prompts are tokenized at once.
+func (s *Server) tokenize(ctx context.Context, e *entry, req *request) ([]int, *apiError) {
+	ids, ae := s.encode(ctx, e, req)
+	if ae != nil {
+		return nil, ae
+	}
+	if len(ids) == 0 {
+		return nil, badRequest("messages", "the prompt is empty")
+	}
+	if c := e.prep.Capacity(); len(ids)+1 > c {
+		return nil, tooLong(req, fmt.Sprintf("this model's context is %d tokens; the prompt is %d tokens, and the reply needs at least 1", c, len(ids)))
+	}
+	return ids, nil
+}
+
+// tooLong is the context_length_exceeded 400.
+func tooLong(req *request, msg string) *apiError {
+	ae := badRequest("messages", "%s", msg)
+	if !req.IsChat {
+		ae.Param = "prompt"
+	}
+	ae.Code = "context_length_exceeded"
+	return ae
+}
+
+// checkBytes refuses n bytes of prompt text that cannot fit the context
+// however they tokenize.
+func (e *entry) checkBytes(req *request, n int) *apiError {
+	if limit := e.maxPromptBytes(); n > limit {
+		return tooLong(req, fmt.Sprintf("this model's context is %d tokens; the prompt's text is %d bytes, more than any %d tokens of its tokenizer can hold (%d bytes)",
+			e.prep.Capacity(), n, e.prep.Capacity(), limit))
+	}
+	return nil
+}
+
+// encode renders and tokenizes the request's prompt (no length check).
+func (s *Server) encode(ctx context.Context, e *entry, req *request) ([]int, *apiError) {
 	chat := e.prep.Chat
-	var ids []int
-	var err error
+	text, addSpecial := req.Prompt, true
+	if req.IsChat {
+		// Every template renders each message's text: the texts alone
+		// bound the prompt before a long one is rendered.
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Text)
+		}
+		if ae := e.checkBytes(req, n); ae != nil {
+			return nil, ae
+		}
+	}
 	switch {
 	case req.IsChat && chat.Template == nil:
 		var b strings.Builder
 		for _, m := range req.Messages {
 			b.WriteString(m.Text)
 		}
-		ids, err = chat.Tokenizer.Encode(b.String(), true)
+		text = b.String()
 	case req.IsChat:
-		var text string
+		var err error
 		if text, err = chat.Template.Render(req.Messages, true); err != nil {
 			return nil, badRequest("messages", "the chat template of %s refuses these messages: %v", e.id, err)
 		}
-		ids, err = chat.Tokenizer.Encode(text, false)
+		addSpecial = false
 	case req.PromptID != nil:
 		vocab := e.prep.Info.VocabSize
 		for i, id := range req.PromptID {
@@ -147,23 +199,20 @@ func (e *entry) tokenize(req *request) ([]int, *apiError) {
 				return nil, badRequest("prompt", "prompt token %d is %d, outside the vocabulary of %s (%d)", i, id, e.id, vocab)
 			}
 		}
-		ids = req.PromptID
-	default:
-		ids, err = chat.Tokenizer.Encode(req.Prompt, true)
+		return req.PromptID, nil
 	}
+	if ae := e.checkBytes(req, len(text)); ae != nil {
+		return nil, ae
+	}
+	select {
+	case s.tokenizing <- struct{}{}:
+		defer func() { <-s.tokenizing }()
+	case <-ctx.Done():
+		return nil, unavailable("the request was canceled while waiting to be tokenized")
+	}
+	ids, err := chat.Tokenizer.Encode(text, addSpecial)
 	if err != nil {
 		return nil, badRequest("", "tokenizing the prompt: %v", err)
-	}
-	if len(ids) == 0 {
-		return nil, badRequest("messages", "the prompt is empty")
-	}
-	if c := e.prep.Capacity(); len(ids)+1 > c {
-		ae := badRequest("messages", "this model's context is %d tokens; the prompt is %d tokens, and the reply needs at least 1", c, len(ids))
-		if !req.IsChat {
-			ae.Param = "prompt"
-		}
-		ae.Code = "context_length_exceeded"
-		return nil, ae
 	}
 	return ids, nil
 }

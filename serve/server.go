@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,16 @@ type Options struct {
 	Load inference.LoadOptions
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
+	// ListenHost is the address the server is bound to ("" is loopback):
+	// on loopback a request's Host must name this machine.
+	ListenHost string
+	// AllowHosts are more Host names accepted on loopback (path.Match
+	// patterns; "*" is any).
+	AllowHosts []string
+	// AllowOrigins are browser origins allowed besides
+	// DefaultAllowOrigins (path.Match patterns, e.g.
+	// "https://*.example.com"; "null" and "*" as written).
+	AllowOrigins []string
 	// MaxBodyBytes limits a request body; 0 is DefaultMaxBody.
 	MaxBodyBytes int64
 	// QueueLimit is how many requests may wait for a model behind the one
@@ -70,6 +81,7 @@ const (
 // mounted anywhere, and Serve runs it on a listener.
 type Server struct {
 	opts    Options
+	guard   guard
 	models  []*entry
 	byID    map[string]*entry
 	mux     *http.ServeMux
@@ -78,9 +90,13 @@ type Server struct {
 	cancel  context.CancelFunc // cancels every generation (forced shutdown)
 	flight  sync.WaitGroup     // generation handlers running
 	closing atomic.Bool
-	served  atomic.Int64
-	logMu   sync.Mutex
-	httpSrv *http.Server
+	// tokenizing bounds the prompts tokenized at once (GOMAXPROCS).
+	tokenizing chan struct{}
+	// stopping is closed when Shutdown begins: queued requests leave with 503.
+	stopping chan struct{}
+	served   atomic.Int64
+	logMu    sync.Mutex
+	httpSrv  *http.Server
 }
 
 // New prepares every model (files, tokenizer, template, cache config: what
@@ -98,7 +114,8 @@ func New(o Options) (*Server, error) {
 	if o.MaxModels <= 0 {
 		o.MaxModels = 1
 	}
-	s := &Server{opts: o, byID: map[string]*entry{}}
+	s := &Server{opts: o, guard: newGuard(o), byID: map[string]*entry{}, stopping: make(chan struct{}),
+		tokenizing: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	for _, path := range o.Models {
 		e, err := prepare(path, o.Load)
 		if err != nil {
@@ -140,9 +157,13 @@ func (s *Server) Models() []string {
 // they were admitted).
 func (s *Server) Served() int64 { return s.served.Load() }
 
-// Handler is the server's HTTP handler: the API key check, then the routes.
+// Handler is the server's HTTP handler: the Host and Origin rules (and
+// CORS preflights), the API key check, then the routes.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r) {
+			return
+		}
 		if r.URL.Path != "/health" && !s.authorized(w, r) {
 			return
 		}
@@ -154,8 +175,9 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.opts.APIKey == "" {
 		return true
 	}
-	auth := r.Header.Get("Authorization")
-	key, ok := strings.CutPrefix(auth, "Bearer ")
+	auth := strings.TrimSpace(r.Header.Get("Authorization"))
+	scheme, key, ok := strings.Cut(auth, " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer") // RFC 9110: the scheme is case-insensitive
 	switch {
 	case auth == "":
 		writeError(w, unauthorized("missing API key: send it as \"Authorization: Bearer KEY\""))
@@ -203,7 +225,9 @@ func (s *Server) Serve(l net.Listener) error {
 // the models.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.loadMu.Lock() // enter counts requests under it, so none is added while we wait
-	s.closing.Store(true)
+	if !s.closing.Swap(true) {
+		close(s.stopping)
+	}
 	srv := s.httpSrv
 	s.loadMu.Unlock()
 	var err error
