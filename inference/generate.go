@@ -16,6 +16,11 @@ import (
 type Token struct {
 	ID   int
 	Text string
+	// Logprob and TopLogprobs (Options.Logprobs; the server's logprobs):
+	// the token's log-probability under the raw logits row it was sampled
+	// from, and the Options.TopLogprobs most likely tokens of that row.
+	Logprob     float64
+	TopLogprobs []TokenLogprob
 }
 
 // Decoder turns token ids back into text; the tokenizer implements it.
@@ -51,6 +56,14 @@ type Options struct {
 	OnToken func(Token) error
 	// OnPrefill reports progress after each prefill chunk.
 	OnPrefill func(done, total int)
+
+	// Log-probabilities (the server's logprobs and top_logprobs): when
+	// Logprobs is set, each Token passed to OnToken carries its logprob
+	// and the TopLogprobs (at most MaxTopLogprobs) most likely tokens,
+	// from the raw logits row before sampling, in float64; the row is
+	// only read.
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // Stop reasons.
@@ -213,6 +226,9 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 		res.GeneratedIDs = append(res.GeneratedIDs, next)
 		if opts.OnToken != nil {
 			tok := Token{ID: next}
+			if opts.Logprobs {
+				tok.Logprob, tok.TopLogprobs = logprobs(logits, next, opts.TopLogprobs)
+			}
 			if stream != nil {
 				tok.Text = stream.push(next)
 			}
