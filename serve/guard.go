@@ -130,7 +130,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(http.StatusNoContent)
 		return false
 	}
-	h.Set("Access-Control-Expose-Headers", "Retry-After, Retry-After-Ms")
+	h.Set("Access-Control-Expose-Headers", "Retry-After")
 	return true
 }
 

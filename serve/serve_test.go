@@ -231,9 +231,14 @@ func TestErrors(t *testing.T) {
 		{"no messages", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `"}`, auth, 400, "messages", "", "messages is required"},
 		{"bad role", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"tool","content":"x"}]}`, auth, 400, "messages[0].role", "", "tool"},
 		{"image part", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, auth, 400, "messages[0].content[0]", "", "only text"},
-		{"n=2", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","n":2,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "n", "", "n=1"},
+		{"n=0", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","n":0,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "n", "", "1 to 16"},
+		{"max_tokens 0", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "max_tokens", "integer_below_min_value", "at least 1"},
+		{"messages type", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":"hi"}`, auth, 400, "messages", "", "expected an array, got JSON string"},
+		{"logprobs type", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","logprobs":3,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "logprobs", "", "boolean"},
+		{"top_logprobs alone", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","top_logprobs":3,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "top_logprobs", "", "logprobs: true"},
+		{"completion logprobs", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"x","logprobs":21}`, auth, 400, "logprobs", "", "0 to 20"},
 		{"temperature", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","temperature":3,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "temperature", "", "[0, 2]"},
-		{"negative max", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"x","max_tokens":-1}`, auth, 400, "max_tokens", "", "≥ 0"},
+		{"negative max", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"x","max_tokens":-1}`, auth, 400, "max_tokens", "integer_below_min_value", "at least 1"},
 		{"bad token", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":[1,99999999]}`, auth, 400, "prompt", "", "outside the vocabulary"},
 		{"too long", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"` + long[:60000] + `"}`, auth, 400, "prompt", "context_length_exceeded", "context is"},
 		{"too large", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"` + long + `"}`, auth, 413, "", "", "over 65536 bytes"},
@@ -248,6 +253,25 @@ func TestErrors(t *testing.T) {
 		if r.status != c.status || param != c.param || code != c.code || !strings.Contains(msg, c.in) || path(r.doc, "error", "type") == nil {
 			t.Errorf("%s: %d %s; want %d param %q code %q containing %q", c.name, r.status, clip(string(r.raw)), c.status, c.param, c.code, c.in)
 		}
+		// param and code are always there, null when empty, as OpenAI's;
+		// no message names a Go type.
+		e, _ := path(r.doc, "error").(map[string]any)
+		if _, ok := e["param"]; !ok {
+			t.Errorf("%s: no param in %s", c.name, r.raw)
+		}
+		if _, ok := e["code"]; !ok {
+			t.Errorf("%s: no code in %s", c.name, r.raw)
+		}
+		if strings.Contains(msg, "serve.") || strings.Contains(msg, "[]") {
+			t.Errorf("%s: a Go type in %q", c.name, msg)
+		}
+		if r.status == 401 && r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: 401 without WWW-Authenticate", c.name)
+		}
+	}
+	// The Bearer scheme is case-insensitive.
+	if r := do(t, "GET", ts.URL+"/v1/models", "", "Authorization", "bearer sekret"); r.status != 200 {
+		t.Errorf("lower-case bearer: %d %s", r.status, r.raw)
 	}
 	// The context error gives the numbers.
 	r := do(t, "POST", ts.URL+"/v1/completions", `{"model":"`+llamaID+`","prompt":"`+long[:60000]+`"}`, auth...)
