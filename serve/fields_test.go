@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -174,5 +175,84 @@ func TestStreamN(t *testing.T) {
 	}
 	if slices.Equal(ints(path(whole.doc, "choices", 0, "token_ids")), ints(path(whole.doc, "choices", 1, "token_ids"))) {
 		t.Errorf("two samples at temperature 1 are the same: %s", whole.raw)
+	}
+}
+
+// TestTokenizeDetokenize: /tokenize gives the tokenizer's ids for a
+// model's text (with pieces when asked), /detokenize its text back; both
+// need the key and name a served model.
+func TestTokenizeDetokenize(t *testing.T) {
+	_, ts := newServer(t, Options{APIKey: "k"})
+	auth := []string{"Authorization", "Bearer k"}
+	m := refModel(t)
+	want, _ := m.Chat.Tokenizer.Encode("Hello there, world", true)
+	r := post(t, ts.URL+"/tokenize", map[string]any{"model": llamaID, "content": "Hello there, world", "add_special": true}, auth...)
+	if r.status != 200 || !slices.Equal(ints(path(r.doc, "tokens")), want) {
+		t.Fatalf("/tokenize: %d %s, want %v", r.status, r.raw, want)
+	}
+	r = post(t, ts.URL+"/tokenize", map[string]any{"model": llamaID, "content": "Hello there", "with_pieces": true}, auth...)
+	if r.status != 200 || path(r.doc, "tokens", 0, "piece") != "Hello" || path(r.doc, "tokens", 1, "piece") != " there" {
+		t.Errorf("/tokenize with pieces: %d %s", r.status, r.raw)
+	}
+	r = post(t, ts.URL+"/detokenize", map[string]any{"model": llamaID, "tokens": want}, auth...)
+	if r.status != 200 || path(r.doc, "content") != m.Chat.Tokenizer.Decode(want, false) {
+		t.Errorf("/detokenize: %d %s", r.status, r.raw)
+	}
+	for _, c := range []struct {
+		url  string
+		body any
+		code int
+		hdr  []string
+	}{
+		{"/tokenize", map[string]any{"model": llamaID, "content": "x"}, 401, nil},
+		{"/tokenize", map[string]any{"model": "nope", "content": "x"}, 404, auth},
+		{"/tokenize", map[string]any{"model": llamaID}, 400, auth},
+		{"/detokenize", map[string]any{"model": llamaID, "tokens": []int{1, 99999999}}, 400, auth},
+		{"/detokenize", map[string]any{"model": llamaID, "tokens": "x"}, 400, auth},
+	} {
+		if r := post(t, ts.URL+c.url, c.body, c.hdr...); r.status != c.code {
+			t.Errorf("%s %v: %d %s, want %d", c.url, c.body, r.status, r.raw, c.code)
+		}
+	}
+}
+
+// TestMetrics: /metrics is Prometheus text counting the requests, their
+// tokens (cached ones too) and times to first token, with the queue and
+// slots; it needs the key, /health does not.
+func TestMetrics(t *testing.T) {
+	_, ts := newServer(t, Options{APIKey: "k", Slots: 2})
+	auth := []string{"Authorization", "Bearer k"}
+	a := post(t, ts.URL+"/v1/chat/completions", chatBody(3, false, user("count me")), auth...)
+	b := post(t, ts.URL+"/v1/chat/completions", chatBody(3, false, user("count me")), auth...)
+	post(t, ts.URL+"/v1/chat/completions", map[string]any{"model": "nope", "messages": []any{}}, auth...)
+	if r := do(t, "GET", ts.URL+"/metrics", ""); r.status != 401 {
+		t.Errorf("/metrics without the key: %d", r.status)
+	}
+	if r := do(t, "GET", ts.URL+"/health", ""); r.status != 200 {
+		t.Errorf("/health without the key: %d", r.status)
+	}
+	r := do(t, "GET", ts.URL+"/metrics", "", auth...)
+	text := string(r.raw)
+	prompt := num(path(a.doc, "usage", "prompt_tokens"))
+	cached := num(path(b.doc, "usage", "prompt_tokens_details", "cached_tokens"))
+	for _, line := range []string{
+		`etchat_requests_total{endpoint="/v1/chat/completions",model="` + llamaID + `",status="200"} 2`,
+		`etchat_requests_total{endpoint="/v1/chat/completions",model="",status="400"} 1`,
+		`etchat_tokens_total{model="` + llamaID + `",kind="prompt"} ` + strconv.Itoa(2*prompt),
+		`etchat_tokens_total{model="` + llamaID + `",kind="completion"} 6`,
+		`etchat_tokens_total{model="` + llamaID + `",kind="cached"} ` + strconv.Itoa(cached),
+		`etchat_time_to_first_token_seconds_count{model="` + llamaID + `"} 2`,
+		`etchat_time_to_first_token_seconds_bucket{model="` + llamaID + `",le="+Inf"} 2`,
+		`etchat_queue_depth{model="` + llamaID + `"} 0`,
+		`etchat_slots{model="` + llamaID + `",state="open"} 1`,
+		`etchat_slots{model="` + llamaID + `",state="max"} 2`,
+		"# TYPE etchat_time_to_first_token_seconds histogram",
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("no %q in\n%s", line, text)
+		}
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q", ct)
 	}
 }

@@ -54,19 +54,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, methodNotAllowed(r, "POST"))
 		return
 	}
-	if ae := jsonBody(r); ae != nil {
+	body, ae := s.readBody(w, r)
+	if ae != nil {
 		s.fail(w, r, ae)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			writeError(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-				Message: fmt.Sprintf("the request body is over %d bytes", mb.Limit)})
-			return
-		}
-		writeError(w, badRequest("", "reading the request body: %v", err))
 		return
 	}
 	decode := decodeCompletion
@@ -116,8 +106,27 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.answer(ctx, w, e, req, o)
 	}
 	e.note(time.Since(started) - o.queued)
+	s.metrics.request(r.URL.Path, e.id, o.status)
+	s.metrics.generated(e.id, o)
 	s.record(e, req, body, o)
 	s.logRequest(r, e, o)
+}
+
+// readBody reads a POST's JSON body, up to MaxBodyBytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	if ae := jsonBody(r); ae != nil {
+		return nil, ae
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+				Message: fmt.Sprintf("the request body is over %d bytes", mb.Limit)}
+		}
+		return nil, badRequest("", "reading the request body: %v", err)
+	}
+	return body, nil
 }
 
 // enter counts a request in flight unless the server is shutting down.
@@ -133,6 +142,7 @@ func (s *Server) enter() bool {
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *apiError) {
 	writeError(w, e)
+	s.metrics.request(r.URL.Path, "", e.Status)
 	s.logf("%s %s %d %s", r.Method, r.URL.Path, e.Status, e.Message)
 }
 
@@ -295,20 +305,26 @@ func (s *Server) runChoice(ctx context.Context, e *entry, req *request, prompt [
 	c.err, c.text = err, sink.text()
 }
 
-// generate runs the prompt on e's prefix cache in the program's turn (a
-// host's chat may be generating on the same program).
+// generate runs the prompt on the prefix cache of the slot that
+// continues it furthest, in the program's turn (a host's chat may be
+// generating on the same program).
 func (s *Server) generate(ctx context.Context, e *entry, prompt []int, gen inference.Options) (*inference.PrefixResult, error) {
 	release, err := e.prog.take(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	sl, ae := s.pick(ctx, e, prompt)
+	if ae != nil {
+		return nil, ae
+	}
 	if s.opts.NoPrefixReuse {
-		if err := e.pc.Reset(); err != nil {
+		if err := sl.pc.Reset(); err != nil {
 			return nil, fmt.Errorf("clearing the cache: %w", err)
 		}
 	}
-	return e.pc.Generate(ctx, prompt, gen)
+	defer sl.settled()
+	return sl.pc.Generate(ctx, prompt, gen)
 }
 
 // finish is a generation's finish reason, once the text held back for a

@@ -37,9 +37,9 @@ type entry struct {
 	// ns; 0: none), for Retry-After.
 	runningSince atomic.Int64
 
-	loaded   *inference.Model
-	pc       *inference.PrefixCache
-	prog     *Program // the Host's program loaded is opened on; nil: the server's own
+	loaded   *inference.Model // slot 0's model: the engine, the cache config
+	slots    []*slot          // the sessions open, slots[0] on loaded
+	prog     *Program         // the Host's program loaded is opened on; nil: the server's own
 	lastUsed time.Time
 }
 
@@ -114,10 +114,10 @@ func (e *entry) maxPromptBytes() int {
 // unload closes the model's session; the caller holds its turn (or the
 // server is shut down).
 func (e *entry) unload() {
-	if e.loaded != nil {
-		e.loaded.Close()
+	for _, sl := range e.slots {
+		sl.m.Close()
 	}
-	e.loaded, e.pc, e.prog = nil, nil, nil
+	e.loaded, e.slots, e.prog = nil, nil, nil
 }
 
 // retryAfter estimates when one place in the queue frees up: when the
@@ -269,13 +269,12 @@ func (s *Server) open(ctx context.Context, e *entry, prog *Program) *apiError {
 	if err != nil {
 		return serverError(fmt.Errorf("loading %s: %w", e.id, err))
 	}
-	pc, err := inference.NewPrefixCache(m.Session, m.Cache)
+	sl, err := newSlot(0, m)
 	if err != nil {
-		m.Close()
 		return serverError(err)
 	}
-	e.loaded, e.pc, e.prog, e.lastUsed = m, pc, prog, time.Now()
-	s.logf("loaded %s (%s)", e.id, m.Engine.String())
+	e.loaded, e.slots, e.prog, e.lastUsed = m, []*slot{sl}, prog, time.Now()
+	s.logf("loaded %s (%s; up to %d slots)", e.id, m.Engine.String(), s.slotCount(m.Engine))
 	return nil
 }
 

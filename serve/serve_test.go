@@ -478,17 +478,17 @@ func (failingSession) Forward(context.Context, []int64, []int64) ([]float32, err
 // message; mid-stream it is an error event before [DONE]. The model stays
 // usable for the next request.
 func TestEngineFailure(t *testing.T) {
-	s, ts := newServer(t, Options{})
+	s, ts := newServer(t, Options{Slots: 1})
 	if r := post(t, ts.URL+"/v1/chat/completions", chatBody(2, false, user("warm up"))); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 	e := s.byID[llamaID]
-	good := e.pc
+	good := e.slots[0].pc
 	bad, err := inference.NewPrefixCache(failingSession{e.loaded.Session}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pc = bad
+	e.slots[0].pc = bad
 	r := post(t, ts.URL+"/v1/chat/completions", chatBody(2, false, user("fail")))
 	if msg, _ := path(r.doc, "error", "message").(string); r.status != 500 || !strings.Contains(msg, "device lost") || path(r.doc, "error", "type") != "server_error" {
 		t.Errorf("engine failure: %d %s", r.status, r.raw)
@@ -503,7 +503,7 @@ func TestEngineFailure(t *testing.T) {
 	if msg, _ := path(last, "error", "message").(string); !done || !strings.Contains(msg, "device lost") {
 		t.Errorf("streamed engine failure: %v (done %v)", last, done)
 	}
-	e.pc = good
+	e.slots[0].pc = good
 	if err := good.Reset(); err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,10 @@ type Options struct {
 	LogRequests bool
 	// Log receives one line per request (nil: none).
 	Log io.Writer
+	// Slots is how many sessions, each with its own cache, a loaded model
+	// keeps (a request goes to the one sharing its prompt's longest
+	// prefix); 0: DefaultSlots on the CPU engine, 1 on others.
+	Slots int
 	// NoPrefixReuse clears each model's cache before every request (to
 	// measure what the reuse saves, or to rule it out).
 	NoPrefixReuse bool
@@ -90,6 +94,7 @@ type Server struct {
 	cancel  context.CancelFunc // cancels every generation (forced shutdown)
 	flight  sync.WaitGroup     // generation handlers running
 	closing atomic.Bool
+	metrics *metrics
 	// tokenizing bounds the prompts tokenized at once (GOMAXPROCS).
 	tokenizing chan struct{}
 	// stopping is closed when Shutdown begins: queued requests leave with 503.
@@ -115,7 +120,7 @@ func New(o Options) (*Server, error) {
 		o.MaxModels = 1
 	}
 	s := &Server{opts: o, guard: newGuard(o), byID: map[string]*entry{}, stopping: make(chan struct{}),
-		tokenizing: make(chan struct{}, runtime.GOMAXPROCS(0))}
+		tokenizing: make(chan struct{}, runtime.GOMAXPROCS(0)), metrics: newMetrics()}
 	for _, path := range o.Models {
 		e, err := prepare(path, o.Load)
 		if err != nil {
@@ -133,13 +138,17 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/v1/models/{id...}", s.handleModel)
 	s.mux.HandleFunc("/v1/chat/completions", s.handleChat)
 	s.mux.HandleFunc("/v1/completions", s.handleCompletions)
+	s.mux.HandleFunc("/metrics", s.handleMetrics)
+	s.mux.HandleFunc("/slots", s.handleSlots)
+	s.mux.HandleFunc("/tokenize", s.handleTokenize)
+	s.mux.HandleFunc("/detokenize", s.handleDetokenize)
 	s.mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
-			Message: fmt.Sprintf("no endpoint %s %s; etchat serves /v1/models, /v1/chat/completions and /v1/completions", r.Method, clip(r.URL.Path))})
+			Message: fmt.Sprintf("no endpoint %s %s; etchat serves /v1/models, /v1/chat/completions, /v1/completions, /tokenize, /detokenize, /slots, /metrics and /health", r.Method, clip(r.URL.Path))})
 	})
 	return s, nil
 }
