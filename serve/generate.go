@@ -109,6 +109,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	s.metrics.request(r.URL.Path, e.id, o.status)
 	s.metrics.generated(e.id, o)
 	s.record(e, req, body, o)
+	s.storeConversation(e, req, o)
 	s.logRequest(r, e, o)
 }
 

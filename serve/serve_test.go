@@ -345,7 +345,7 @@ func TestRunsStored(t *testing.T) {
 		db := openStore(t)
 		_, ts := newServer(t, Options{Store: db, LogRequests: logReq})
 		post(t, ts.URL+"/v1/chat/completions", chatBody(5, false, user("record me")))
-		post(t, ts.URL+"/v1/chat/completions", chatBody(5, false, user("record me")))
+		last := post(t, ts.URL+"/v1/chat/completions", chatBody(5, false, user("record me")))
 		runs := waitRuns(t, db, 2)
 		if len(runs) != 2 {
 			t.Fatalf("%d runs", len(runs))
@@ -361,6 +361,72 @@ func TestRunsStored(t *testing.T) {
 		if _, has := cfg["request"]; has != logReq {
 			t.Errorf("LogRequests %v: request stored %v", logReq, has)
 		}
+		if reply, _ := cfg["reply"].(string); logReq && (reply == "" || reply != path(last.doc, "choices", 0, "message", "content")) || !logReq && reply != "" {
+			t.Errorf("LogRequests %v: reply %q stored, answered %q", logReq, reply, path(last.doc, "choices", 0, "message", "content"))
+		}
+	}
+}
+
+// TestSeedStored: a run without a seed records the one its sampler drew
+// from the clock, not 0; sending it back reproduces the reply.
+func TestSeedStored(t *testing.T) {
+	db := openStore(t)
+	_, ts := newServer(t, Options{Store: db})
+	body := chatBody(8, false, user("surprise me"))
+	body["temperature"] = 1.0
+	first := post(t, ts.URL+"/v1/chat/completions", body)
+	runs := waitRuns(t, db, 1)
+	var cfg struct{ Seed uint64 }
+	json.Unmarshal(runs[0].Config, &cfg)
+	if cfg.Seed == 0 {
+		t.Fatalf("seed 0 stored: %s", runs[0].Config)
+	}
+	body["seed"] = int64(cfg.Seed)
+	again := post(t, ts.URL+"/v1/chat/completions", body)
+	if a, b := ints(path(first.doc, "choices", 0, "token_ids")), ints(path(again.doc, "choices", 0, "token_ids")); !slices.Equal(a, b) {
+		t.Errorf("the stored seed %d gives %v, the first reply was %v", cfg.Seed, b, a)
+	}
+}
+
+// TestStoreConversations: with StoreConversations, two turns of one chat
+// (the second resending the first with the reply) are one conversation
+// of four messages, as the app reopens it; another chat is another
+// conversation, and a completion is none.
+func TestStoreConversations(t *testing.T) {
+	db := openStore(t)
+	_, ts := newServer(t, Options{Store: db, StoreConversations: true})
+	sys := inference.Message{Role: inference.RoleSystem, Text: "Be brief."}
+	a1 := post(t, ts.URL+"/v1/chat/completions", chatBody(4, false, sys, user("First question")))
+	reply := inference.Message{Role: inference.RoleAssistant, Text: path(a1.doc, "choices", 0, "message", "content").(string)}
+	a2 := post(t, ts.URL+"/v1/chat/completions", chatBody(4, false, sys, user("First question"), reply, user("Second question")))
+	post(t, ts.URL+"/v1/chat/completions", chatBody(4, false, user("Another chat")))
+	post(t, ts.URL+"/v1/completions", map[string]any{"model": llamaID, "prompt": "not a chat", "max_tokens": 2})
+	waitRuns(t, db, 4)
+	convs, err := db.ListConversations(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != 2 {
+		t.Fatalf("%d conversations: %+v", len(convs), convs)
+	}
+	var first store.Conversation
+	for _, c := range convs {
+		if c.Title == "First question" {
+			first = c
+		}
+	}
+	_, msgs, err := db.CurrentPath(context.Background(), first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Role+": "+m.Text)
+	}
+	want := []string{"system: Be brief.", "user: First question", "assistant: " + reply.Text, "user: Second question",
+		"assistant: " + path(a2.doc, "choices", 0, "message", "content").(string)}
+	if !slices.Equal(got, want) {
+		t.Errorf("conversation %q: %q, want %q", first.Title, got, want)
 	}
 }
 

@@ -59,8 +59,11 @@ type Options struct {
 	Host Host
 	// Store, when set, records each request as a run of kind "api".
 	Store *store.DB
-	// LogRequests stores each request's body with its run.
+	// LogRequests stores each request's body and reply text with its run.
 	LogRequests bool
+	// StoreConversations saves chat requests as conversations in Store
+	// (a request extending one the server stored appends to it).
+	StoreConversations bool
 	// Log receives one line per request (nil: none).
 	Log io.Writer
 	// Slots is how many sessions, each with its own cache, a loaded model
@@ -95,6 +98,7 @@ type Server struct {
 	flight  sync.WaitGroup     // generation handlers running
 	closing atomic.Bool
 	metrics *metrics
+	convs   conversations
 	// tokenizing bounds the prompts tokenized at once (GOMAXPROCS).
 	tokenizing chan struct{}
 	// stopping is closed when Shutdown begins: queued requests leave with 503.
