@@ -24,9 +24,9 @@ const serveSynopsis = "[--models A.pte,B.pte | FILE.pte…] [--host 127.0.0.1] [
 // serveFlags are etchat serve's flags.
 type serveFlags struct {
 	host, models, apiKey, eng, chat, dbPath string
-	port, maxModels, queue                  int
+	port, maxModels, queue, slots           int
 	maxBody                                 int64
-	noSave, logRequests, noReuse            bool
+	noSave, logRequests, noReuse, storeConv bool
 	grace                                   time.Duration
 	allowHosts, allowOrigins                listFlag
 	cache                                   cacheFlags
@@ -48,7 +48,9 @@ func (f *serveFlags) parse(env *Env, args []string) error {
 	fs.Int64Var(&f.maxBody, "max-body", serve.DefaultMaxBody, "largest request body in bytes")
 	fs.StringVar(&f.dbPath, "db", "", "database for the library and the stored runs (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
 	fs.BoolVar(&f.noSave, "no-save", false, "do not store each request as a run")
-	fs.BoolVar(&f.logRequests, "log-requests", false, "store each request's body with its run")
+	fs.BoolVar(&f.logRequests, "log-requests", false, "store each request's body and reply text with its run")
+	fs.BoolVar(&f.storeConv, "store-conversations", false, "save chat requests as conversations the app can reopen (a request continuing one appends to it)")
+	fs.IntVar(&f.slots, "slots", 0, "conversations cached per loaded model, each its own session (0 = 4 on the CPU engine, 1 on the native engine, whose sessions each load the weights)")
 	fs.BoolVar(&f.noReuse, "no-prefix-reuse", false, "clear the cache before every request instead of keeping the shared prefix")
 	fs.Var(&f.allowHosts, "allow-host", "also accept requests whose Host is this name (a pattern such as *.lan; repeat or separate by commas); on loopback only localhost names are accepted")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages of this origin (e.g. https://app.example.com, https://*.example.com, null; repeat or separate by commas); default only http://localhost, 127.0.0.1 and [::1] pages, any port")
@@ -80,6 +82,10 @@ func (f *serveFlags) check() error {
 		return Usagef("invalid value %d for flag -queue: want 0 or more", f.queue)
 	case f.maxBody < 1024:
 		return Usagef("invalid value %d for flag -max-body: want at least 1024 bytes", f.maxBody)
+	case f.slots < 0:
+		return Usagef("invalid value %d for flag -slots: want 0 or more", f.slots)
+	case f.storeConv && f.noSave:
+		return Usagef("-store-conversations stores into the database; it cannot go with -no-save")
 	case f.grace < 0:
 		return Usagef("invalid value %v for flag -grace: want 0 or more", f.grace)
 	}
@@ -97,7 +103,7 @@ func (f *serveFlags) options(env *Env, db *store.DB) serve.Options {
 		queueLimit = -1 // the server reads 0 as its default; the flag's 0 means none may wait
 	}
 	o := serve.Options{Models: f.paths, APIKey: f.apiKey, ListenHost: f.host, AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, MaxBodyBytes: f.maxBody, QueueLimit: queueLimit, MaxModels: f.maxModels,
-		LogRequests: f.logRequests, NoPrefixReuse: f.noReuse, Log: env.Stderr, Version: Version,
+		LogRequests: f.logRequests, StoreConversations: f.storeConv, Slots: f.slots, NoPrefixReuse: f.noReuse, Log: env.Stderr, Version: Version,
 		Load: inference.LoadOptions{Engine: f.eng, Getenv: env.Getenv, Policy: f.cache.policy(), Chat: f.chat}}
 	if !f.noSave {
 		o.Store = db
@@ -174,9 +180,14 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s port %d: %w", f.host, f.port, err)
 	}
+	// The signals are caught from before the URL is printed: a client (or
+	// a test) that saw it may signal at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	fmt.Fprintf(env.Stdout, "etchat serve: %s (models: %s)\n", clientURL(l.Addr()), strings.Join(srv.Models(), ", "))
 	fmt.Fprintln(env.Stdout, "one generation at a time per model, in order; press Ctrl-C to stop")
-	return serveUntilSignal(ctx, env, srv, l, f.grace)
+	return serveUntilSignal(ctx, env, srv, l, f.grace, sigs)
 }
 
 // clientURL is the base URL a client on this machine uses for a listener:
@@ -193,13 +204,10 @@ func clientURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/v1"
 }
 
-// serveUntilSignal serves on l until SIGINT, SIGTERM or ctx's end, then
-// shuts down, letting requests in flight finish for grace; a second
-// signal cancels them at once (each still stores its run).
-func serveUntilSignal(ctx context.Context, env *Env, srv *serve.Server, l net.Listener, grace time.Duration) error {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+// serveUntilSignal serves on l until a signal on sigs (SIGINT, SIGTERM)
+// or ctx's end, then shuts down, letting requests in flight finish for
+// grace; a second signal cancels them at once (each still stores its run).
+func serveUntilSignal(ctx context.Context, env *Env, srv *serve.Server, l net.Listener, grace time.Duration, sigs <-chan os.Signal) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {
