@@ -225,14 +225,7 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 		}
 		res.GeneratedIDs = append(res.GeneratedIDs, next)
 		if opts.OnToken != nil {
-			tok := Token{ID: next}
-			if opts.Logprobs {
-				tok.Logprob, tok.TopLogprobs = logprobs(logits, next, opts.TopLogprobs)
-			}
-			if stream != nil {
-				tok.Text = stream.push(next)
-			}
-			if err := opts.OnToken(tok); err != nil {
+			if err := opts.OnToken(newToken(&opts, stream, next, logits)); err != nil {
 				genErr = err
 				break
 			}
@@ -288,6 +281,19 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 		}
 	}
 	return res, genErr
+}
+
+// newToken is the Token passed to OnToken for id, sampled from the
+// logits row: its text from the streamer, its logprobs when asked.
+func newToken(opts *Options, stream *streamer, id int, logits []float32) Token {
+	tok := Token{ID: id}
+	if opts.Logprobs {
+		tok.Logprob, tok.TopLogprobs = logprobs(logits, id, opts.TopLogprobs)
+	}
+	if stream != nil {
+		tok.Text = stream.push(id)
+	}
+	return tok
 }
 
 func idSet(ids []int) map[int]bool {

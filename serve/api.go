@@ -393,19 +393,7 @@ func (w *wireOptions) choices(r *request, chat bool) *apiError {
 	lp := bytes.TrimSpace(w.Logprobs)
 	given := len(lp) > 0 && !bytes.Equal(lp, []byte("null"))
 	if chat {
-		if given && json.Unmarshal(lp, &r.Logprobs) != nil {
-			return badRequest("logprobs", "logprobs must be a boolean")
-		}
-		if w.TopLogprobs != nil {
-			if *w.TopLogprobs < 0 || *w.TopLogprobs > inference.MaxTopLogprobs {
-				return badRequest("top_logprobs", "top_logprobs is %d; it must be 0 to %d", *w.TopLogprobs, inference.MaxTopLogprobs)
-			}
-			if *w.TopLogprobs > 0 && !r.Logprobs {
-				return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
-			}
-			r.TopLogprobs = *w.TopLogprobs
-		}
-		return nil
+		return w.chatLogprobs(r, lp, given)
 	}
 	if w.TopLogprobs != nil {
 		return badRequest("top_logprobs", "top_logprobs is a chat field; a completion's logprobs is the number of top tokens")
@@ -417,6 +405,24 @@ func (w *wireOptions) choices(r *request, chat bool) *apiError {
 		}
 		r.Logprobs, r.TopLogprobs = true, n
 	}
+	return nil
+}
+
+// chatLogprobs reads a chat's logprobs (a boolean) and top_logprobs.
+func (w *wireOptions) chatLogprobs(r *request, lp []byte, given bool) *apiError {
+	if given && json.Unmarshal(lp, &r.Logprobs) != nil {
+		return badRequest("logprobs", "logprobs must be a boolean")
+	}
+	if w.TopLogprobs == nil {
+		return nil
+	}
+	if *w.TopLogprobs < 0 || *w.TopLogprobs > inference.MaxTopLogprobs {
+		return badRequest("top_logprobs", "top_logprobs is %d; it must be 0 to %d", *w.TopLogprobs, inference.MaxTopLogprobs)
+	}
+	if *w.TopLogprobs > 0 && !r.Logprobs {
+		return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+	}
+	r.TopLogprobs = *w.TopLogprobs
 	return nil
 }
 

@@ -178,6 +178,25 @@ func tooLong(req *request, msg string) *apiError {
 	return ae
 }
 
+// checkIDs refuses prompt token ids outside the model's vocabulary.
+func (e *entry) checkIDs(ids []int) *apiError {
+	vocab := e.prep.Info.VocabSize
+	for i, id := range ids {
+		if vocab > 0 && id >= vocab {
+			return badRequest("prompt", "prompt token %d is %d, outside the vocabulary of %s (%d)", i, id, e.id, vocab)
+		}
+	}
+	return nil
+}
+
+func messageBytes(msgs []inference.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Text)
+	}
+	return n
+}
+
 // checkBytes refuses n bytes of prompt text that cannot fit the context
 // however they tokenize.
 func (e *entry) checkBytes(req *request, n int) *apiError {
@@ -195,11 +214,7 @@ func (s *Server) encode(ctx context.Context, e *entry, req *request) ([]int, *ap
 	if req.IsChat {
 		// Every template renders each message's text: the texts alone
 		// bound the prompt before a long one is rendered.
-		n := 0
-		for _, m := range req.Messages {
-			n += len(m.Text)
-		}
-		if ae := e.checkBytes(req, n); ae != nil {
+		if ae := e.checkBytes(req, messageBytes(req.Messages)); ae != nil {
 			return nil, ae
 		}
 	}
@@ -217,13 +232,7 @@ func (s *Server) encode(ctx context.Context, e *entry, req *request) ([]int, *ap
 		}
 		addSpecial = false
 	case req.PromptID != nil:
-		vocab := e.prep.Info.VocabSize
-		for i, id := range req.PromptID {
-			if vocab > 0 && id >= vocab {
-				return nil, badRequest("prompt", "prompt token %d is %d, outside the vocabulary of %s (%d)", i, id, e.id, vocab)
-			}
-		}
-		return req.PromptID, nil
+		return req.PromptID, e.checkIDs(req.PromptID)
 	}
 	if ae := e.checkBytes(req, len(text)); ae != nil {
 		return nil, ae
