@@ -1,10 +1,12 @@
 // Package serve is etchat's local OpenAI-compatible server: /v1/models,
 // /v1/chat/completions (with server-sent events) and /v1/completions over
-// the models given, one session per model whose cache keeps the longest
-// token prefix a request shares with the one before (a chat client resends
-// the whole history each turn). Requests for one model run one at a time,
-// in order, behind a bounded queue. The CLI (etchat serve) and the app's
-// Serve switch both run it; the app's lends it the chat's loaded program
+// the models given, with llama-server's /tokenize, /detokenize and /slots,
+// and /metrics. Each loaded model keeps a few sessions (slots), each with
+// a cache holding the longest token prefix a request shares with its last
+// one (a chat client resends the whole history each turn). Requests for
+// one model run one at a time, in order, behind a bounded queue. Web pages
+// cannot drive it (guard.go). The CLI (etchat serve) and the app's Serve
+// switch both run it; the app's lends it the chat's loaded program
 // (Host), whose generations take turns with the chat's.
 package serve
 
