@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 
 	"etchat/inference"
@@ -29,6 +30,11 @@ type request struct {
 	Stop         []string
 	ReturnIDs    bool             // return_token_ids (extension): prompt and completion token ids in the response
 	Grammar      *grammar.Grammar // response_format's constraint (structured.go); nil: free text
+
+	// Choices and log-probabilities (issue 43).
+	N           int  // n: choices generated one after another (1 to maxN)
+	Logprobs    bool // chat logprobs: true; completions logprobs: N ≥ 0
+	TopLogprobs int  // chat top_logprobs; completions' logprobs N
 }
 
 // options common to both endpoints, as JSON sends them. Pointers tell a
@@ -47,6 +53,7 @@ type wireOptions struct {
 	N                   *int             `json:"n"`
 	ReturnTokenIDs      *bool            `json:"return_token_ids"`
 	Logprobs            json.RawMessage  `json:"logprobs"`
+	TopLogprobs         *int             `json:"top_logprobs"`
 	Tools               json.RawMessage  `json:"tools"`
 }
 
@@ -73,6 +80,7 @@ const (
 	maxStops    = 4 // OpenAI's limit
 	maxStopLen  = 256
 	maxMessages = 4096
+	maxN        = 16 // choices per request: they run one after another
 )
 
 // decodeChat reads a /v1/chat/completions body. Unknown fields are
@@ -251,9 +259,36 @@ func unmarshal(body []byte, v any) *apiError {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		field := strings.TrimPrefix(te.Field, "wireOptions.") // the embedded struct is not the client's
-		return badRequest(field, "field %s: expected %s, got JSON %s", field, te.Type, te.Value)
+		return badRequest(field, "field %s: expected %s, got JSON %s", field, jsonKind(te.Type), te.Value)
 	}
 	return badRequest("", "the request body is not valid JSON: %v", err)
+}
+
+// jsonKind names a Go type as the JSON the client should send (never a
+// Go type name: "expected []serve.wireMessage" helps nobody).
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Name() == "RawMessage" {
+			return "a JSON value"
+		}
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another type"
 }
 
 // check validates the shared options and fills a request with them.
@@ -274,7 +309,7 @@ func (w *wireOptions) check(chat bool) (*request, *apiError) {
 		e = w.sampling(r)
 	}
 	if e == nil {
-		e = w.unsupported()
+		e = w.choices(r, chat)
 	}
 	if e == nil {
 		r.Stop, e = decodeStop(w.Stop)
@@ -312,8 +347,10 @@ func (w *wireOptions) budget(r *request, chat bool) *apiError {
 	if mt == nil {
 		return nil
 	}
-	if *mt < 0 {
-		return badRequest(param, "%s is %d; it must be ≥ 0", param, *mt)
+	if *mt < 1 { // OpenAI refuses 0 too: a reply of no tokens
+		ae := badRequest(param, "%s is %d; it must be at least 1", param, *mt)
+		ae.Code = "integer_below_min_value"
+		return ae
 	}
 	r.MaxTokens = *mt
 	return nil
@@ -345,14 +382,49 @@ func (w *wireOptions) sampling(r *request) *apiError {
 	return nil
 }
 
-// unsupported refuses n other than 1 and logprobs.
-func (w *wireOptions) unsupported() *apiError {
-	if w.N != nil && *w.N != 1 {
-		return badRequest("n", "n is %d; only n=1 is supported", *w.N)
+// choices reads n, and logprobs with top_logprobs (chat: a boolean and
+// 0–20; completions: logprobs is the number of top tokens, 0–20).
+func (w *wireOptions) choices(r *request, chat bool) *apiError {
+	r.N = 1
+	if w.N != nil {
+		if *w.N < 1 || *w.N > maxN {
+			return badRequest("n", "n is %d; it must be 1 to %d (choices are generated one after another)", *w.N, maxN)
+		}
+		r.N = *w.N
 	}
-	if lp := bytes.TrimSpace(w.Logprobs); len(lp) > 0 && !bytes.Equal(lp, []byte("null")) && !bytes.Equal(lp, []byte("false")) && !bytes.Equal(lp, []byte("0")) {
-		return badRequest("logprobs", "logprobs are not supported")
+	lp := bytes.TrimSpace(w.Logprobs)
+	given := len(lp) > 0 && !bytes.Equal(lp, []byte("null"))
+	if chat {
+		return w.chatLogprobs(r, lp, given)
 	}
+	if w.TopLogprobs != nil {
+		return badRequest("top_logprobs", "top_logprobs is a chat field; a completion's logprobs is the number of top tokens")
+	}
+	if given {
+		var n int
+		if json.Unmarshal(lp, &n) != nil || n < 0 || n > inference.MaxTopLogprobs {
+			return badRequest("logprobs", "logprobs must be an integer from 0 to %d (the top tokens returned with each token's)", inference.MaxTopLogprobs)
+		}
+		r.Logprobs, r.TopLogprobs = true, n
+	}
+	return nil
+}
+
+// chatLogprobs reads a chat's logprobs (a boolean) and top_logprobs.
+func (w *wireOptions) chatLogprobs(r *request, lp []byte, given bool) *apiError {
+	if given && json.Unmarshal(lp, &r.Logprobs) != nil {
+		return badRequest("logprobs", "logprobs must be a boolean")
+	}
+	if w.TopLogprobs == nil {
+		return nil
+	}
+	if *w.TopLogprobs < 0 || *w.TopLogprobs > inference.MaxTopLogprobs {
+		return badRequest("top_logprobs", "top_logprobs is %d; it must be 0 to %d", *w.TopLogprobs, inference.MaxTopLogprobs)
+	}
+	if *w.TopLogprobs > 0 && !r.Logprobs {
+		return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+	}
+	r.TopLogprobs = *w.TopLogprobs
 	return nil
 }
 

@@ -3,6 +3,9 @@ package serve
 import (
 	"testing"
 	"unicode/utf8"
+
+	"etchat/inference"
+	"etchat/internal/fuzzing"
 )
 
 // FuzzDecodeRequest: no body makes the request decoders panic, and
@@ -20,10 +23,20 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","prompt":["a","b"]}`,
 		`{"model":"m","messages":[{"role":"assistant","content":"x"}]}`,
 		`{"model":1}`, `[]`, `{`, ``, `{"model":"m","messages":{}}`, `{"model":"m","stop":[1]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":5,"n":3}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"top_logprobs":2}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"logprobs":1,"n":0}`,
+		`{"model":"m","prompt":"a","logprobs":3,"n":16,"max_tokens":1}`,
+		`{"model":"m","prompt":"a","logprobs":true,"top_logprobs":1}`,
+		`{"model":"m","prompt":"a","n":17,"max_tokens":0}`,
+		`{"model":"m","content":"hello","add_special":true,"with_pieces":true}`,
+		`{"model":"m","tokens":[1,2,-3]}`, `{"model":"m","tokens":"x"}`, `{"content":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		defer fuzzing.Time(len(body))()
+		checkTokenizeBodies(t, body)
 		for _, chat := range []bool{true, false} {
 			decode := decodeCompletion
 			if chat {
@@ -39,7 +52,8 @@ func FuzzDecodeRequest(f *testing.F) {
 				}
 				continue
 			}
-			if r.Model == "" || r.MaxTokens < -1 || len(r.Stop) > maxStops || r.IsChat != chat {
+			if r.Model == "" || r.MaxTokens < -1 || r.MaxTokens == 0 || len(r.Stop) > maxStops || r.IsChat != chat ||
+				r.N < 1 || r.N > maxN || r.TopLogprobs < 0 || r.TopLogprobs > inference.MaxTopLogprobs || r.TopLogprobs > 0 && !r.Logprobs {
 				t.Fatalf("chat %v: accepted %+v", chat, r)
 			}
 			if chat && (len(r.Messages) == 0 || r.Messages[len(r.Messages)-1].Role == "assistant") {
@@ -58,4 +72,32 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkTokenizeBodies: /tokenize and /detokenize bodies decode without a
+// panic into a request with a model and what the endpoint needs, or a
+// 4xx.
+func checkTokenizeBodies(t *testing.T, body []byte) {
+	for _, detok := range []bool{false, true} {
+		tb, e := decodeTokenize(body, detok)
+		if (tb == nil) == (e == nil) {
+			t.Fatalf("detokenize %v: body %v and error %v", detok, tb, e)
+		}
+		if e != nil {
+			if e.Status < 400 || e.Status >= 500 || e.Message == "" {
+				t.Fatalf("detokenize %v: error %+v", detok, e)
+			}
+			continue
+		}
+		if tb.Model == nil || *tb.Model == "" || detok && tb.Tokens == nil || !detok && tb.Content == nil {
+			t.Fatalf("detokenize %v: accepted %+v", detok, tb)
+		}
+		if detok {
+			for _, id := range *tb.Tokens {
+				if id < 0 {
+					t.Fatalf("accepted token %d", id)
+				}
+			}
+		}
+	}
 }
