@@ -35,6 +35,8 @@ type request struct {
 	N           int  // n: choices generated one after another (1 to maxN)
 	Logprobs    bool // chat logprobs: true; completions logprobs: N ≥ 0
 	TopLogprobs int  // chat top_logprobs; completions' logprobs N
+
+	Tools *toolRequest // tools and tool_choice (tools.go); nil: none
 }
 
 // options common to both endpoints, as JSON sends them. Pointers tell a
@@ -63,8 +65,10 @@ type wireChat struct {
 }
 
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`   // an assistant's calls (tools.go)
+	ToolCallID string          `json:"tool_call_id"` // a tool message's call
 }
 
 type wireCompletion struct {
@@ -105,32 +109,47 @@ func decodeChat(body []byte) (*request, *apiError) {
 	if len(msgs) > maxMessages {
 		return nil, badRequest("messages", "%d messages; at most %d", len(msgs), maxMessages)
 	}
-	if len(w.Tools) > 0 && !bytes.Equal(bytes.TrimSpace(w.Tools), []byte("null")) && !bytes.Equal(bytes.TrimSpace(w.Tools), []byte("[]")) {
-		return nil, badRequest("tools", "tools are not supported")
-	}
 	for i, m := range msgs {
-		param := fmt.Sprintf("messages[%d]", i)
-		role := m.Role
-		switch role {
-		case inference.RoleSystem, inference.RoleUser, inference.RoleAssistant:
-		case "developer": // OpenAI's newer name for the system role
-			role = inference.RoleSystem
-		case "":
-			return nil, badRequest(param+".role", "%s.role is required", param)
-		default:
-			return nil, badRequest(param+".role", "%s.role %q is not supported (system, developer, user or assistant)", param, clip(role))
-		}
-		text, e := contentText(m.Content, param+".content")
+		msg, e := m.decode(fmt.Sprintf("messages[%d]", i))
 		if e != nil {
 			return nil, e
 		}
-		r.Messages = append(r.Messages, inference.Message{Role: role, Text: text})
+		r.Messages = append(r.Messages, msg)
 	}
 	if last := r.Messages[len(r.Messages)-1]; last.Role == inference.RoleAssistant {
 		return nil, badRequest("messages", "the last message is the assistant's; continuing a reply is not supported")
 	}
 	r.IsChat = true
 	return r, nil
+}
+
+// decode reads one chat message: its role, text, and an assistant's tool
+// calls or a tool message's call id.
+func (m wireMessage) decode(param string) (inference.Message, *apiError) {
+	role := m.Role
+	switch role {
+	case inference.RoleSystem, inference.RoleUser, inference.RoleAssistant, inference.RoleTool:
+	case "developer": // OpenAI's newer name for the system role
+		role = inference.RoleSystem
+	case "":
+		return inference.Message{}, badRequest(param+".role", "%s.role is required", param)
+	default:
+		return inference.Message{}, badRequest(param+".role", "%s.role %q is not supported (system, developer, user, assistant or tool)", param, clip(role))
+	}
+	text, e := contentText(m.Content, param+".content")
+	if e != nil {
+		return inference.Message{}, e
+	}
+	msg := inference.Message{Role: role, Text: text}
+	if role == inference.RoleAssistant {
+		if msg.ToolCalls, e = decodeToolCalls(m.ToolCalls, param+".tool_calls"); e != nil {
+			return inference.Message{}, e
+		}
+	}
+	if role == inference.RoleTool {
+		msg.ToolCallID = m.ToolCallID
+	}
+	return msg, nil
 }
 
 // contentText is a message's content: a string, or an array of text parts
@@ -177,6 +196,9 @@ func decodeCompletion(body []byte) (*request, *apiError) {
 	}
 	if w.Echo != nil && *w.Echo {
 		return nil, badRequest("echo", "echo is not supported")
+	}
+	if t := bytes.TrimSpace(w.Tools); len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("[]")) {
+		return nil, badRequest("tools", "tools are a chat field (/v1/chat/completions)")
 	}
 	if w.Suffix != nil && *w.Suffix != "" {
 		return nil, badRequest("suffix", "suffix is not supported")

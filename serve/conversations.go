@@ -51,7 +51,7 @@ func (s *Server) storeConversation(e *entry, req *request, o *outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 	defer cancel()
 	msgs := append(append([]inference.Message(nil), req.Messages...),
-		inference.Message{Role: inference.RoleAssistant, Text: o.choices[0].text})
+		inference.Message{Role: inference.RoleAssistant, Text: o.choices[0].text, ToolCalls: o.choices[0].calls})
 	s.convs.mu.Lock()
 	defer s.convs.mu.Unlock()
 	if s.convs.byPath == nil {

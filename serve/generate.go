@@ -41,6 +41,9 @@ type choice struct {
 	// pending those not yet sent with a streamed chunk.
 	toks, pending []inference.Token
 	offset        int // text bytes sent (a completion's logprobs.text_offset)
+	// calls are the tool calls read from the reply (tools.go); text is
+	// then the rest of it.
+	calls []inference.ToolCall
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) }
@@ -66,6 +69,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	req, ae := decode(body)
 	if ae == nil {
 		ae = req.decodeResponseFormat(body)
+	}
+	if ae == nil && chat {
+		ae = req.decodeTools(body)
 	}
 	if ae != nil {
 		s.fail(w, r, ae)
@@ -158,6 +164,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *apiError) {
 // longest token) is refused before it is tokenized, and at most
 // GOMAXPROCS prompts are tokenized at once.
 func (s *Server) tokenize(ctx context.Context, e *entry, req *request) ([]int, *apiError) {
+	if ae := e.prepareTools(req); ae != nil {
+		return nil, ae
+	}
 	ids, ae := s.encode(ctx, e, req)
 	if ae != nil {
 		return nil, ae
@@ -230,7 +239,7 @@ func (s *Server) encode(ctx context.Context, e *entry, req *request) ([]int, *ap
 		text = b.String()
 	case req.IsChat:
 		var err error
-		if text, err = chat.Template.Render(req.Messages, true); err != nil {
+		if text, err = renderTools(chat.Template, req); err != nil {
 			return nil, badRequest("messages", "the chat template of %s refuses these messages: %v", e.id, err)
 		}
 		addSpecial = false
@@ -320,6 +329,7 @@ func (s *Server) runChoice(ctx context.Context, e *entry, req *request, prompt [
 		c.finish, err = "", s.canceled(ctx, err)
 	}
 	c.err, c.text = err, sink.text()
+	readCalls(req, c)
 }
 
 // generate runs the prompt on the prefix cache of the slot that
@@ -399,7 +409,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, e *entry, re
 	for i, c := range o.choices {
 		ch := map[string]any{"index": i, "finish_reason": c.finish, "logprobs": e.logprobsDoc(req, c, c.toks)}
 		if req.IsChat {
-			ch["message"] = map[string]any{"role": "assistant", "content": c.text}
+			ch["message"] = messageDoc(c)
 		} else {
 			ch["text"] = c.text
 		}
@@ -445,13 +455,27 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, e *entry, re
 				return
 			}
 		}
-		s.runChoice(ctx, e, req, o.prompt, c, smp, func(c *choice, text string) error {
+		send := func(c *choice, text string) error {
 			err := x.send(x.chunk(c.index, text, nil, e.logprobsDoc(req, c, c.pending)))
 			c.offset += len(text)
 			c.pending = nil
 			return err
-		})
-		if o.err = c.err; o.err != nil {
+		}
+		hold := newToolHold(req)
+		emit := send
+		if hold != nil {
+			emit = func(c *choice, text string) error {
+				if out := hold.push(text); out != "" {
+					return send(c, out)
+				}
+				return nil
+			}
+		}
+		s.runChoice(ctx, e, req, o.prompt, c, smp, emit)
+		if o.err = c.err; o.err == nil && hold != nil {
+			o.err = x.sendHeld(c, hold, send)
+		}
+		if o.err != nil {
 			s.streamFailed(ctx, x, o)
 			return
 		}
