@@ -229,7 +229,7 @@ func TestErrors(t *testing.T) {
 		{"no model", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, auth, 400, "model", "", "model is required"},
 		{"unknown model", "POST", "/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`, auth, 404, "model", "model_not_found", "gpt-9"},
 		{"no messages", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `"}`, auth, 400, "messages", "", "messages is required"},
-		{"bad role", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"tool","content":"x"}]}`, auth, 400, "messages[0].role", "", "tool"},
+		{"bad role", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"function","content":"x"}]}`, auth, 400, "messages[0].role", "", "function"},
 		{"image part", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, auth, 400, "messages[0].content[0]", "", "only text"},
 		{"n=0", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","n":0,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "n", "", "1 to 16"},
 		{"max_tokens 0", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "max_tokens", "integer_below_min_value", "at least 1"},

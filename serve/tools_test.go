@@ -3,59 +3,12 @@ package serve
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"etchat/internal/fixtures"
 )
-
-// hermesShort is a Hermes-format tool template (Qwen's <tool_call> blocks,
-// role tool as <tool_response>) with a one-line tool preamble: qwen3's own
-// preamble is 203 tokens and the fixture's context 128, so the server
-// tests give the qwen3 fixture this template instead (its tokens, weights
-// and turn end are the fixture's).
-const hermesShort = `{%- if tools %}<|im_start|>system
-Tools:{% for t in tools %} {{ t.function.name }}{% endfor %}. Call as <tool_call>{"name": …, "arguments": …}</tool_call><|im_end|>
-{% endif %}
-{%- for m in messages %}
-{%- if m.role == 'tool' %}<|im_start|>user
-<tool_response>{{ m.content }}</tool_response><|im_end|>
-{% elif m.tool_calls %}<|im_start|>assistant
-{{ m.content }}{% for c in m.tool_calls %}<tool_call>{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}<|im_end|>
-{% else %}<|im_start|>{{ m.role }}
-{{ m.content }}<|im_end|>
-{% endif %}{% endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}`
-
-// qwenShortTools is the qwen3 fixture in a temporary folder with
-// hermesShort as its chat template.
-func qwenShortTools(t *testing.T) string {
-	src := fixtures.Unpacked(t, fixtures.Qwen3)
-	dir := t.TempDir()
-	for _, f := range []string{"model.pte", "tokenizer.json", "config.json", "generation_config.json"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var cfg map[string]any
-	b, err := os.ReadFile(filepath.Join(src, "tokenizer_config.json"))
-	if err != nil || json.Unmarshal(b, &cfg) != nil {
-		t.Fatal(err)
-	}
-	cfg["chat_template"] = hermesShort
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "model.pte")
-}
 
 var weatherTool = map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
 	"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "maxLength": 6}},
@@ -101,7 +54,7 @@ func checkCall(t *testing.T, r reply, name string) {
 // go back as messages; a stream carries the call as delta.tool_calls; the
 // llama3 fixture's template (Llama 3.0) has no tools: a 400 naming it.
 func TestServeToolCalls(t *testing.T) {
-	qwen := qwenShortTools(t)
+	qwen := filepath.Join(fixtures.QwenShortTools(t), "model.pte")
 	_, ts := newServer(t, Options{Models: []string{qwen, llamaPTE(t)}})
 	url := ts.URL + "/v1/chat/completions"
 	id := "model" // the temporary folder's model
