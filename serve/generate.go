@@ -455,26 +455,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, e *entry, re
 				return
 			}
 		}
-		send := func(c *choice, text string) error {
-			err := x.send(x.chunk(c.index, text, nil, e.logprobsDoc(req, c, c.pending)))
-			c.offset += len(text)
-			c.pending = nil
-			return err
-		}
-		hold := newToolHold(req)
-		emit := send
-		if hold != nil {
-			emit = func(c *choice, text string) error {
-				if out := hold.push(text); out != "" {
-					return send(c, out)
-				}
-				return nil
-			}
-		}
-		s.runChoice(ctx, e, req, o.prompt, c, smp, emit)
-		if o.err = c.err; o.err == nil && hold != nil {
-			o.err = x.sendHeld(c, hold, send)
-		}
+		s.streamChoice(ctx, x, e, req, o, c, smp)
 		if o.err != nil {
 			s.streamFailed(ctx, x, o)
 			return
@@ -493,6 +474,32 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, e *entry, re
 			"choices": []any{}, "usage": o.usage()})
 	}
 	x.done()
+}
+
+// streamChoice generates choice c, its text sent as it comes (a reply
+// that may call tools held back from where a call could begin: tools.go),
+// setting o.err when it fails.
+func (s *Server) streamChoice(ctx context.Context, x *eventStream, e *entry, req *request, o *outcome, c *choice, smp *sampler.Sampler) {
+	send := func(c *choice, text string) error {
+		err := x.send(x.chunk(c.index, text, nil, e.logprobsDoc(req, c, c.pending)))
+		c.offset += len(text)
+		c.pending = nil
+		return err
+	}
+	hold := newToolHold(req)
+	emit := send
+	if hold != nil {
+		emit = func(c *choice, text string) error {
+			if out := hold.push(text); out != "" {
+				return send(c, out)
+			}
+			return nil
+		}
+	}
+	s.runChoice(ctx, e, req, o.prompt, c, smp, emit)
+	if o.err = c.err; o.err == nil && hold != nil {
+		o.err = x.sendHeld(c, hold, send)
+	}
 }
 
 // streamFailed ends a stream whose generation failed: with the error as

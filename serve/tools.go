@@ -56,8 +56,8 @@ func (r *request) decodeTools(body []byte) *apiError {
 		return badRequest("tools", "tools: %v", err)
 	}
 	raw := bytes.TrimSpace(w.Tools)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || bytes.Equal(raw, []byte("[]")) {
-		if c := bytes.TrimSpace(w.ToolChoice); len(c) > 0 && !bytes.Equal(c, []byte("null")) && !bytes.Equal(c, []byte(`"none"`)) && !bytes.Equal(c, []byte(`"auto"`)) {
+	if isNone(raw, "[]") {
+		if !isNone(bytes.TrimSpace(w.ToolChoice), `"none"`, `"auto"`) {
 			return badRequest("tool_choice", "tool_choice needs tools")
 		}
 		return nil
@@ -85,6 +85,19 @@ func (r *request) decodeTools(body []byte) *apiError {
 	}
 	r.Tools = t
 	return nil
+}
+
+// isNone reports whether raw is absent, null, or one of empty.
+func isNone(raw []byte, empty ...string) bool {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return true
+	}
+	for _, e := range empty {
+		if bytes.Equal(raw, []byte(e)) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeTool reads one tool: a function with a name (its parameters a
