@@ -31,6 +31,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","prompt":"a","n":17,"max_tokens":0}`,
 		`{"model":"m","content":"hello","add_special":true,"with_pieces":true}`,
 		`{"model":"m","tokens":[1,2,-3]}`, `{"model":"m","tokens":"x"}`, `{"content":"x"}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"1"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}],"tool_choice":"required"}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":"maybe"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -70,6 +73,9 @@ func FuzzDecodeRequest(f *testing.F) {
 			if t := r.Sampling.Temperature; t < 0 || t > 2 {
 				panic("temperature out of range")
 			}
+			if chat {
+				checkTools(t, r, body)
+			}
 		}
 	})
 }
@@ -99,5 +105,31 @@ func checkTokenizeBodies(t *testing.T, body []byte) {
 				}
 			}
 		}
+	}
+}
+
+// checkTools: a chat body's tools decode without a panic into tools that
+// each have a name and a tool_choice among them, or a 4xx naming a field.
+func checkTools(t *testing.T, r *request, body []byte) {
+	e := r.decodeTools(body)
+	if e != nil {
+		if e.Status != 400 || e.Param == "" || e.Message == "" {
+			t.Fatalf("tools error %+v", e)
+		}
+		return
+	}
+	tr := r.Tools
+	if tr == nil {
+		return
+	}
+	named := tr.name == ""
+	for _, tl := range tr.tools {
+		if tl.Name == "" {
+			t.Fatalf("accepted a tool without a name: %+v", tr.tools)
+		}
+		named = named || tl.Name == tr.name
+	}
+	if len(tr.tools) == 0 || len(tr.defs) != len(tr.tools) || !named || tr.choice == "" {
+		t.Fatalf("accepted tools %+v", tr)
 	}
 }
