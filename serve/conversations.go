@@ -14,9 +14,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 
 	"etchat/inference"
+	"etchat/inference/chattmpl"
 	"etchat/internal/runlog"
 	"etchat/store"
 )
@@ -68,7 +70,7 @@ func (s *Server) storeConversation(e *entry, req *request, o *outcome) {
 			return
 		}
 	}
-	stored, err := runlog.StoreMessages(msgs)
+	stored, err := runlog.StoreMessages(withCalls(req, msgs))
 	if err == nil {
 		err = s.opts.Store.SaveTranscript(ctx, id, stored, runlog.Title(msgs))
 	}
@@ -102,4 +104,21 @@ func (s *Server) newConversation(ctx context.Context, e *entry, req *request, o 
 	}
 	c, err := db.CreateConversation(ctx, store.Conversation{ModelID: m.ID, Title: runlog.Title(req.Messages), Settings: js})
 	return c.ID, err
+}
+
+// withCalls is msgs with each message's tool calls appended to its text
+// in the model's own format (the store keeps a message's text; rendered
+// again, the calls are what the model wrote). Without tools in the
+// request the format is unknown and the calls are left out.
+func withCalls(req *request, msgs []inference.Message) []inference.Message {
+	if !req.Tools.calls() || req.Tools.format == "" {
+		return msgs
+	}
+	out := append([]inference.Message(nil), msgs...)
+	for i, m := range out {
+		if len(m.ToolCalls) > 0 {
+			out[i].Text = strings.TrimSpace(m.Text + chattmpl.FormatToolCalls(req.Tools.format, m.ToolCalls))
+		}
+	}
+	return out
 }

@@ -1,12 +1,14 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"etchat/inference/chattmpl"
 	"etchat/internal/fixtures"
 )
 
@@ -164,5 +166,37 @@ func TestToolHold(t *testing.T) {
 	}
 	if newToolHold(&request{Tools: &toolRequest{choice: "none"}}) != nil || newToolHold(&request{}) != nil {
 		t.Fatal("a request that reads no calls holds nothing back")
+	}
+}
+
+// TestStoreToolCalls: with StoreConversations, a reply's tool call is
+// kept in the stored conversation as the model wrote it (parsed back, the
+// same call), and the next turn appends the tool's result as a tool
+// message to the same conversation.
+func TestStoreToolCalls(t *testing.T) {
+	db := openStore(t)
+	_, ts := newServer(t, Options{Models: []string{filepath.Join(fixtures.QwenShortTools(t), "model.pte")}, Store: db, StoreConversations: true})
+	url := ts.URL + "/v1/chat/completions"
+	id := path(do(t, "GET", ts.URL+"/v1/models", "").doc, "data", 0, "id").(string)
+	user := []map[string]any{{"role": "user", "content": "Weather in Oslo?"}}
+	named := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}
+	r := post(t, url, map[string]any{"model": id, "messages": user, "tools": []any{weatherTool}, "tool_choice": named, "max_tokens": 60, "temperature": 0})
+	checkCall(t, r, "get_weather")
+	call := path(r.doc, "choices", 0, "message").(map[string]any)
+	back := append(append([]map[string]any{}, user...), call,
+		map[string]any{"role": "tool", "tool_call_id": path(call, "tool_calls", 0, "id"), "content": "sunny"})
+	post(t, url, map[string]any{"model": id, "messages": back, "tools": []any{weatherTool}, "max_tokens": 3, "temperature": 0})
+	waitRuns(t, db, 2)
+	convs, err := db.ListConversations(context.Background(), 0)
+	if err != nil || len(convs) != 1 {
+		t.Fatalf("conversations %+v, %v", convs, err)
+	}
+	_, msgs, err := db.CurrentPath(context.Background(), convs[0].ID)
+	if err != nil || len(msgs) != 4 || msgs[1].Role != "assistant" || msgs[2].Role != "tool" || msgs[2].Text != "sunny" {
+		t.Fatalf("stored path %+v, %v", msgs, err)
+	}
+	_, calls, err := chattmpl.ParseToolCalls(chattmpl.ToolFormatHermes, msgs[1].Text)
+	if err != nil || len(calls) != 1 || calls[0].Name != "get_weather" || calls[0].Arguments != path(call, "tool_calls", 0, "function", "arguments") {
+		t.Fatalf("stored reply %q: %+v %v", msgs[1].Text, calls, err)
 	}
 }

@@ -61,6 +61,25 @@ func ToolCallOpen(format string) string {
 	return ""
 }
 
+// FormatToolCalls writes calls as the model writes them in format (what
+// ParseToolCalls reads back): for a transcript kept as text.
+func FormatToolCalls(format string, calls []ToolCall) string {
+	if format != ToolFormatHermes {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range calls {
+		name, _ := json.Marshal(c.Name)
+		args := c.Arguments
+		if !json.Valid([]byte(args)) {
+			a, _ := json.Marshal(args)
+			args = string(a)
+		}
+		fmt.Fprintf(&b, "\n<tool_call>\n{\"name\": %s, \"arguments\": %s}\n</tool_call>", name, args)
+	}
+	return b.String()
+}
+
 // NoToolsError: tools were given to a template that renders the same with
 // and without them.
 type NoToolsError struct{ Template string }
