@@ -237,11 +237,14 @@ func (s *sharedSession) Close() error {
 // in the app's process, on loopback, over the program the chat has open
 // (see chatPrograms). Safe for concurrent use.
 type ServeSwitch struct {
-	mu       sync.Mutex
-	srv      *serve.Server
-	url      string
-	done     chan error
-	programs *chatPrograms
+	mu sync.Mutex
+	// storeConvs: the next Start saves chat requests as conversations
+	// (serve.Options.StoreConversations), which the app lists with its own.
+	storeConvs bool
+	srv        *serve.Server
+	url        string
+	done       chan error
+	programs   *chatPrograms
 }
 
 // Start serves the model at path, which the chat must have open
@@ -261,7 +264,7 @@ func (s *ServeSwitch) Start(programs *chatPrograms, path string, st Settings, db
 		return "", err
 	}
 	srv, err := serve.New(serve.Options{Models: []string{path}, Store: db, Version: Version, Host: programs,
-		Load: inference.LoadOptions{Engine: st.Engine, Policy: st.Policy()}})
+		StoreConversations: s.storeConvs && db != nil, Load: inference.LoadOptions{Engine: st.Engine, Policy: st.Policy()}})
 	if err != nil {
 		return "", err
 	}
@@ -273,6 +276,14 @@ func (s *ServeSwitch) Start(programs *chatPrograms, path string, st Settings, db
 	s.srv, s.url, s.done, s.programs = srv, "http://"+l.Addr().String()+"/v1", make(chan error, 1), programs
 	go func(done chan error) { done <- srv.Serve(l) }(s.done)
 	return s.url, nil
+}
+
+// SetStoreConversations chooses whether the next Start saves chat
+// requests as conversations.
+func (s *ServeSwitch) SetStoreConversations(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.storeConvs = on
 }
 
 // Stop lets requests in flight finish for a few seconds, cancels the rest
@@ -343,8 +354,12 @@ func (u *UI) showServe() {
 		}
 		refresh()
 	})
+	convs := widget.NewCheck("Save chat requests as conversations (from the next start)", u.serve.SetStoreConversations)
+	u.serve.mu.Lock()
+	convs.Checked = u.serve.storeConvs
+	u.serve.mu.Unlock()
 	refresh()
-	d := dialog.NewCustom("Serve", "Close", container.NewGridWrap(fyne.NewSize(480, 120), container.NewVBox(status, toggle)), u.Win)
+	d := dialog.NewCustom("Serve", "Close", container.NewGridWrap(fyne.NewSize(480, 150), container.NewVBox(status, convs, toggle)), u.Win)
 	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(time.Second)

@@ -37,6 +37,7 @@ type servedChat struct {
 	path     string
 	programs *chatPrograms
 	sw       *ServeSwitch
+	backend  Backend
 }
 
 func newServedChat(t *testing.T) *servedChat {
@@ -53,7 +54,7 @@ func newServedChatEnv(t *testing.T, getenv func(string) string) *servedChat {
 	b.Opener = &engineOpener{getenv: getenv, programs: programs}
 	path := modelCopy(t, fixtures.Llama3, true)
 	c, errs := newTestChat(t, b, inspect(t, path))
-	sc := &servedChat{c: c, errs: errs, path: path, programs: programs, sw: &ServeSwitch{}}
+	sc := &servedChat{c: c, errs: errs, path: path, programs: programs, sw: &ServeSwitch{}, backend: b}
 	t.Cleanup(func() { sc.sw.Stop() })
 	return sc
 }
@@ -269,6 +270,36 @@ func TestServeSwitch(t *testing.T) {
 	}
 	if _, err := http.Get(url + "/models"); err == nil {
 		t.Error("the port still answers after Stop")
+	}
+}
+
+// TestServeSwitchStoresConversations: with the dialog's option on, the
+// switch's server saves a chat request as a conversation of the chat's
+// model, which the app's conversation list shows beside the chat's own.
+func TestServeSwitchStoresConversations(t *testing.T) {
+	sc := newServedChat(t)
+	run(t, sc.c, sc.errs, sc.c.NewConversation(greedy(chatBudget)))
+	sc.sw.SetStoreConversations(true)
+	url, err := sc.sw.Start(sc.programs, sc.path, greedy(chatBudget), sc.backend.DB, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ask(url, "a request from a client", 3); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if err := sc.sw.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	list, err := sc.backend.Chats.ListConversations(context.Background(), sc.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range list {
+		found = found || c.Title == "a request from a client"
+	}
+	if !found {
+		t.Errorf("the request is not among the model's conversations: %+v", list)
 	}
 }
 

@@ -48,3 +48,42 @@ func TestServeLangChainStructured(t *testing.T) {
 		t.Errorf("langchain's report: %v %s", err, out)
 	}
 }
+
+// TestServeRunTools: the npm client's runTools agent loop
+// (tests/openai-client/tools.mjs) against etchat serve on the qwen3
+// fixture with a short Hermes tool template (fixtures.QwenShortTools):
+// a forced call, the function run by the client, its result sent back,
+// plain and streamed. Skipped without node or the package, except under
+// CI=true.
+func TestServeRunTools(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the runTools test needs Node 18 or later")
+	}
+	dir, _ := filepath.Abs(filepath.Join("..", "tests", "openai-client"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("openai is not installed in %s: run scripts/setup (%v)", dir, err)
+		}
+		t.Skipf("openai is not installed in %s: run scripts/setup", dir)
+	}
+	pte := filepath.Join(fixtures.QwenShortTools(t), "model.pte")
+	base := startServe(t, "--models", pte, "--engine", "cpu", "--api-key", "test-key", "--no-save")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "tools.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ETCHAT_BASE_URL="+base, "ETCHAT_API_KEY=test-key")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node tools.mjs: %v\n%s", err, out)
+	}
+	var got struct {
+		Calls           []string
+		Plain, Streamed string
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil || len(got.Calls) != 2 || !json.Valid([]byte(got.Plain)) || !json.Valid([]byte(got.Streamed)) {
+		t.Errorf("tools.mjs's report: %v %s", err, out)
+	}
+}

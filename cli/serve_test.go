@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,5 +247,77 @@ func TestNativeServe(t *testing.T) {
 	again, short := ask()
 	if !slices.Equal(again, own.GeneratedIDs) || short != 0 {
 		t.Errorf("again: %v (cached %d short of the prompt but its last token), want %v", again, short, own.GeneratedIDs)
+	}
+}
+
+// TestServeAllInterfaces: --host 0.0.0.0 prints a URL a client can use
+// (loopback, not 0.0.0.0), and a client reaches the server at it.
+func TestServeAllInterfaces(t *testing.T) {
+	pte := filepath.Join(fixtures.Unpacked(t, fixtures.Llama3), "model.pte")
+	url := startServe(t, "--host", "0.0.0.0", "--api-key", "k", "--no-save", "--models", pte)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("printed %s", url)
+	}
+	req, _ := http.NewRequest("GET", url+"/models", nil)
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET %s/models: %d", url, resp.StatusCode)
+	}
+}
+
+// TestServeSecondSignalStopsNow: the first SIGINT lets a request in flight
+// (here one whose client sends half its body) finish for the grace period
+// (a minute); a second SIGINT stops the server at once.
+func TestServeSecondSignalStopsNow(t *testing.T) {
+	pte := filepath.Join(fixtures.Unpacked(t, fixtures.Llama3), "model.pte")
+	var out, errb lockedBuffer
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(context.Background(), env, []string{"serve", "--port", "0", "--no-save", "--grace", "1m", "--models", pte})
+	}()
+	var addr string
+	for deadline := time.Now().Add(60 * time.Second); addr == ""; time.Sleep(20 * time.Millisecond) {
+		if m := serveURL.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no URL: %s%s", out.String(), errb.String())
+		}
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"model\":", addr)
+	time.Sleep(200 * time.Millisecond) // the handler is reading the body
+	wait := func(what string) {
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(errb.String(), what); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q: %s", what, errb.String())
+			}
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	wait("press Ctrl-C again")
+	select {
+	case code := <-done:
+		t.Fatalf("exited %d while a request was in flight in the grace period", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second SIGINT did not stop the server")
 	}
 }

@@ -24,12 +24,38 @@ type ChatTemplate struct {
 
 // Render renders the messages with the template.
 func (c ChatTemplate) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
+	return c.RenderTools(msgs, addGenerationPrompt, nil)
+}
+
+// ToolTemplate is a Template that can render tool definitions and says
+// the format its model calls them in (ChatTemplate is one).
+type ToolTemplate interface {
+	RenderTools(msgs []Message, addGenerationPrompt bool, tools []any) (string, error)
+	// ToolFormat is the call format, or a *chattmpl.NoToolsError.
+	ToolFormat() (string, error)
+}
+
+// RenderTools renders the messages, their tool calls and results, and
+// tools (OpenAI's tool objects; none when empty).
+func (c ChatTemplate) RenderTools(msgs []Message, addGenerationPrompt bool, tools []any) (string, error) {
 	cm := make([]chattmpl.Message, len(msgs))
 	for i, m := range msgs {
 		cm[i] = chattmpl.Message{Role: m.Role, Content: m.Text}
+		if len(m.ToolCalls) > 0 || m.ToolCallID != "" {
+			cm[i].Extra = map[string]any{}
+		}
+		if len(m.ToolCalls) > 0 {
+			cm[i].Extra["tool_calls"] = chattmpl.ToolCallsValue(m.ToolCalls)
+		}
+		if m.ToolCallID != "" {
+			cm[i].Extra["tool_call_id"] = m.ToolCallID
+		}
 	}
-	return c.T.Render(cm, chattmpl.RenderOptions{AddGenerationPrompt: addGenerationPrompt, Vars: c.Vars})
+	return c.T.Render(cm, chattmpl.RenderOptions{AddGenerationPrompt: addGenerationPrompt, Vars: c.Vars, Tools: tools})
 }
+
+// ToolFormat is the template's tool-call format (chattmpl's).
+func (c ChatTemplate) ToolFormat() (string, error) { return c.T.ToolFormat() }
 
 // Chat is what talking to a model needs besides the engine: its
 // tokenizer, its chat template (nil for raw text), and the tokens that end

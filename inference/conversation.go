@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"etchat/inference/chattmpl"
 	"etchat/inference/engine"
 	"etchat/inference/kvcache"
 	"etchat/inference/sampler"
@@ -16,6 +17,7 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	RoleTool      = "tool" // a tool's result, sent back by a client (the server's tool calls)
 )
 
 // Message is one turn of a conversation, as plain values the store can
@@ -38,7 +40,17 @@ type Message struct {
 	StopReason string `json:"stop_reason,omitempty"`
 	Capped     bool   `json:"capped,omitempty"`
 	Stats      *Stats `json:"stats,omitempty"`
+
+	// Tool calls (the server's tools, issue 39): an assistant message's
+	// calls, and a tool message's answer to the call ToolCallID; the
+	// chat template renders both.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
+
+// ToolCall is one call to a tool (chattmpl's type: the template renders
+// it and its parser reads it from a reply).
+type ToolCall = chattmpl.ToolCall
 
 // End is the cache position after the message's tokens.
 func (m *Message) End() int { return m.Start + len(m.IDs) }

@@ -16,6 +16,11 @@ import (
 type Token struct {
 	ID   int
 	Text string
+	// Logprob and TopLogprobs (Options.Logprobs; the server's logprobs):
+	// the token's log-probability under the raw logits row it was sampled
+	// from, and the Options.TopLogprobs most likely tokens of that row.
+	Logprob     float64
+	TopLogprobs []TokenLogprob
 }
 
 // Decoder turns token ids back into text; the tokenizer implements it.
@@ -57,6 +62,14 @@ type Options struct {
 	// row only read) and is told each token chosen, the stop token
 	// included. Model.Constrain makes one from a grammar.
 	Constraint Constraint
+
+	// Log-probabilities (the server's logprobs and top_logprobs): when
+	// Logprobs is set, each Token passed to OnToken carries its logprob
+	// and the TopLogprobs (at most MaxTopLogprobs) most likely tokens,
+	// from the raw logits row before sampling, in float64; the row is
+	// only read.
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // Constraint restricts the next token: Mask is the set of allowed ids (bit
@@ -214,11 +227,7 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 		}
 		res.GeneratedIDs = append(res.GeneratedIDs, next)
 		if opts.OnToken != nil {
-			tok := Token{ID: next}
-			if stream != nil {
-				tok.Text = stream.push(next)
-			}
-			if err := opts.OnToken(tok); err != nil {
+			if err := opts.OnToken(newToken(&opts, stream, next, logits)); err != nil {
 				genErr = err
 				break
 			}
@@ -318,6 +327,19 @@ func (opts *Options) sampleFunc(ns *time.Duration) (func([]float32) (int, error)
 		}
 		return id, c.Accept(id)
 	}, nil
+}
+
+// newToken is the Token passed to OnToken for id, sampled from the
+// logits row: its text from the streamer, its logprobs when asked.
+func newToken(opts *Options, stream *streamer, id int, logits []float32) Token {
+	tok := Token{ID: id}
+	if opts.Logprobs {
+		tok.Logprob, tok.TopLogprobs = logprobs(logits, id, opts.TopLogprobs)
+	}
+	if stream != nil {
+		tok.Text = stream.push(id)
+	}
+	return tok
 }
 
 func idSet(ids []int) map[int]bool {

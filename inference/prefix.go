@@ -48,6 +48,10 @@ type PrefixResult struct {
 	Reprefilled bool
 }
 
+// Shared is how many leading tokens of prompt the cache holds (a
+// server's slots route a request by it).
+func (p *PrefixCache) Shared(prompt []int) int { return commonPrefix(p.cache, prompt) }
+
 // Len is the number of tokens in the cache.
 func (p *PrefixCache) Len() int { return len(p.cache) }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 
 	"etchat/inference"
@@ -29,6 +30,13 @@ type request struct {
 	Stop         []string
 	ReturnIDs    bool             // return_token_ids (extension): prompt and completion token ids in the response
 	Grammar      *grammar.Grammar // response_format's constraint (structured.go); nil: free text
+
+	// Choices and log-probabilities (issue 43).
+	N           int  // n: choices generated one after another (1 to maxN)
+	Logprobs    bool // chat logprobs: true; completions logprobs: N ≥ 0
+	TopLogprobs int  // chat top_logprobs; completions' logprobs N
+
+	Tools *toolRequest // tools and tool_choice (tools.go); nil: none
 }
 
 // options common to both endpoints, as JSON sends them. Pointers tell a
@@ -47,6 +55,7 @@ type wireOptions struct {
 	N                   *int             `json:"n"`
 	ReturnTokenIDs      *bool            `json:"return_token_ids"`
 	Logprobs            json.RawMessage  `json:"logprobs"`
+	TopLogprobs         *int             `json:"top_logprobs"`
 	Tools               json.RawMessage  `json:"tools"`
 }
 
@@ -56,8 +65,10 @@ type wireChat struct {
 }
 
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`   // an assistant's calls (tools.go)
+	ToolCallID string          `json:"tool_call_id"` // a tool message's call
 }
 
 type wireCompletion struct {
@@ -73,6 +84,7 @@ const (
 	maxStops    = 4 // OpenAI's limit
 	maxStopLen  = 256
 	maxMessages = 4096
+	maxN        = 16 // choices per request: they run one after another
 )
 
 // decodeChat reads a /v1/chat/completions body. Unknown fields are
@@ -97,32 +109,47 @@ func decodeChat(body []byte) (*request, *apiError) {
 	if len(msgs) > maxMessages {
 		return nil, badRequest("messages", "%d messages; at most %d", len(msgs), maxMessages)
 	}
-	if len(w.Tools) > 0 && !bytes.Equal(bytes.TrimSpace(w.Tools), []byte("null")) && !bytes.Equal(bytes.TrimSpace(w.Tools), []byte("[]")) {
-		return nil, badRequest("tools", "tools are not supported")
-	}
 	for i, m := range msgs {
-		param := fmt.Sprintf("messages[%d]", i)
-		role := m.Role
-		switch role {
-		case inference.RoleSystem, inference.RoleUser, inference.RoleAssistant:
-		case "developer": // OpenAI's newer name for the system role
-			role = inference.RoleSystem
-		case "":
-			return nil, badRequest(param+".role", "%s.role is required", param)
-		default:
-			return nil, badRequest(param+".role", "%s.role %q is not supported (system, developer, user or assistant)", param, clip(role))
-		}
-		text, e := contentText(m.Content, param+".content")
+		msg, e := m.decode(fmt.Sprintf("messages[%d]", i))
 		if e != nil {
 			return nil, e
 		}
-		r.Messages = append(r.Messages, inference.Message{Role: role, Text: text})
+		r.Messages = append(r.Messages, msg)
 	}
 	if last := r.Messages[len(r.Messages)-1]; last.Role == inference.RoleAssistant {
 		return nil, badRequest("messages", "the last message is the assistant's; continuing a reply is not supported")
 	}
 	r.IsChat = true
 	return r, nil
+}
+
+// decode reads one chat message: its role, text, and an assistant's tool
+// calls or a tool message's call id.
+func (m wireMessage) decode(param string) (inference.Message, *apiError) {
+	role := m.Role
+	switch role {
+	case inference.RoleSystem, inference.RoleUser, inference.RoleAssistant, inference.RoleTool:
+	case "developer": // OpenAI's newer name for the system role
+		role = inference.RoleSystem
+	case "":
+		return inference.Message{}, badRequest(param+".role", "%s.role is required", param)
+	default:
+		return inference.Message{}, badRequest(param+".role", "%s.role %q is not supported (system, developer, user, assistant or tool)", param, clip(role))
+	}
+	text, e := contentText(m.Content, param+".content")
+	if e != nil {
+		return inference.Message{}, e
+	}
+	msg := inference.Message{Role: role, Text: text}
+	if role == inference.RoleAssistant {
+		if msg.ToolCalls, e = decodeToolCalls(m.ToolCalls, param+".tool_calls"); e != nil {
+			return inference.Message{}, e
+		}
+	}
+	if role == inference.RoleTool {
+		msg.ToolCallID = m.ToolCallID
+	}
+	return msg, nil
 }
 
 // contentText is a message's content: a string, or an array of text parts
@@ -169,6 +196,9 @@ func decodeCompletion(body []byte) (*request, *apiError) {
 	}
 	if w.Echo != nil && *w.Echo {
 		return nil, badRequest("echo", "echo is not supported")
+	}
+	if t := bytes.TrimSpace(w.Tools); len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("[]")) {
+		return nil, badRequest("tools", "tools are a chat field (/v1/chat/completions)")
 	}
 	if w.Suffix != nil && *w.Suffix != "" {
 		return nil, badRequest("suffix", "suffix is not supported")
@@ -251,9 +281,36 @@ func unmarshal(body []byte, v any) *apiError {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		field := strings.TrimPrefix(te.Field, "wireOptions.") // the embedded struct is not the client's
-		return badRequest(field, "field %s: expected %s, got JSON %s", field, te.Type, te.Value)
+		return badRequest(field, "field %s: expected %s, got JSON %s", field, jsonKind(te.Type), te.Value)
 	}
 	return badRequest("", "the request body is not valid JSON: %v", err)
+}
+
+// jsonKind names a Go type as the JSON the client should send (never a
+// Go type name: "expected []serve.wireMessage" helps nobody).
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Name() == "RawMessage" {
+			return "a JSON value"
+		}
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another type"
 }
 
 // check validates the shared options and fills a request with them.
@@ -274,7 +331,7 @@ func (w *wireOptions) check(chat bool) (*request, *apiError) {
 		e = w.sampling(r)
 	}
 	if e == nil {
-		e = w.unsupported()
+		e = w.choices(r, chat)
 	}
 	if e == nil {
 		r.Stop, e = decodeStop(w.Stop)
@@ -312,8 +369,10 @@ func (w *wireOptions) budget(r *request, chat bool) *apiError {
 	if mt == nil {
 		return nil
 	}
-	if *mt < 0 {
-		return badRequest(param, "%s is %d; it must be ≥ 0", param, *mt)
+	if *mt < 1 { // OpenAI refuses 0 too: a reply of no tokens
+		ae := badRequest(param, "%s is %d; it must be at least 1", param, *mt)
+		ae.Code = "integer_below_min_value"
+		return ae
 	}
 	r.MaxTokens = *mt
 	return nil
@@ -345,14 +404,49 @@ func (w *wireOptions) sampling(r *request) *apiError {
 	return nil
 }
 
-// unsupported refuses n other than 1 and logprobs.
-func (w *wireOptions) unsupported() *apiError {
-	if w.N != nil && *w.N != 1 {
-		return badRequest("n", "n is %d; only n=1 is supported", *w.N)
+// choices reads n, and logprobs with top_logprobs (chat: a boolean and
+// 0–20; completions: logprobs is the number of top tokens, 0–20).
+func (w *wireOptions) choices(r *request, chat bool) *apiError {
+	r.N = 1
+	if w.N != nil {
+		if *w.N < 1 || *w.N > maxN {
+			return badRequest("n", "n is %d; it must be 1 to %d (choices are generated one after another)", *w.N, maxN)
+		}
+		r.N = *w.N
 	}
-	if lp := bytes.TrimSpace(w.Logprobs); len(lp) > 0 && !bytes.Equal(lp, []byte("null")) && !bytes.Equal(lp, []byte("false")) && !bytes.Equal(lp, []byte("0")) {
-		return badRequest("logprobs", "logprobs are not supported")
+	lp := bytes.TrimSpace(w.Logprobs)
+	given := len(lp) > 0 && !bytes.Equal(lp, []byte("null"))
+	if chat {
+		return w.chatLogprobs(r, lp, given)
 	}
+	if w.TopLogprobs != nil {
+		return badRequest("top_logprobs", "top_logprobs is a chat field; a completion's logprobs is the number of top tokens")
+	}
+	if given {
+		var n int
+		if json.Unmarshal(lp, &n) != nil || n < 0 || n > inference.MaxTopLogprobs {
+			return badRequest("logprobs", "logprobs must be an integer from 0 to %d (the top tokens returned with each token's)", inference.MaxTopLogprobs)
+		}
+		r.Logprobs, r.TopLogprobs = true, n
+	}
+	return nil
+}
+
+// chatLogprobs reads a chat's logprobs (a boolean) and top_logprobs.
+func (w *wireOptions) chatLogprobs(r *request, lp []byte, given bool) *apiError {
+	if given && json.Unmarshal(lp, &r.Logprobs) != nil {
+		return badRequest("logprobs", "logprobs must be a boolean")
+	}
+	if w.TopLogprobs == nil {
+		return nil
+	}
+	if *w.TopLogprobs < 0 || *w.TopLogprobs > inference.MaxTopLogprobs {
+		return badRequest("top_logprobs", "top_logprobs is %d; it must be 0 to %d", *w.TopLogprobs, inference.MaxTopLogprobs)
+	}
+	if *w.TopLogprobs > 0 && !r.Logprobs {
+		return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+	}
+	r.TopLogprobs = *w.TopLogprobs
 	return nil
 }
 

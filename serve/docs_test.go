@@ -196,11 +196,17 @@ func curl(args []string, base string) error {
 			return fmt.Errorf("the docs test does not know curl's %q: use -s, -N, -H, -d, -X", a)
 		}
 	}
-	const docBase = "http://127.0.0.1:8917/v1"
-	if !strings.HasPrefix(url, docBase) {
-		return fmt.Errorf("the URL %q is not under %s", url, docBase)
+	// The API is under /v1; /tokenize, /metrics and the like are at the
+	// server's root.
+	const docBase, docRoot = "http://127.0.0.1:8917/v1", "http://127.0.0.1:8917/"
+	switch {
+	case strings.HasPrefix(url, docBase):
+		url = base + strings.TrimPrefix(url, docBase)
+	case strings.HasPrefix(url, docRoot):
+		url = strings.TrimSuffix(base, "/v1") + "/" + strings.TrimPrefix(url, docRoot)
+	default:
+		return fmt.Errorf("the URL %q is not under %s", url, docRoot)
 	}
-	url = base + strings.TrimPrefix(url, docBase)
 	if method == "" {
 		method = "GET"
 		if body != nil {

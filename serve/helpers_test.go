@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,11 +19,12 @@ import (
 	"etchat/inference/kvcache"
 	"etchat/internal/engines"
 	"etchat/internal/fixtures"
+	"etchat/internal/fuzzing"
 )
 
 func TestMain(m *testing.M) {
 	engines.Register()
-	os.Exit(m.Run())
+	fuzzing.Main(m) // bounds the fuzzer's minimisation (FuzzDecodeRequest)
 }
 
 const llamaID = "llama3-tiny-offgraph"

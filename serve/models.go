@@ -15,6 +15,7 @@ import (
 	"etchat/inference"
 	"etchat/inference/kvcache"
 	"etchat/inference/modelinfo"
+	"etchat/inference/tokenizer"
 )
 
 // entry is one served model: prepared at start, loaded on first use (and
@@ -24,15 +25,21 @@ type entry struct {
 	created  int64 // the file's mtime, seconds: /v1/models' created
 	prep     *inference.Model
 	policy   kvcache.Policy
+	// tokenBytes is the longest token's length in bytes (its vocabulary
+	// string, added tokens included), for the bound on a prompt's text.
+	tokenBytes int
 	// turn is the model's one generation slot: whoever holds it may use
 	// loaded and pc.
 	turn   chan struct{}
 	queued atomic.Int64 // requests waiting or running
-	avgNs  atomic.Int64 // a running mean of request durations, for Retry-After
+	avgNs  atomic.Int64 // a running mean of service times (turn held), for Retry-After
+	// runningSince is when the request holding the turn took it (Unix
+	// ns; 0: none), for Retry-After.
+	runningSince atomic.Int64
 
-	loaded   *inference.Model
-	pc       *inference.PrefixCache
-	prog     *Program // the Host's program loaded is opened on; nil: the server's own
+	loaded   *inference.Model // slot 0's model: the engine, the cache config
+	slots    []*slot          // the sessions open, slots[0] on loaded
+	prog     *Program         // the Host's program loaded is opened on; nil: the server's own
 	lastUsed time.Time
 }
 
@@ -63,26 +70,72 @@ func prepare(path string, o inference.LoadOptions) (*entry, error) {
 	if m.Chat == nil { // the API speaks text
 		return nil, &inference.TokenizerError{Path: filepath.Join(filepath.Dir(path), modelinfo.TokenizerFile), Given: o.Tokenizer != "", Err: os.ErrNotExist}
 	}
-	e := &entry{id: ModelID(path), path: path, prep: m, policy: o.Policy, turn: make(chan struct{}, 1)}
+	e := &entry{id: ModelID(path), path: path, prep: m, policy: o.Policy, turn: make(chan struct{}, 1), tokenBytes: longestToken(m.Chat.HF)}
 	if fi, err := os.Stat(path); err == nil {
 		e.created = fi.ModTime().Unix()
 	}
 	return e, nil
 }
 
+// longestToken is the length in bytes of t's longest token string: a
+// vocabulary string is never shorter than the text it stands for
+// (byte-level "Ġ" is 2 bytes for a space's 1, SentencePiece's "▁" 3,
+// a byte-fallback token 6 for 1 byte). nil (no tokenizer.json): unbounded.
+func longestToken(t *tokenizer.Tokenizer) int {
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for id := range t.VocabSize() {
+		if s, ok := t.Token(id); ok {
+			n = max(n, len(s))
+		}
+	}
+	for _, a := range t.AddedTokens() {
+		n = max(n, len(a.Content))
+	}
+	return n
+}
+
+// promptSlack allows for normalizers that shrink text before it is
+// tokenized (Unicode composition joins up to three code points into one;
+// accent stripping drops combining marks).
+const promptSlack = 4
+
+// maxPromptBytes is the longest prompt text that could fit the context:
+// any longer one is more than Capacity tokens, however it tokenizes.
+func (e *entry) maxPromptBytes() int {
+	if e.tokenBytes == 0 {
+		return math.MaxInt
+	}
+	return e.prep.Capacity() * e.tokenBytes * promptSlack
+}
+
 // unload closes the model's session; the caller holds its turn (or the
 // server is shut down).
 func (e *entry) unload() {
-	if e.loaded != nil {
-		e.loaded.Close()
+	for _, sl := range e.slots {
+		sl.m.Close()
 	}
-	e.loaded, e.pc, e.prog = nil, nil, nil
+	e.loaded, e.slots, e.prog = nil, nil, nil
 }
 
-// retryAfter estimates, in seconds, when a place in the queue frees up.
-func (e *entry) retryAfter() int {
+// retryAfter estimates when one place in the queue frees up: when the
+// request holding the model's turn is done, that is the mean of the
+// recent service times less what the running request has had already
+// (at least a tenth of the mean: it may be a long one). Only one place is
+// waited for, not the whole queue: the client retrying takes the first
+// place that frees.
+func (e *entry) retryAfter() time.Duration {
 	avg := time.Duration(e.avgNs.Load())
-	return int(math.Ceil(avg.Seconds()))
+	if avg <= 0 {
+		return time.Second // nothing measured yet
+	}
+	left := avg
+	if since := e.runningSince.Load(); since != 0 {
+		left -= time.Since(time.Unix(0, since))
+	}
+	return max(left, avg/10, time.Millisecond)
 }
 
 // note folds a request's duration into the running mean.
@@ -101,7 +154,7 @@ func (e *entry) note(d time.Duration) {
 func (s *Server) acquire(ctx context.Context, e *entry) (func(), *apiError) {
 	if n := e.queued.Add(1); n > int64(1+max(0, s.opts.QueueLimit)) {
 		e.queued.Add(-1)
-		return nil, busy(e.retryAfter()*int(n-1), fmt.Sprintf("model %q is busy: %d requests are queued (the limit is %d); retry later",
+		return nil, busy(e.retryAfter(), fmt.Sprintf("model %q is busy: %d requests are queued (the limit is %d); retry later",
 			e.id, n-2, max(0, s.opts.QueueLimit)))
 	}
 	select {
@@ -109,8 +162,17 @@ func (s *Server) acquire(ctx context.Context, e *entry) (func(), *apiError) {
 	case <-ctx.Done():
 		e.queued.Add(-1)
 		return nil, unavailable("the request was canceled while queued")
+	case <-s.stopping:
+		e.queued.Add(-1)
+		return nil, unavailable("the server is shutting down")
 	}
-	return func() { <-e.turn; e.queued.Add(-1) }, nil
+	if s.closing.Load() { // the turn came free as the shutdown began
+		<-e.turn
+		e.queued.Add(-1)
+		return nil, unavailable("the server is shutting down")
+	}
+	e.runningSince.Store(time.Now().UnixNano())
+	return func() { e.runningSince.Store(0); <-e.turn; e.queued.Add(-1) }, nil
 }
 
 // load opens the model if it is not open; the caller holds e's turn.
@@ -207,13 +269,12 @@ func (s *Server) open(ctx context.Context, e *entry, prog *Program) *apiError {
 	if err != nil {
 		return serverError(fmt.Errorf("loading %s: %w", e.id, err))
 	}
-	pc, err := inference.NewPrefixCache(m.Session, m.Cache)
+	sl, err := newSlot(0, m)
 	if err != nil {
-		m.Close()
 		return serverError(err)
 	}
-	e.loaded, e.pc, e.prog, e.lastUsed = m, pc, prog, time.Now()
-	s.logf("loaded %s (%s)", e.id, m.Engine.String())
+	e.loaded, e.slots, e.prog, e.lastUsed = m, []*slot{sl}, prog, time.Now()
+	s.logf("loaded %s (%s; up to %d slots)", e.id, m.Engine.String(), s.slotCount(m.Engine))
 	return nil
 }
 

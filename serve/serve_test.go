@@ -247,11 +247,16 @@ func TestErrors(t *testing.T) {
 		{"no model", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, auth, 400, "model", "", "model is required"},
 		{"unknown model", "POST", "/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`, auth, 404, "model", "model_not_found", "gpt-9"},
 		{"no messages", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `"}`, auth, 400, "messages", "", "messages is required"},
-		{"bad role", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"tool","content":"x"}]}`, auth, 400, "messages[0].role", "", "tool"},
+		{"bad role", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"function","content":"x"}]}`, auth, 400, "messages[0].role", "", "function"},
 		{"image part", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, auth, 400, "messages[0].content[0]", "", "only text"},
-		{"n=2", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","n":2,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "n", "", "n=1"},
+		{"n=0", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","n":0,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "n", "", "1 to 16"},
+		{"max_tokens 0", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "max_tokens", "integer_below_min_value", "at least 1"},
+		{"messages type", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","messages":"hi"}`, auth, 400, "messages", "", "expected an array, got JSON string"},
+		{"logprobs type", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","logprobs":3,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "logprobs", "", "boolean"},
+		{"top_logprobs alone", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","top_logprobs":3,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "top_logprobs", "", "logprobs: true"},
+		{"completion logprobs", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"x","logprobs":21}`, auth, 400, "logprobs", "", "0 to 20"},
 		{"temperature", "POST", "/v1/chat/completions", `{"model":"` + llamaID + `","temperature":3,"messages":[{"role":"user","content":"x"}]}`, auth, 400, "temperature", "", "[0, 2]"},
-		{"negative max", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"x","max_tokens":-1}`, auth, 400, "max_tokens", "", "≥ 0"},
+		{"negative max", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"x","max_tokens":-1}`, auth, 400, "max_tokens", "integer_below_min_value", "at least 1"},
 		{"bad token", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":[1,99999999]}`, auth, 400, "prompt", "", "outside the vocabulary"},
 		{"too long", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"` + long[:60000] + `"}`, auth, 400, "prompt", "context_length_exceeded", "context is"},
 		{"too large", "POST", "/v1/completions", `{"model":"` + llamaID + `","prompt":"` + long + `"}`, auth, 413, "", "", "over 65536 bytes"},
@@ -266,6 +271,25 @@ func TestErrors(t *testing.T) {
 		if r.status != c.status || param != c.param || code != c.code || !strings.Contains(msg, c.in) || path(r.doc, "error", "type") == nil {
 			t.Errorf("%s: %d %s; want %d param %q code %q containing %q", c.name, r.status, clip(string(r.raw)), c.status, c.param, c.code, c.in)
 		}
+		// param and code are always there, null when empty, as OpenAI's;
+		// no message names a Go type.
+		e, _ := path(r.doc, "error").(map[string]any)
+		if _, ok := e["param"]; !ok {
+			t.Errorf("%s: no param in %s", c.name, r.raw)
+		}
+		if _, ok := e["code"]; !ok {
+			t.Errorf("%s: no code in %s", c.name, r.raw)
+		}
+		if strings.Contains(msg, "serve.") || strings.Contains(msg, "[]") {
+			t.Errorf("%s: a Go type in %q", c.name, msg)
+		}
+		if r.status == 401 && r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: 401 without WWW-Authenticate", c.name)
+		}
+	}
+	// The Bearer scheme is case-insensitive.
+	if r := do(t, "GET", ts.URL+"/v1/models", "", "Authorization", "bearer sekret"); r.status != 200 {
+		t.Errorf("lower-case bearer: %d %s", r.status, r.raw)
 	}
 	// The context error gives the numbers.
 	r := do(t, "POST", ts.URL+"/v1/completions", `{"model":"`+llamaID+`","prompt":"`+long[:60000]+`"}`, auth...)
@@ -339,7 +363,7 @@ func TestRunsStored(t *testing.T) {
 		db := openStore(t)
 		_, ts := newServer(t, Options{Store: db, LogRequests: logReq})
 		post(t, ts.URL+"/v1/chat/completions", chatBody(5, false, user("record me")))
-		post(t, ts.URL+"/v1/chat/completions", chatBody(5, false, user("record me")))
+		last := post(t, ts.URL+"/v1/chat/completions", chatBody(5, false, user("record me")))
 		runs := waitRuns(t, db, 2)
 		if len(runs) != 2 {
 			t.Fatalf("%d runs", len(runs))
@@ -355,6 +379,72 @@ func TestRunsStored(t *testing.T) {
 		if _, has := cfg["request"]; has != logReq {
 			t.Errorf("LogRequests %v: request stored %v", logReq, has)
 		}
+		if reply, _ := cfg["reply"].(string); logReq && (reply == "" || reply != path(last.doc, "choices", 0, "message", "content")) || !logReq && reply != "" {
+			t.Errorf("LogRequests %v: reply %q stored, answered %q", logReq, reply, path(last.doc, "choices", 0, "message", "content"))
+		}
+	}
+}
+
+// TestSeedStored: a run without a seed records the one its sampler drew
+// from the clock, not 0; sending it back reproduces the reply.
+func TestSeedStored(t *testing.T) {
+	db := openStore(t)
+	_, ts := newServer(t, Options{Store: db})
+	body := chatBody(8, false, user("surprise me"))
+	body["temperature"] = 1.0
+	first := post(t, ts.URL+"/v1/chat/completions", body)
+	runs := waitRuns(t, db, 1)
+	var cfg struct{ Seed uint64 }
+	json.Unmarshal(runs[0].Config, &cfg)
+	if cfg.Seed == 0 {
+		t.Fatalf("seed 0 stored: %s", runs[0].Config)
+	}
+	body["seed"] = int64(cfg.Seed)
+	again := post(t, ts.URL+"/v1/chat/completions", body)
+	if a, b := ints(path(first.doc, "choices", 0, "token_ids")), ints(path(again.doc, "choices", 0, "token_ids")); !slices.Equal(a, b) {
+		t.Errorf("the stored seed %d gives %v, the first reply was %v", cfg.Seed, b, a)
+	}
+}
+
+// TestStoreConversations: with StoreConversations, two turns of one chat
+// (the second resending the first with the reply) are one conversation
+// of four messages, as the app reopens it; another chat is another
+// conversation, and a completion is none.
+func TestStoreConversations(t *testing.T) {
+	db := openStore(t)
+	_, ts := newServer(t, Options{Store: db, StoreConversations: true})
+	sys := inference.Message{Role: inference.RoleSystem, Text: "Be brief."}
+	a1 := post(t, ts.URL+"/v1/chat/completions", chatBody(4, false, sys, user("First question")))
+	reply := inference.Message{Role: inference.RoleAssistant, Text: path(a1.doc, "choices", 0, "message", "content").(string)}
+	a2 := post(t, ts.URL+"/v1/chat/completions", chatBody(4, false, sys, user("First question"), reply, user("Second question")))
+	post(t, ts.URL+"/v1/chat/completions", chatBody(4, false, user("Another chat")))
+	post(t, ts.URL+"/v1/completions", map[string]any{"model": llamaID, "prompt": "not a chat", "max_tokens": 2})
+	waitRuns(t, db, 4)
+	convs, err := db.ListConversations(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != 2 {
+		t.Fatalf("%d conversations: %+v", len(convs), convs)
+	}
+	var first store.Conversation
+	for _, c := range convs {
+		if c.Title == "First question" {
+			first = c
+		}
+	}
+	_, msgs, err := db.CurrentPath(context.Background(), first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Role+": "+m.Text)
+	}
+	want := []string{"system: Be brief.", "user: First question", "assistant: " + reply.Text, "user: Second question",
+		"assistant: " + path(a2.doc, "choices", 0, "message", "content").(string)}
+	if !slices.Equal(got, want) {
+		t.Errorf("conversation %q: %q, want %q", first.Title, got, want)
 	}
 }
 
@@ -472,17 +562,17 @@ func (failingSession) Forward(context.Context, []int64, []int64) ([]float32, err
 // message; mid-stream it is an error event before [DONE]. The model stays
 // usable for the next request.
 func TestEngineFailure(t *testing.T) {
-	s, ts := newServer(t, Options{})
+	s, ts := newServer(t, Options{Slots: 1})
 	if r := post(t, ts.URL+"/v1/chat/completions", chatBody(2, false, user("warm up"))); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 	e := s.byID[llamaID]
-	good := e.pc
+	good := e.slots[0].pc
 	bad, err := inference.NewPrefixCache(failingSession{e.loaded.Session}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pc = bad
+	e.slots[0].pc = bad
 	r := post(t, ts.URL+"/v1/chat/completions", chatBody(2, false, user("fail")))
 	if msg, _ := path(r.doc, "error", "message").(string); r.status != 500 || !strings.Contains(msg, "device lost") || path(r.doc, "error", "type") != "server_error" {
 		t.Errorf("engine failure: %d %s", r.status, r.raw)
@@ -497,7 +587,7 @@ func TestEngineFailure(t *testing.T) {
 	if msg, _ := path(last, "error", "message").(string); !done || !strings.Contains(msg, "device lost") {
 		t.Errorf("streamed engine failure: %v (done %v)", last, done)
 	}
-	e.pc = good
+	e.slots[0].pc = good
 	if err := good.Reset(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
 // Package serve is etchat's local OpenAI-compatible server: /v1/models,
 // /v1/chat/completions (with server-sent events) and /v1/completions over
-// the models given, one session per model whose cache keeps the longest
-// token prefix a request shares with the one before (a chat client resends
-// the whole history each turn). Requests for one model run one at a time,
-// in order, behind a bounded queue. The CLI (etchat serve) and the app's
-// Serve switch both run it; the app's lends it the chat's loaded program
+// the models given, with llama-server's /tokenize, /detokenize and /slots,
+// and /metrics. Each loaded model keeps a few sessions (slots), each with
+// a cache holding the longest token prefix a request shares with its last
+// one (a chat client resends the whole history each turn). Requests for
+// one model run one at a time, in order, behind a bounded queue. Web pages
+// cannot drive it (guard.go). The CLI (etchat serve) and the app's Serve
+// switch both run it; the app's lends it the chat's loaded program
 // (Host), whose generations take turns with the chat's.
 package serve
 
@@ -16,6 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +37,16 @@ type Options struct {
 	Load inference.LoadOptions
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
+	// ListenHost is the address the server is bound to ("" is loopback):
+	// on loopback a request's Host must name this machine.
+	ListenHost string
+	// AllowHosts are more Host names accepted on loopback (path.Match
+	// patterns; "*" is any).
+	AllowHosts []string
+	// AllowOrigins are browser origins allowed besides
+	// DefaultAllowOrigins (path.Match patterns, e.g.
+	// "https://*.example.com"; "null" and "*" as written).
+	AllowOrigins []string
 	// MaxBodyBytes limits a request body; 0 is DefaultMaxBody.
 	MaxBodyBytes int64
 	// QueueLimit is how many requests may wait for a model behind the one
@@ -48,10 +61,17 @@ type Options struct {
 	Host Host
 	// Store, when set, records each request as a run of kind "api".
 	Store *store.DB
-	// LogRequests stores each request's body with its run.
+	// LogRequests stores each request's body and reply text with its run.
 	LogRequests bool
+	// StoreConversations saves chat requests as conversations in Store
+	// (a request extending one the server stored appends to it).
+	StoreConversations bool
 	// Log receives one line per request (nil: none).
 	Log io.Writer
+	// Slots is how many sessions, each with its own cache, a loaded model
+	// keeps (a request goes to the one sharing its prompt's longest
+	// prefix); 0: DefaultSlots on the CPU engine, 1 on others.
+	Slots int
 	// NoPrefixReuse clears each model's cache before every request (to
 	// measure what the reuse saves, or to rule it out).
 	NoPrefixReuse bool
@@ -70,6 +90,7 @@ const (
 // mounted anywhere, and Serve runs it on a listener.
 type Server struct {
 	opts    Options
+	guard   guard
 	models  []*entry
 	byID    map[string]*entry
 	mux     *http.ServeMux
@@ -78,9 +99,15 @@ type Server struct {
 	cancel  context.CancelFunc // cancels every generation (forced shutdown)
 	flight  sync.WaitGroup     // generation handlers running
 	closing atomic.Bool
-	served  atomic.Int64
-	logMu   sync.Mutex
-	httpSrv *http.Server
+	metrics *metrics
+	convs   conversations
+	// tokenizing bounds the prompts tokenized at once (GOMAXPROCS).
+	tokenizing chan struct{}
+	// stopping is closed when Shutdown begins: queued requests leave with 503.
+	stopping chan struct{}
+	served   atomic.Int64
+	logMu    sync.Mutex
+	httpSrv  *http.Server
 }
 
 // New prepares every model (files, tokenizer, template, cache config: what
@@ -98,7 +125,8 @@ func New(o Options) (*Server, error) {
 	if o.MaxModels <= 0 {
 		o.MaxModels = 1
 	}
-	s := &Server{opts: o, byID: map[string]*entry{}}
+	s := &Server{opts: o, guard: newGuard(o), byID: map[string]*entry{}, stopping: make(chan struct{}),
+		tokenizing: make(chan struct{}, runtime.GOMAXPROCS(0)), metrics: newMetrics()}
 	for _, path := range o.Models {
 		e, err := prepare(path, o.Load)
 		if err != nil {
@@ -116,13 +144,17 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/v1/models/{id...}", s.handleModel)
 	s.mux.HandleFunc("/v1/chat/completions", s.handleChat)
 	s.mux.HandleFunc("/v1/completions", s.handleCompletions)
+	s.mux.HandleFunc("/metrics", s.handleMetrics)
+	s.mux.HandleFunc("/slots", s.handleSlots)
+	s.mux.HandleFunc("/tokenize", s.handleTokenize)
+	s.mux.HandleFunc("/detokenize", s.handleDetokenize)
 	s.mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
-			Message: fmt.Sprintf("no endpoint %s %s; etchat serves /v1/models, /v1/chat/completions and /v1/completions", r.Method, clip(r.URL.Path))})
+			Message: fmt.Sprintf("no endpoint %s %s; etchat serves /v1/models, /v1/chat/completions, /v1/completions, /tokenize, /detokenize, /slots, /metrics and /health", r.Method, clip(r.URL.Path))})
 	})
 	return s, nil
 }
@@ -140,9 +172,13 @@ func (s *Server) Models() []string {
 // they were admitted).
 func (s *Server) Served() int64 { return s.served.Load() }
 
-// Handler is the server's HTTP handler: the API key check, then the routes.
+// Handler is the server's HTTP handler: the Host and Origin rules (and
+// CORS preflights), the API key check, then the routes.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r) {
+			return
+		}
 		if r.URL.Path != "/health" && !s.authorized(w, r) {
 			return
 		}
@@ -154,8 +190,9 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.opts.APIKey == "" {
 		return true
 	}
-	auth := r.Header.Get("Authorization")
-	key, ok := strings.CutPrefix(auth, "Bearer ")
+	auth := strings.TrimSpace(r.Header.Get("Authorization"))
+	scheme, key, ok := strings.Cut(auth, " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer") // RFC 9110: the scheme is case-insensitive
 	switch {
 	case auth == "":
 		writeError(w, unauthorized("missing API key: send it as \"Authorization: Bearer KEY\""))
@@ -203,7 +240,9 @@ func (s *Server) Serve(l net.Listener) error {
 // the models.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.loadMu.Lock() // enter counts requests under it, so none is added while we wait
-	s.closing.Store(true)
+	if !s.closing.Swap(true) {
+		close(s.stopping)
+	}
 	srv := s.httpSrv
 	s.loadMu.Unlock()
 	var err error

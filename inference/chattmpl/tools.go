@@ -25,13 +25,60 @@ type Tool struct {
 }
 
 // ToolCall is one call parsed from a reply: the arguments as JSON text.
+// ID is the caller's name for it (the server gives one; a parsed call has
+// none).
 type ToolCall struct {
-	Name      string
-	Arguments string
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolCallsValue is calls as a template reads a message's tool_calls:
+// OpenAI's objects, the arguments as an object when they parse (templates
+// print them with tojson) and as the text otherwise.
+func ToolCallsValue(calls []ToolCall) []any {
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		var args any = c.Arguments
+		var obj map[string]any
+		if json.Unmarshal([]byte(c.Arguments), &obj) == nil {
+			args = obj
+		}
+		out[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": args}}
+	}
+	return out
 }
 
 // ToolFormatHermes is the <tool_call> JSON block format.
 const ToolFormatHermes = "hermes"
+
+// ToolCallOpen is the text that opens a call in format (a streamed reply
+// is held back from there on, to be parsed when it ends).
+func ToolCallOpen(format string) string {
+	if format == ToolFormatHermes {
+		return "<tool_call>"
+	}
+	return ""
+}
+
+// FormatToolCalls writes calls as the model writes them in format (what
+// ParseToolCalls reads back): for a transcript kept as text.
+func FormatToolCalls(format string, calls []ToolCall) string {
+	if format != ToolFormatHermes {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range calls {
+		name, _ := json.Marshal(c.Name)
+		args := c.Arguments
+		if !json.Valid([]byte(args)) {
+			a, _ := json.Marshal(args)
+			args = string(a)
+		}
+		fmt.Fprintf(&b, "\n<tool_call>\n{\"name\": %s, \"arguments\": %s}\n</tool_call>", name, args)
+	}
+	return b.String()
+}
 
 // NoToolsError: tools were given to a template that renders the same with
 // and without them.

@@ -39,7 +39,7 @@ func TestToolFormat(t *testing.T) {
 func TestParseToolCalls(t *testing.T) {
 	text, calls, err := ParseToolCalls(ToolFormatHermes, "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"+
 		"<tool_call>\n{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"CET\\\"}\"}\n</tool_call>")
-	if err != nil || text != "Let me check." || len(calls) != 2 || calls[0] != (ToolCall{"get_weather", `{"city": "Paris"}`}) || calls[1] != (ToolCall{"get_time", `{"tz": "CET"}`}) {
+	if err != nil || text != "Let me check." || len(calls) != 2 || calls[0] != (ToolCall{Name: "get_weather", Arguments: `{"city": "Paris"}`}) || calls[1] != (ToolCall{Name: "get_time", Arguments: `{"tz": "CET"}`}) {
 		t.Errorf("%q %+v %v", text, calls, err)
 	}
 	if text, calls, err := ParseToolCalls(ToolFormatHermes, "no call"); text != "no call" || calls != nil || err != nil {

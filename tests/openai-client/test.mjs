@@ -72,6 +72,22 @@ assert.equal(usage.completion_tokens, want.max_tokens);
 // The stream resent the same prompt: all of it but the last token was cached.
 assert.equal(usage.prompt_tokens_details.cached_tokens, usage.prompt_tokens - 1);
 
+// Two choices with the logprobs the client's types read.
+const two = await client.chat.completions.create({
+  model: want.model, messages, max_tokens: want.max_tokens, temperature: 0, n: 2, logprobs: true, top_logprobs: 2,
+});
+assert.equal(two.choices.length, 2);
+for (const [i, c] of two.choices.entries()) {
+  assert.equal(c.index, i);
+  assert.equal(c.message.content, want.text);
+  assert.equal(c.logprobs.content.length, want.max_tokens);
+  assert.equal(c.logprobs.content.map((t) => t.token).join(''), want.text);
+  assert.equal(c.logprobs.content[0].top_logprobs.length, 2);
+  assert.ok(c.logprobs.content[0].logprob <= 0);
+}
+assert.equal(two.usage.completion_tokens, 2 * want.max_tokens);
+seen.logprobs = two.choices[0].logprobs.content.map((t) => t.logprob);
+
 const completion = await client.completions.create({ model: want.model, prompt: want.prompt, max_tokens: 4, temperature: 0 });
 seen.completion_text = completion.choices[0].text;
 assert.equal(typeof seen.completion_text, 'string');
@@ -79,7 +95,10 @@ assert.equal(typeof seen.completion_text, 'string');
 await expectError(OpenAI.NotFoundError, 404, () =>
   client.chat.completions.create({ model: 'no-such-model', messages }), (e) => assert.equal(e.code, 'model_not_found'));
 await expectError(OpenAI.BadRequestError, 400, () =>
-  client.chat.completions.create({ model: want.model, messages, n: 2 }), (e) => assert.equal(e.param, 'n'));
+  client.chat.completions.create({ model: want.model, messages, n: 0 }), (e) => assert.equal(e.param, 'n'));
+await expectError(OpenAI.BadRequestError, 400, () =>
+  client.chat.completions.create({ model: want.model, messages, max_tokens: 0 }),
+(e) => { assert.equal(e.param, 'max_tokens'); assert.equal(e.code, 'integer_below_min_value'); });
 await expectError(OpenAI.BadRequestError, 400, () =>
   client.chat.completions.create({ model: want.model, messages: [{ role: 'user', content: 'word '.repeat(400) }] }),
 (e) => assert.equal(e.code, 'context_length_exceeded'));
