@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -184,11 +185,27 @@ func TestSettingsSheetGeometry800x600(t *testing.T) {
 func TestLibraryRowsNotClipped800x600(t *testing.T) {
 	for _, th := range []string{"light", "dark"} {
 		u, _ := newTestUI(t) // adds the fixtures at start: the rows' first layout
+		// A second llama3 in a folder of a long name: both labels then
+		// carry their folder, the longest header a row has.
+		long := filepath.Join(t.TempDir(), "downloaded-models-from-the-hub-kept-for-later-comparison", fixtures.Llama3)
+		os.MkdirAll(filepath.Dir(long), 0o755)
+		if err := os.Rename(filepath.Dir(modelCopy(t, fixtures.Llama3, true)), long); err != nil {
+			t.Fatal(err)
+		}
+		if res := u.Library.Add(context.Background(), long); len(res.Problems) > 0 {
+			t.Fatal(res.Problems)
+		}
+		settle(u)
 		u.ApplyTheme(th)
 		u.Win.Resize(fyne.NewSize(800, 600))
 		u.SelectTab(TabModels)
 		settle(u)
 		list := u.lib.list
+		// The details' title (a name with its folder) once widened the
+		// details past the window and squeezed the list to 81 points.
+		if l := rectOf(list); l.x1-l.x0 < 250 {
+			t.Errorf("%s: the list is %.0f wide", th, l.x1-l.x0)
+		}
 		n := 0
 		walk(list, func(o fyne.CanvasObject) {
 			box, ok := o.(*fyne.Container)
@@ -205,6 +222,16 @@ func TestLibraryRowsNotClipped800x600(t *testing.T) {
 			}
 			if r, l := rectOf(box), rectOf(list); r.x1 > l.x1+0.5 {
 				t.Errorf("%s: row %q at %v reaches past the list %v", th, row.Text, r, l)
+			}
+			// The header (issue 36 item 6): the badge whole and inside the
+			// list, the name and folder beside it, wrapped, not cut.
+			head := box.Objects[0].(*fyne.Container)
+			name, badge := head.Objects[0].(*widget.Label), head.Objects[1].(*widget.Label)
+			if b, l := rectOf(badge), rectOf(list); b.x1 > l.x1+0.5 || badge.Size().Width < badge.MinSize().Width-0.5 {
+				t.Errorf("%s: badge %q at %v (needs %.0f wide) is cut by the list %v", th, badge.Text, b, badge.MinSize().Width, l)
+			}
+			if nr, b := rectOf(name), rectOf(badge); nr.overlaps(b) || nr.x1 > b.x0+0.5 || name.Size().Height < name.MinSize().Height-0.5 {
+				t.Errorf("%s: name %q at %v (needs %.0f tall) beside the badge at %v", th, name.Text, nr, name.MinSize().Height, b)
 			}
 		})
 		if n < 3 {

@@ -54,10 +54,14 @@ func newLibraryView(u *UI) *libraryView {
 		func() int { return len(v.entries) },
 		func() fyne.CanvasObject {
 			name := widget.NewLabelWithStyle("name", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+			// The name and folder wrap and the badge keeps its place at the
+			// right: in a row of both at 800×600 the badge and the folder
+			// were cut.
+			name.Wrapping = fyne.TextWrapWord
 			badge := widget.NewLabel("badge")
 			row := widget.NewLabel("row")
 			row.Wrapping = fyne.TextWrapWord // the tokenizer status comes first and is never cut
-			return container.NewVBox(container.NewHBox(name, badge), row)
+			return container.NewVBox(container.NewBorder(nil, nil, nil, badge, name), row)
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			if i >= len(v.entries) {
@@ -67,7 +71,7 @@ func newLibraryView(u *UI) *libraryView {
 			box := o.(*fyne.Container)
 			head := box.Objects[0].(*fyne.Container)
 			head.Objects[0].(*widget.Label).SetText(e.Label())
-			badge := head.Objects[1].(*widget.Label)
+			badge := head.Objects[1].(*widget.Label) // the border lists the name, then the badge
 			badge.SetText("[" + e.Badge() + "]")
 			badge.Importance = badgeImportance(e)
 			badge.Refresh()
@@ -102,6 +106,7 @@ func newLibraryView(u *UI) *libraryView {
 
 	// Details pane.
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.title.Wrapping = fyne.TextWrapWord // a name with its folder (two of one name) must not widen the details past the window
 	v.blocked = widget.NewLabel("")
 	v.blocked.Wrapping = fyne.TextWrapWord
 	v.blocked.Importance = widget.WarningImportance
