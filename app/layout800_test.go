@@ -3,13 +3,16 @@ package app
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
 	"etchat/internal/fixtures"
@@ -282,5 +285,46 @@ func TestLayerTableFits800x600(t *testing.T) {
 		if shared == 0 || last != 1 {
 			t.Fatalf("%s: %d shared-cache cells, %d last-column headers drawn", th, shared, last)
 		}
+	}
+}
+
+// Issue 36 item 6: the focused Send button shows its focus, in both
+// themes: its background differs from the unfocused one (Fyne's focus
+// colour over the primary Send changed nothing).
+func TestFocusedSendShows(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(4)); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	settle(u)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		u.SelectTab(TabChat)
+		settle(u)
+		btn := u.chat.sendBtn
+		if btn.Disabled() {
+			t.Fatalf("%s: Send is disabled", th)
+		}
+		fill := func() color.Color {
+			return test.WidgetRenderer(btn).Objects()[0].(*canvas.Rectangle).FillColor
+		}
+		u.Win.Canvas().Unfocus()
+		settle(u)
+		plain := fill()
+		u.Win.Canvas().Focus(btn)
+		settle(u)
+		focused := fill()
+		if u.Win.Canvas().Focused() != btn {
+			t.Fatalf("%s: Send did not take the focus", th)
+		}
+		if r := ContrastRatio(plain, focused); r < 1.25 {
+			t.Errorf("%s: Send focused %v, unfocused %v: contrast %.2f, want at least 1.25", th, focused, plain, r)
+		}
+		u.Win.Canvas().Unfocus()
 	}
 }
