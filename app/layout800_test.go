@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"etchat/internal/fixtures"
@@ -326,5 +328,59 @@ func TestFocusedSendShows(t *testing.T) {
 			t.Errorf("%s: Send focused %v, unfocused %v: contrast %.2f, want at least 1.25", th, focused, plain, r)
 		}
 		u.Win.Canvas().Unfocus()
+	}
+}
+
+// Issue 36 item 6: the conversation list's rows at 800×600 wrap instead
+// of cutting: with "All models" a row holds its title and the model's
+// name, every word of it drawn, the row as tall as its lines.
+func TestConversationRowsWhole800x600(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(2)); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	if err := u.Chat.Send("What grows on the northern slopes of the mountains?"); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	u.Win.Resize(fyne.NewSize(800, 600))
+	u.SelectTab(TabChat)
+	settle(u)
+	u.chat.allConvs.SetChecked(true) // the list is read again in the background
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		settle(u)
+		if len(u.chat.convs) > 0 && strings.Contains(ListLabel(u.chat.convs[0], true), " · ") {
+			break
+		}
+	}
+	settle(u)
+	n := 0
+	walk(u.chat.convList, func(o fyne.CanvasObject) {
+		l, ok := o.(*widget.Label)
+		if !ok || !l.Visible() || !strings.Contains(l.Text, " · ") {
+			return
+		}
+		n++
+		var drawn strings.Builder
+		walk(l, func(o fyne.CanvasObject) {
+			if tx, ok := o.(*canvas.Text); ok {
+				drawn.WriteString(tx.Text)
+			}
+		})
+		squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+		if squash(drawn.String()) != squash(l.Text) {
+			t.Errorf("row %q drawn as %q", l.Text, drawn.String())
+		}
+		if l.Size().Height < l.MinSize().Height-0.5 || l.MinSize().Height < 2*theme.TextSize() {
+			t.Errorf("row %q is %.0f tall, needs %.0f (one line cannot hold it)", l.Text, l.Size().Height, l.MinSize().Height)
+		}
+	})
+	if n == 0 {
+		t.Fatal("no conversation row with its model drawn")
 	}
 }
