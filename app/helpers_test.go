@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"etchat/inference"
+	"etchat/inference/kvcache"
+	"etchat/inference/sampler"
 	"etchat/internal/engines"
 	"etchat/internal/fixtures"
 	"etchat/store"
@@ -129,4 +132,35 @@ func greedy(n int) Settings {
 // machine's $ETCHAT_RUNNER (CI sets it for the native tests).
 func hermeticOpener() Opener {
 	return &engineOpener{getenv: func(string) string { return "" }}
+}
+
+// keptTurn2 is the text of the llama3 multi-turn reference's turn 2 when
+// turn 1's reply keeps the ids it was generated as (the app's semantics,
+// and the ExecuTorch runner's; the reference's own turn 2 re-tokenizes the
+// reply's text, which the capped reply does not re-encode to): the same
+// two turns through the inference package's conversation, uninterrupted,
+// on a fresh CPU model with an fp32 cache and greedy decoding. A reopened
+// or warmed chat must continue as if it had never been closed.
+func keptTurn2(t *testing.T) string {
+	t.Helper()
+	mt := llamaReference(t).Multiturn
+	dir := fixtures.Unpacked(t, fixtures.Llama3)
+	m, err := inference.Load(context.Background(), filepath.Join(dir, "model.pte"),
+		inference.LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c, err := m.NewConversation("", m.Generation(len(mt.Turn1.GeneratedIDs), sampler.Sampling{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Send(context.Background(), mt.Turn1.Messages[0].Content, nil); err != nil || r.Message.Text != mt.Turn1.GeneratedText {
+		t.Fatalf("turn 1 %q (%v), want the reference's %q", r.Message.Text, err, mt.Turn1.GeneratedText)
+	}
+	r, err := c.Send(context.Background(), mt.Turn2.Messages[2].Content, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Message.Text
 }

@@ -295,3 +295,57 @@ func TestExportSaysWhereAndWhyNot(t *testing.T) {
 		t.Errorf("a failed export says %q", note)
 	}
 }
+
+// Issue 36 item 5: a reply cut at max tokens keeps the ids it was
+// generated as. The llama3 reference's turn-1 reply (8 tokens, capped)
+// re-encodes to other ids from its text; stored, it is still its 8
+// generated ids (then the template's turn end the next turn closed it
+// with), the next turn reuses the whole cache, and the meter reads the
+// same after a send and its undo.
+func TestCappedReplyKeepsItsGeneratedIDs(t *testing.T) {
+	ctx := context.Background()
+	b, db := testBackend(t)
+	ref := llamaReference(t)
+	mt := ref.Multiturn
+	path := modelCopy(t, fixtures.Llama3, true)
+	if res := NewLibrary(b.Inspector, b.Library).Add(ctx, path); len(res.Problems) > 0 {
+		t.Fatal(res.Problems)
+	}
+	c, errs := newTestChat(t, b, inspect(t, path))
+	run(t, c, errs, c.NewConversation(greedy(len(mt.Turn1.GeneratedIDs))))
+	first := run(t, c, errs, c.Send(mt.Turn1.Messages[0].Content))
+	reply := first.Messages[len(first.Messages)-1]
+	if reply.StopReason != inference.StopLength || !slices.Equal(reply.Generated, mt.Turn1.GeneratedIDs) || !slices.Equal(reply.IDs, reply.Generated) {
+		t.Fatalf("turn 1: stopped by %q, generated %v, ids %v; want length, %v", reply.StopReason, reply.Generated, reply.IDs, mt.Turn1.GeneratedIDs)
+	}
+	storedReply := func(id int64) []int {
+		_, path, err := db.CurrentPath(ctx, id)
+		if err != nil || len(path) < 2 {
+			t.Fatalf("stored path: %d messages (%v)", len(path), err)
+		}
+		var ids []int
+		for _, v := range path[1].TokenIDs {
+			ids = append(ids, int(v))
+		}
+		return ids
+	}
+	if got := storedReply(first.ConvID); !slices.Equal(got, mt.Turn1.GeneratedIDs) {
+		t.Fatalf("stored reply after turn 1: %v, want %v", got, mt.Turn1.GeneratedIDs)
+	}
+	for round := range 2 { // send and undo, twice: the meter comes back each time
+		st := run(t, c, errs, c.Send(mt.Turn2.Messages[2].Content))
+		got := storedReply(st.ConvID)
+		if len(got) < len(reply.Generated) || !slices.Equal(got[:len(reply.Generated)], reply.Generated) {
+			t.Fatalf("round %d: stored reply %v, want its generated %v first", round, got, reply.Generated)
+		}
+		// What follows is only the turn end the next turn closed it with
+		// (<|eot_id|>), never a re-encoding of its text.
+		if end := got[len(reply.Generated):]; len(end) != 1 || end[0] != 128009 {
+			t.Errorf("round %d: stored reply ends with %v after its generated ids, want [128009]", round, end)
+		}
+		st = run(t, c, errs, c.UndoTurn())
+		if st.Position != first.Position+1 || st.Meter() == "" {
+			t.Errorf("round %d: meter after send and undo at %d (%q), want %d: turn 1 and the turn end", round, st.Position, st.Meter(), first.Position+1)
+		}
+	}
+}

@@ -3,11 +3,18 @@ package app
 import (
 	"context"
 	"fmt"
+	"image/color"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"etchat/internal/fixtures"
@@ -184,11 +191,27 @@ func TestSettingsSheetGeometry800x600(t *testing.T) {
 func TestLibraryRowsNotClipped800x600(t *testing.T) {
 	for _, th := range []string{"light", "dark"} {
 		u, _ := newTestUI(t) // adds the fixtures at start: the rows' first layout
+		// A second llama3 in a folder of a long name: both labels then
+		// carry their folder, the longest header a row has.
+		long := filepath.Join(t.TempDir(), "downloaded-models-from-the-hub-kept-for-later-comparison", fixtures.Llama3)
+		os.MkdirAll(filepath.Dir(long), 0o755)
+		if err := os.Rename(filepath.Dir(modelCopy(t, fixtures.Llama3, true)), long); err != nil {
+			t.Fatal(err)
+		}
+		if res := u.Library.Add(context.Background(), long); len(res.Problems) > 0 {
+			t.Fatal(res.Problems)
+		}
+		settle(u)
 		u.ApplyTheme(th)
 		u.Win.Resize(fyne.NewSize(800, 600))
 		u.SelectTab(TabModels)
 		settle(u)
 		list := u.lib.list
+		// The details' title (a name with its folder) once widened the
+		// details past the window and squeezed the list to 81 points.
+		if l := rectOf(list); l.x1-l.x0 < 200 {
+			t.Errorf("%s: the list is %.0f wide", th, l.x1-l.x0)
+		}
 		n := 0
 		walk(list, func(o fyne.CanvasObject) {
 			box, ok := o.(*fyne.Container)
@@ -206,9 +229,164 @@ func TestLibraryRowsNotClipped800x600(t *testing.T) {
 			if r, l := rectOf(box), rectOf(list); r.x1 > l.x1+0.5 {
 				t.Errorf("%s: row %q at %v reaches past the list %v", th, row.Text, r, l)
 			}
+			// The header (issue 36 item 6): the badge whole and inside the
+			// list, the name and folder beside it, wrapped, not cut.
+			head := box.Objects[0].(*fyne.Container)
+			name, badge := head.Objects[0].(*widget.Label), head.Objects[1].(*widget.Label)
+			if b, l := rectOf(badge), rectOf(list); b.x1 > l.x1+0.5 || badge.Size().Width < badge.MinSize().Width-0.5 {
+				t.Errorf("%s: badge %q at %v (needs %.0f wide) is cut by the list %v", th, badge.Text, b, badge.MinSize().Width, l)
+			}
+			if nr, b := rectOf(name), rectOf(badge); nr.overlaps(b) || nr.x1 > b.x0+0.5 || name.Size().Height < name.MinSize().Height-0.5 {
+				t.Errorf("%s: name %q at %v (needs %.0f tall) beside the badge at %v", th, name.Text, nr, name.MinSize().Height, b)
+			}
 		})
 		if n < 3 {
 			t.Fatalf("%s: %d rows drawn", th, n)
 		}
+	}
+}
+
+// Issue 36 item 6: the per-cache table at 800×600 in both themes, on
+// Gemma 4 (its shared caches' cells, "4 (4,6,7,8)", are the widest): every
+// cell holds its text (none runs into its neighbour) and the last column
+// is inside the table (no scrolling sideways).
+func TestLayerTableFits800x600(t *testing.T) {
+	u, _ := newTestUI(t)
+	g := modelCopy(t, fixtures.Gemma4, true)
+	if res := u.Library.Add(context.Background(), g); len(res.Problems) > 0 {
+		t.Fatal(res.Problems)
+	}
+	settle(u)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		u.Win.Resize(fyne.NewSize(800, 600))
+		u.SelectTab(TabModels)
+		settle(u)
+		u.Library.Select(g)
+		settle(u)
+		table := rectOf(u.lib.layers)
+		shared, last := 0, 0
+		walk(u.lib.layers, func(o fyne.CanvasObject) {
+			l, ok := o.(*widget.Label)
+			if !ok || !l.Visible() || l.Text == "" {
+				return
+			}
+			if need := l.MinSize().Width; l.Size().Width < need-0.5 {
+				t.Errorf("%s: cell %q is %.0f wide, its text needs %.0f", th, l.Text, l.Size().Width, need)
+			}
+			if strings.Contains(l.Text, "(") {
+				shared++
+			}
+			if l.Text == LayerHeader[len(LayerHeader)-1] {
+				last++
+				if r := rectOf(l); r.x1 > table.x1+0.5 {
+					t.Errorf("%s: the last column's header at %v is past the table %v", th, r, table)
+				}
+			}
+		})
+		if shared == 0 || last != 1 {
+			t.Fatalf("%s: %d shared-cache cells, %d last-column headers drawn", th, shared, last)
+		}
+	}
+}
+
+// Issue 36 item 6: the focused Send button shows its focus, in both
+// themes: its background differs from the unfocused one (Fyne's focus
+// colour over the primary Send changed nothing).
+func TestFocusedSendShows(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(4)); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	settle(u)
+	for _, th := range []string{"light", "dark"} {
+		u.ApplyTheme(th)
+		u.SelectTab(TabChat)
+		settle(u)
+		btn := u.chat.sendBtn
+		if btn.Disabled() {
+			t.Fatalf("%s: Send is disabled", th)
+		}
+		fill := func() color.Color {
+			return test.WidgetRenderer(btn).Objects()[0].(*canvas.Rectangle).FillColor
+		}
+		u.Win.Canvas().Unfocus()
+		settle(u)
+		plain := fill()
+		u.Win.Canvas().Focus(btn)
+		settle(u)
+		focused := fill()
+		if u.Win.Canvas().Focused() != btn {
+			t.Fatalf("%s: Send did not take the focus", th)
+		}
+		if r := ContrastRatio(plain, focused); r < 1.25 {
+			t.Errorf("%s: Send focused %v, unfocused %v: contrast %.2f, want at least 1.25", th, focused, plain, r)
+		}
+		u.Win.Canvas().Unfocus()
+	}
+}
+
+// Issue 36 item 6: the conversation list's rows at 800×600 wrap instead
+// of cutting: with "All models" a row holds its title and the model's
+// name, every word of it drawn, the row as tall as its lines.
+func TestConversationRowsWhole800x600(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(filepath.Join(root, fixtures.Llama3, "model.pte"))
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Chat.NewConversation(greedy(2)); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	if err := u.Chat.Send("What grows on the northern slopes of the mountains?"); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	u.Win.Resize(fyne.NewSize(800, 600))
+	u.SelectTab(TabChat)
+	settle(u)
+	u.chat.allConvs.SetChecked(true) // the list is read again in the background
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		settle(u)
+		drawn := false
+		walk(u.chat.convList, func(o fyne.CanvasObject) {
+			if l, ok := o.(*widget.Label); ok && l.Visible() && strings.Contains(l.Text, " · ") {
+				drawn = true
+			}
+		})
+		if drawn {
+			break
+		}
+	}
+	settle(u)
+	n := 0
+	walk(u.chat.convList, func(o fyne.CanvasObject) {
+		l, ok := o.(*widget.Label)
+		if !ok || !l.Visible() || !strings.Contains(l.Text, " · ") {
+			return
+		}
+		n++
+		var drawn strings.Builder
+		walk(l, func(o fyne.CanvasObject) {
+			if tx, ok := o.(*canvas.Text); ok {
+				drawn.WriteString(tx.Text)
+			}
+		})
+		squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+		if squash(drawn.String()) != squash(l.Text) {
+			t.Errorf("row %q drawn as %q", l.Text, drawn.String())
+		}
+		if l.Size().Height < l.MinSize().Height-0.5 || l.MinSize().Height < 2*theme.TextSize() {
+			t.Errorf("row %q is %.0f tall, needs %.0f (one line cannot hold it)", l.Text, l.Size().Height, l.MinSize().Height)
+		}
+	})
+	if n == 0 {
+		t.Fatal("no conversation row with its model drawn")
 	}
 }

@@ -566,8 +566,11 @@ type Details struct {
 	ChatBlocked string
 }
 
-// LayerHeader names the columns of Details.Layers.
-var LayerHeader = []string{"layer", "kind", "window", "kv heads", "head dim", "rows", "KV at start", "KV at capacity"}
+// LayerHeader names the columns of Details.Layers. Short headers, so
+// that the table fits the details pane at 800×600 without scrolling
+// sideways ("KV start" and "KV full": the cache's bytes at start and at
+// capacity).
+var LayerHeader = []string{"layer", "kind", "window", "heads", "dim", "rows", "KV start", "KV full"}
 
 // Details computes the pane for the selection.
 func (l *Library) Details() (Details, bool) {

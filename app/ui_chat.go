@@ -147,14 +147,24 @@ func (v *chatView) newSide() fyne.CanvasObject {
 	v.convList = widget.NewList(
 		func() int { return len(v.convs) },
 		func() fyne.CanvasObject {
+			// Wrapped, not cut: a row cut to one line lost the model's
+			// name and the search's snippet in the narrow list.
 			l := widget.NewLabel("conversation title")
-			l.Truncation = fyne.TextTruncateEllipsis
+			l.Wrapping = fyne.TextWrapWord
 			return l
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i < len(v.convs) {
-				o.(*widget.Label).SetText(ListLabel(v.convs[i], v.allConvs.Checked))
+			if i >= len(v.convs) {
+				return
 			}
+			l := o.(*widget.Label)
+			l.SetText(ListLabel(v.convs[i], v.allConvs.Checked))
+			// The wrapped height depends on the width the list gives its
+			// rows (as the library's rows).
+			if w := v.convList.Size().Width; w > 0 {
+				l.Resize(fyne.NewSize(w, l.MinSize().Height))
+			}
+			v.convList.SetItemHeight(i, l.MinSize().Height)
 		})
 	v.convList.OnSelected = func(i widget.ListItemID) {
 		if v.syncing || i >= len(v.convs) || v.convs[i].ID == v.st.ConvID {
@@ -181,7 +191,8 @@ func (v *chatView) newSide() fyne.CanvasObject {
 	return borderInOrder(
 		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.model, v.newBtn,
 			widget.NewLabelWithStyle("Conversations", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.search, v.allConvs),
-		container.NewVBox(container.NewGridWithColumns(2, v.renBtn, v.expBtn), v.delBtn), nil, nil, v.convList)
+		container.NewVBox(container.NewGridWithColumns(2, v.renBtn, v.expBtn), v.delBtn), nil, nil,
+		container.New(&remeasureOnWidth{list: v.convList}, v.convList))
 }
 
 // filterList has the view-model list what the search field and All

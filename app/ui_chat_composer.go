@@ -111,7 +111,7 @@ func (v *chatView) newComposerBox() fyne.CanvasObject {
 	v.regenBtn = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), v.regenerate)
 	// The rarer actions sit in a menu, so the row fits an 800-pixel window.
 	v.moreBtn = widget.NewButtonWithIcon("More", theme.MoreHorizontalIcon(), v.showMore)
-	buttons := container.NewHBox(v.sendBtn, v.stopBtn, v.undoBtn, v.redoBtn, v.regenBtn, v.moreBtn)
+	buttons := container.NewHBox(container.NewThemeOverride(v.sendBtn, sendFocusTheme{}), v.stopBtn, v.undoBtn, v.redoBtn, v.regenBtn, v.moreBtn)
 	// The count sits in a small line under the box, whole at any width.
 	return container.NewBorder(nil, container.NewVBox(v.draftNote, container.NewBorder(nil, nil, nil, buttons)), nil, nil, v.input)
 }

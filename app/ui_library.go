@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -54,10 +55,14 @@ func newLibraryView(u *UI) *libraryView {
 		func() int { return len(v.entries) },
 		func() fyne.CanvasObject {
 			name := widget.NewLabelWithStyle("name", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+			// The name and folder wrap and the badge keeps its place at the
+			// right: in a row of both at 800×600 the badge and the folder
+			// were cut.
+			name.Wrapping = fyne.TextWrapWord
 			badge := widget.NewLabel("badge")
 			row := widget.NewLabel("row")
 			row.Wrapping = fyne.TextWrapWord // the tokenizer status comes first and is never cut
-			return container.NewVBox(container.NewHBox(name, badge), row)
+			return container.NewVBox(container.NewBorder(nil, nil, nil, badge, name), row)
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			if i >= len(v.entries) {
@@ -67,7 +72,7 @@ func newLibraryView(u *UI) *libraryView {
 			box := o.(*fyne.Container)
 			head := box.Objects[0].(*fyne.Container)
 			head.Objects[0].(*widget.Label).SetText(e.Label())
-			badge := head.Objects[1].(*widget.Label)
+			badge := head.Objects[1].(*widget.Label) // the border lists the name, then the badge
 			badge.SetText("[" + e.Badge() + "]")
 			badge.Importance = badgeImportance(e)
 			badge.Refresh()
@@ -102,6 +107,7 @@ func newLibraryView(u *UI) *libraryView {
 
 	// Details pane.
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.title.Wrapping = fyne.TextWrapWord // a name with its folder (two of one name) must not widen the details past the window
 	v.blocked = widget.NewLabel("")
 	v.blocked.Wrapping = fyne.TextWrapWord
 	v.blocked.Importance = widget.WarningImportance
@@ -118,7 +124,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.summary.Wrapping = fyne.TextWrapWord
 	v.layers = widget.NewTableWithHeaders(
 		func() (int, int) { return len(v.layerRow), len(LayerHeader) },
-		func() fyne.CanvasObject { return widget.NewLabel("KV at capacity") },
+		func() fyne.CanvasObject { return widget.NewLabel("KV full") },
 		func(id widget.TableCellID, o fyne.CanvasObject) {
 			if id.Row < len(v.layerRow) && id.Col < len(v.layerRow[id.Row]) {
 				o.(*widget.Label).SetText(v.layerRow[id.Row][id.Col])
@@ -129,9 +135,6 @@ func newLibraryView(u *UI) *libraryView {
 		if id.Col >= 0 && id.Col < len(LayerHeader) {
 			o.(*widget.Label).SetText(LayerHeader[id.Col])
 		}
-	}
-	for i, w := range []float32{50, 50, 64, 74, 74, 56, 96, 110} {
-		v.layers.SetColumnWidth(i, w)
 	}
 	estimate := widget.NewForm(widget.NewFormItem("Capacity", v.capacity), widget.NewFormItem("KV dtype", v.dtype))
 	v.layerH = &minHeight{h: 180}
@@ -152,7 +155,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.left = container.NewBorder(v.scanBox, nil, nil, nil, container.New(&remeasureOnWidth{list: v.list}, v.list, v.empty))
 	left := v.left
 	split := container.NewHSplit(left, right)
-	split.Offset = 0.42
+	split.Offset = 0.3 // the details need the room: the per-cache table fits without scrolling sideways at 800×600
 	v.root = borderInOrder(toolbar, nil, nil, nil, split)
 	u.Library.Subscribe(u.coalesce(v.refresh))
 	v.refresh()
@@ -273,6 +276,7 @@ func (v *libraryView) refreshDetails() {
 	v.memory.Refresh()
 	v.summary.SetText(d.Summary)
 	v.layerRow = d.Layers
+	v.fitLayerColumns()
 	// room for every layer up to ten, then the table scrolls
 	v.layerH.h = float32(min(len(d.Layers), 10)+1)*40 + 8
 	v.layerBox.Refresh()
@@ -439,4 +443,22 @@ func (r *remeasureOnWidth) MinSize(objs []fyne.CanvasObject) fyne.Size {
 		}
 	}
 	return m
+}
+
+// fitLayerColumns sizes each column of the per-cache table to its widest
+// text, header included: fixed widths cut a shared cache's cell ("4
+// (4,6,7,8)" on Gemma 4) into its neighbour, and were wider than the
+// details pane at 800×600 elsewhere.
+func (v *libraryView) fitLayerColumns() {
+	pad := 2 * theme.InnerPadding()
+	size := theme.TextSize()
+	for c, h := range LayerHeader {
+		w := fyne.MeasureText(h, size, fyne.TextStyle{Bold: true}).Width
+		for _, row := range v.layerRow {
+			if c < len(row) {
+				w = max(w, fyne.MeasureText(row[c], size, fyne.TextStyle{}).Width)
+			}
+		}
+		v.layers.SetColumnWidth(c, float32(math.Ceil(float64(w+pad))))
+	}
 }

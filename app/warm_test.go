@@ -101,8 +101,8 @@ func TestReopenedConversationWarmsInTheBackground(t *testing.T) {
 	mu.Unlock()
 	stored := idsOf(st.Messages)
 	st = run(t, c, errs, c.Send(ref.Multiturn.Turn2.Messages[2].Content))
-	if got := st.Messages[3].Text; got != ref.Multiturn.Turn2.GeneratedText {
-		t.Errorf("turn 2 after the warm %q, want %q", got, ref.Multiturn.Turn2.GeneratedText)
+	if got := st.Messages[3].Text; got != keptTurn2(t) {
+		t.Errorf("turn 2 after the warm %q, want %q", got, keptTurn2(t))
 	}
 	if got, want := lastPrompt(t, st), newTokens(st, stored, len(stored)); got != want {
 		t.Errorf("the first send read %d prompt tokens, want only the new turn's %d", got, want)
@@ -130,8 +130,8 @@ func TestWarmStoppedBySendUndoAndClose(t *testing.T) {
 	}
 	gate.release <- struct{}{} // the chunk ends; the warm sees it was stopped
 	st := run(t, c, errs, nil)
-	if got := st.Messages[3].Text; got != ref.Multiturn.Turn2.GeneratedText {
-		t.Errorf("turn 2 sent during the warm %q, want %q", got, ref.Multiturn.Turn2.GeneratedText)
+	if got := st.Messages[3].Text; got != keptTurn2(t) {
+		t.Errorf("turn 2 sent during the warm %q, want %q", got, keptTurn2(t))
 	}
 	if got, want := lastPrompt(t, st), newTokens(st, stored, first); got != want {
 		t.Errorf("the send read %d prompt tokens, want %d (the rest of the history and the new turn)", got, want)
@@ -168,8 +168,8 @@ func TestWarmStoppedBySendUndoAndClose(t *testing.T) {
 		t.Errorf("after undo during the warm: warming %v, %d messages, position %d (want the %d shown)", st.Warming, len(st.Messages), st.Position, shown)
 	}
 	st = run(t, c, errs, c.Send(ref.Multiturn.Turn2.Messages[2].Content))
-	if got := st.Messages[3].Text; got != ref.Multiturn.Turn2.GeneratedText {
-		t.Errorf("turn 2 after undo %q, want %q", got, ref.Multiturn.Turn2.GeneratedText)
+	if got := st.Messages[3].Text; got != keptTurn2(t) {
+		t.Errorf("turn 2 after undo %q, want %q", got, keptTurn2(t))
 	}
 	c.Close()
 
@@ -206,7 +206,7 @@ func TestApplySettingsWarms(t *testing.T) {
 		t.Fatalf("after apply: capacity %d, position %d (want %d), warming %v", st.Capacity, st.Position, held, st.Warming)
 	}
 	st = run(t, c, errs, c.Send(ref.Multiturn.Turn2.Messages[2].Content))
-	if got, want := lastPrompt(t, st), newTokens(st, stored, held); got != want || st.Messages[3].Text != ref.Multiturn.Turn2.GeneratedText {
+	if got, want := lastPrompt(t, st), newTokens(st, stored, held); got != want || st.Messages[3].Text != keptTurn2(t) {
 		t.Errorf("after apply the send read %d prompt tokens (want %d) and said %q", got, want, st.Messages[3].Text)
 	}
 	// A capacity that cannot hold the history is still refused.

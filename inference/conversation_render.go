@@ -5,6 +5,7 @@ package inference
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -29,9 +30,11 @@ func (c *Conversation) encode(text string) ([]int, error) {
 }
 
 // render is the prompt for the conversation so far, with the generation
-// prompt, as the template renders it (earlier replies as text, the way
-// the reference runners re-render a chat), and bounds[i], the end of
-// message i's tokens in it. Each message owns the tokens that render it:
+// prompt, as the template renders it, and bounds[i], the end of
+// message i's tokens in it. A reply generated here keeps the ids it was
+// generated as (see replySplices); a history given as text (typed,
+// imported, a message without generated ids) is tokenized as Hugging Face
+// does. Each message owns the tokens that render it:
 // a user message its text, its turn end and the reply's header (the
 // generation prompt); a reply its text and its turn end. So what the
 // transcript shows and what the cache holds are one thing. Where the
@@ -63,6 +66,7 @@ func (c *Conversation) renderFrom(first int) (full, bounds []int, err error) {
 		}
 		return len(ids)
 	}
+	splices := c.replySplices(text, full, starts, ends, tokensTo)
 	for i := 0; i < n-1; i++ {
 		bounds[i] = -1
 		if starts == nil || i < first {
@@ -79,6 +83,7 @@ func (c *Conversation) renderFrom(first int) (full, bounds []int, err error) {
 		}
 		bounds[i] = k
 	}
+	full, bounds = applySplices(full, bounds, splices)
 	agree := commonPrefix(c.cache, full)
 	for i := 0; i < n-1; i++ {
 		if bounds[i] < 0 {
@@ -156,4 +161,69 @@ func (c *Conversation) DraftTokens(text string) (own, total int, err error) {
 		start = bounds[n-2]
 	}
 	return len(full) - start, len(full), nil
+}
+
+// splice replaces full[from:to] (the tokens of a reply's text as the
+// rendering encodes them) with ids.
+type splice struct {
+	from, to int
+	ids      []int
+}
+
+// replySplices are the replies whose text should keep the ids they were
+// generated as: an assistant message with Generated ids that decode to its
+// text, rendered by the template as it is or trimmed, at token boundaries
+// of full.
+// That is the ExecuTorch runner's multi-turn semantics (the cache holds
+// what was generated; it never re-tokenizes history): a reply cut at max
+// tokens, whose text would re-encode to other ids, keeps its cache cells
+// and its count. In order of position.
+func (c *Conversation) replySplices(text string, full, starts, ends []int, tokensTo func(int) int) []splice {
+	if starts == nil {
+		return nil
+	}
+	var out []splice
+	for i, m := range c.msgs {
+		// A template that trims the texts (llama3's) renders the reply's
+		// text without its edge whitespace: the generated ids, which hold
+		// it, take the trimmed text's place, as they did in the cache.
+		if span := text[starts[i]:ends[i]]; m.Role != RoleAssistant || len(m.Generated) == 0 ||
+			(span != m.Text && span != strings.TrimSpace(m.Text)) || c.tok.Decode(m.Generated, true) != m.Text {
+			continue
+		}
+		from, to := tokensTo(starts[i]), tokensTo(ends[i])
+		if from < 0 || to < from || slices.Equal(full[from:to], m.Generated) {
+			continue
+		}
+		out = append(out, splice{from: from, to: to, ids: m.Generated})
+	}
+	return out
+}
+
+// applySplices returns full with the splices made and bounds moved with
+// the tokens they pointed after (a bound of -1 stays).
+func applySplices(full, bounds []int, splices []splice) ([]int, []int) {
+	if len(splices) == 0 {
+		return full, bounds
+	}
+	out := make([]int, 0, len(full))
+	prev := 0
+	for _, s := range splices {
+		out = append(append(out, full[prev:s.from]...), s.ids...)
+		prev = s.to
+	}
+	out = append(out, full[prev:]...)
+	moved := make([]int, len(bounds))
+	for i, b := range bounds {
+		moved[i] = b
+		if b < 0 {
+			continue
+		}
+		for _, s := range splices {
+			if b >= s.to {
+				moved[i] += len(s.ids) - (s.to - s.from)
+			}
+		}
+	}
+	return out, moved
 }

@@ -71,10 +71,13 @@ func fresh(t *testing.T, e *zeroEngine, opts ConversationOptions, msgs []Message
 	return r
 }
 
-func textMsgs(msgs []Message) []Message {
+// keptMsgs are msgs without their cache positions: role, text and a
+// reply's generated ids, which a reply keeps (they are rendered as
+// generated, not re-tokenized from the text).
+func keptMsgs(msgs []Message) []Message {
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {
-		out[i] = Message{Role: m.Role, Text: m.Text}
+		out[i] = Message{Role: m.Role, Text: m.Text, Generated: m.Generated}
 	}
 	return out
 }
@@ -96,7 +99,7 @@ func TestConversationTurnsMatchFreshPrefill(t *testing.T) {
 			}
 			checkInvariants(t, c, s)
 			msgs := c.Messages()
-			want := fresh(t, e, opts, textMsgs(msgs[:len(msgs)-1]))
+			want := fresh(t, e, opts, keptMsgs(msgs[:len(msgs)-1]))
 			if !slices.Equal(r.GeneratedIDs, want.GeneratedIDs) {
 				t.Errorf("turn %d: %v, fresh prefill %v", i, r.GeneratedIDs, want.GeneratedIDs)
 			}
@@ -178,7 +181,7 @@ func TestConversationUndoRegenerateEdit(t *testing.T) {
 			t.Fatal(err)
 		}
 		msgs := c.Messages()
-		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !slices.Equal(r.GeneratedIDs, want.GeneratedIDs) {
+		if want := fresh(t, e, opts, keptMsgs(msgs[:5])); !slices.Equal(r.GeneratedIDs, want.GeneratedIDs) {
 			t.Errorf("after undo: %v, fresh %v", r.GeneratedIDs, want.GeneratedIDs)
 		}
 		// Greedy regeneration repeats the reply.
@@ -200,7 +203,7 @@ func TestConversationUndoRegenerateEdit(t *testing.T) {
 		if msgs[4].Text != "edited" || len(msgs) != 6 {
 			t.Fatalf("after edit: %+v", msgs)
 		}
-		if want := fresh(t, e, opts, textMsgs(msgs[:5])); !slices.Equal(r3.GeneratedIDs, want.GeneratedIDs) {
+		if want := fresh(t, e, opts, keptMsgs(msgs[:5])); !slices.Equal(r3.GeneratedIDs, want.GeneratedIDs) {
 			t.Errorf("edit: %v, fresh %v", r3.GeneratedIDs, want.GeneratedIDs)
 		}
 		checkInvariants(t, c, s)
@@ -473,7 +476,7 @@ func TestConversationRandomOperations(t *testing.T) {
 				stats[1]++
 			}
 			if rep != nil {
-				want := fresh(t, e, opts, textMsgs(msgs[:len(msgs)-1]))
+				want := fresh(t, e, opts, keptMsgs(msgs[:len(msgs)-1]))
 				if !slices.Equal(rep.GeneratedIDs, want.GeneratedIDs) {
 					t.Fatalf("trial %d ops %v: reply %v, fresh %v", trial, ops, rep.GeneratedIDs, want.GeneratedIDs)
 				}

@@ -152,6 +152,9 @@ func TestFixtureMultiturnConversation(t *testing.T) {
 			if got := c.Messages()[1].Text; got != mt.Assistant {
 				t.Errorf("assistant text %q, want %q", got, mt.Assistant)
 			}
+			// The reference decodes turn 1's reply and re-renders the
+			// conversation: its history is given as text.
+			replyAsText(t, c)
 			instant := c.tracked.CanRewind(mt.Turn2.RewindTo)
 			r2, err := c.Send(bg, mt.Turn2.Messages[2].Content, nil)
 			if err != nil {
@@ -227,8 +230,9 @@ func TestOpenModelConversation(t *testing.T) {
 		t.Fatalf("turn 1 %v (%v), want %v", r.GeneratedIDs, err, ref.Multiturn.Turn1.GeneratedIDs)
 	}
 	// The stored state reopens on a fresh model and continues with turn 2's
-	// reference tokens.
+	// reference tokens, given the reply as text, as the reference does.
 	state := c.Messages()
+	state[1].Generated = nil
 	m2, err := Load(bg, filepath.Join(dir, "model.pte"), LoadOptions{Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +281,7 @@ func TestInGraphModel(t *testing.T) {
 	if r, err := conv.Send(bg, mt.Turn1.Messages[0].Content, nil); err != nil || !slices.Equal(r.GeneratedIDs, mt.Turn1.GeneratedIDs) {
 		t.Fatalf("turn 1: %v", err)
 	}
+	replyAsText(t, conv)
 	r, err := conv.Send(bg, mt.Turn2.Messages[2].Content, nil)
 	if err != nil || !r.Reprefilled || !slices.Equal(r.GeneratedIDs, mt.Turn2.GeneratedIDs) {
 		t.Fatalf("turn 2 on in-graph: %v reprefilled %v (%v), want %v", r.GeneratedIDs, r.Reprefilled, err, mt.Turn2.GeneratedIDs)
@@ -319,5 +324,23 @@ func TestChatStopSet(t *testing.T) {
 	}
 	if _, err := LoadChat(filepath.Join(t.TempDir(), "missing.json"), "", "auto", nil); err == nil {
 		t.Error("missing tokenizer accepted")
+	}
+}
+
+// replyAsText turns the conversation's replies into history given as text
+// (no generated ids), as the multi-turn references build turn 2: they
+// decode turn 1's reply and re-render the whole conversation, where a
+// reply generated here keeps its ids. The cache keeps what it holds; the
+// next turn keeps the prefix that agrees with the new rendering.
+func replyAsText(t *testing.T, c *Conversation) {
+	t.Helper()
+	msgs := c.Messages()
+	for i := range msgs {
+		if msgs[i].Role == RoleAssistant {
+			msgs[i].Generated = nil
+		}
+	}
+	if u, err := c.Switch(bg, msgs); err != nil || u.Dropped != 0 {
+		t.Fatalf("reply as text: %+v (%v)", u, err)
 	}
 }

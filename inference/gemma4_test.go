@@ -4,6 +4,7 @@ import (
 	"etchat/inference/engine"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"etchat/internal/fixtures"
@@ -129,16 +130,25 @@ func TestGemma4ConversationTurnEnd(t *testing.T) {
 	}
 	afterTurn1 := c.CacheIDs()
 
-	// What turn 2's cache must start with: the template's rendering.
+	// What turn 2's cache must start with: the reply keeps the ids it was
+	// generated as (the runner's multi-turn semantics), so turn 1's cache
+	// and then the template's rendering after the reply's text (its turn
+	// end and turn 2's user turn).
+	reply := c.Messages()[1].Text
 	text, err := chat.Template.Render([]Message{{Role: RoleUser, Text: mt.Turn1.Messages[0].Content},
-		{Role: RoleAssistant, Text: c.Messages()[1].Text}, {Role: RoleUser, Text: mt.Turn2.UserMessage}}, true)
+		{Role: RoleAssistant, Text: reply}, {Role: RoleUser, Text: mt.Turn2.UserMessage}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := chat.Tokenizer.Encode(text, false)
+	at := strings.Index(text, reply)
+	if at < 0 {
+		t.Fatalf("the rendering %q does not hold the reply %q", text, reply)
+	}
+	rest, err := chat.Tokenizer.Encode(text[at+len(reply):], false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := append(slices.Clone(afterTurn1), rest...)
 	r2, err := c.Send(bg, mt.Turn2.UserMessage, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -147,11 +157,12 @@ func TestGemma4ConversationTurnEnd(t *testing.T) {
 	if !slices.Equal(cache[:len(want)], want) || r2.Reused != commonPrefix(afterTurn1, want) {
 		t.Fatalf("turn 2 cache %v\nwant the rendering %v (reused %d)", cache, want, r2.Reused)
 	}
-	// 67 cells (the count) = the rendering's 59 (the reply text
-	// re-encodes its 8 ids as 9, then "<turn|>" and turn 2's user turn)
-	// plus the 8 new ids.
-	if len(want) != 59 || len(cache) != 67 || sess.Len() != 67 {
-		t.Errorf("rendering %d ids, cache %d, session %d; want 59, 67, 67", len(want), len(cache), sess.Len())
+	// 66 cells = turn 1's 35 (kept whole: nothing is rewound; re-encoding
+	// the reply's text would give 9 ids for its 8) and the rendering's 23
+	// after the reply ("<turn|>" and turn 2's user turn), then the 8 new
+	// ids.
+	if r2.Reused != len(afterTurn1) || len(want) != 58 || len(cache) != 66 || sess.Len() != 66 {
+		t.Errorf("reused %d, rendering %d ids, cache %d, session %d; want 35, 58, 66, 66", r2.Reused, len(want), len(cache), sess.Len())
 	}
 	// The same input fed at once gives the same ids.
 	fresh, _, _ := openFixture(t, fixtures.Gemma4)

@@ -385,6 +385,7 @@ func TestNativeMultiturn(t *testing.T) {
 				if err != nil || !slices.Equal(r1.GeneratedIDs, mt.Turn1.GeneratedIDs) {
 					t.Fatalf("turn 1: %v (%v), want %v", r1.GeneratedIDs, err, mt.Turn1.GeneratedIDs)
 				}
+				replyAsText(t, c) // the reference re-renders turn 1's reply from its text
 				r2, err := c.Send(bg, mt.Turn2.Messages[2].Content, nil)
 				if err != nil || !slices.Equal(r2.GeneratedIDs, mt.Turn2.GeneratedIDs) {
 					t.Fatalf("turn 2: %v (%v), want %v", r2.GeneratedIDs, err, mt.Turn2.GeneratedIDs)

@@ -97,10 +97,12 @@ func TestQuantizedFixturesConversation(t *testing.T) {
 			if got := c.Messages()[1].Text; got != mt.Assistant {
 				t.Errorf("assistant text %q, want %q", got, mt.Assistant)
 			}
-			// The conversation re-renders turn 2 from the decoded assistant
-			// text, as the reference does (also where the generated ids do
-			// not re-tokenize to themselves, as on llama3-tiny-q4): it keeps
-			// the common prefix and gives the reference's tokens.
+			// Given turn 1's reply as text, as the reference does, the
+			// conversation re-renders turn 2 from the decoded assistant
+			// text (also where the generated ids do not re-tokenize to
+			// themselves, as on llama3-tiny-q4): it keeps the common prefix
+			// and gives the reference's tokens.
+			replyAsText(t, c)
 			r2, err := c.Send(bg, mt.Turn2.Messages[2].Content, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -156,7 +156,7 @@ func Trend(results []*bench.Result) (*plot.Plot, error) {
 	p.Title.Text = "tokens per second over time"
 	p.Y.Label.Text = "t/s"
 	p.Y.Min = 0
-	p.X.Tick.Marker = plot.TimeTicks{Format: "01-02\n15:04", Time: func(t float64) time.Time { return time.Unix(int64(t), 0).Local() }}
+	p.X.Tick.Marker = timeTicks{}
 	for i, k := range keys {
 		rs := groups[k]
 		sort.Slice(rs, func(a, b int) bool { return rs[a].TestTime.Before(rs[b].TestTime) })
@@ -257,4 +257,28 @@ func TrendPNG(results []*bench.Result, sz Size) ([]byte, error) {
 		return nil, err
 	}
 	return PNG(p, sz)
+}
+
+// timeTicks marks the time axis with labels as fine as its span needs and
+// no label twice in a row: runs a few seconds apart, labelled to the
+// minute, showed one "12-04 21:05" under every mark.
+type timeTicks struct{}
+
+func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
+	format := "01-02\n15:04"
+	if hi-lo < 20*60 {
+		format = "01-02\n15:04:05"
+	}
+	ticks := plot.TimeTicks{Format: format, Time: func(t float64) time.Time { return time.Unix(int64(t), 0).Local() }}.Ticks(lo, hi)
+	prev := ""
+	for i := range ticks {
+		switch {
+		case ticks[i].Label == "":
+		case ticks[i].Label == prev:
+			ticks[i].Label = "" // the mark stays, unlabelled
+		default:
+			prev = ticks[i].Label
+		}
+	}
+	return ticks
 }

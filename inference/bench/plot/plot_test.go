@@ -125,6 +125,39 @@ func TestTrend(t *testing.T) {
 	}
 }
 
+// Runs seconds, minutes or days apart: the time axis labels more than one
+// mark and never one label twice (runs a few seconds apart once showed
+// the same minute under every mark).
+func TestTrendTimeLabelsDiffer(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 21, 5, 0, 0, time.UTC)
+	tg := bench.Test{NGen: 128, Cache: cache}
+	pp := bench.Test{NPrompt: 512, Cache: cache}
+	for _, step := range []time.Duration{2 * time.Second, 5 * time.Second, 40 * time.Second, 7 * time.Minute, 24 * time.Hour} {
+		var rs []*bench.Result // two lines (one alone is drawn an hour either side)
+		for i := range 3 {
+			when := t0.Add(time.Duration(i) * step)
+			rs = append(rs, result(tg, when, 20, 21), result(pp, when, 300, 310))
+		}
+		p, err := Trend(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+			if tk.Label == "" {
+				continue
+			}
+			if seen[tk.Label] {
+				t.Errorf("runs %v apart: %q labels two marks", step, tk.Label)
+			}
+			seen[tk.Label] = true
+		}
+		if len(seen) < 2 {
+			t.Errorf("runs %v apart: %d labels on the time axis", step, len(seen))
+		}
+	}
+}
+
 func TestNoData(t *testing.T) {
 	if _, err := BarsPNG(nil, nil, Size{}); !errors.Is(err, ErrNoData) {
 		t.Errorf("bars: %v", err)
