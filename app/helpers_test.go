@@ -124,6 +124,7 @@ func greedy(n int) Settings {
 	s.StorageDType = "fp32"
 	s.MaxNewTokens = n
 	s.Temperature, s.TopP = 0, 1
+	s.Numerics = "exact" // the references' numerics (fast is the app's default on quantized weights)
 	return s
 }
 
@@ -143,8 +144,16 @@ func hermeticOpener() Opener {
 // or warmed chat must continue as if it had never been closed.
 func keptTurn2(t *testing.T) string {
 	t.Helper()
-	mt := llamaReference(t).Multiturn
-	dir := fixtures.Unpacked(t, fixtures.Llama3)
+	_, text := keptTurn2Of(t, fixtures.Llama3, llamaReference(t))
+	return text
+}
+
+// keptTurn2Of is keptTurn2 for any fixture with a multi-turn reference:
+// turn 2's ids and text.
+func keptTurn2Of(t *testing.T, fixture string, ref reference) ([]int, string) {
+	t.Helper()
+	mt := ref.Multiturn
+	dir := fixtures.Unpacked(t, fixture)
 	m, err := inference.Load(context.Background(), filepath.Join(dir, "model.pte"),
 		inference.LoadOptions{Engine: "cpu", Policy: kvcache.Policy{StorageDType: "fp32", InitialCapacity: -1}})
 	if err != nil {
@@ -162,5 +171,5 @@ func keptTurn2(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Message.Text
+	return r.Message.IDs, r.Message.Text
 }

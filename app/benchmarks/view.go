@@ -230,9 +230,13 @@ func (v *View) newChartTab() fyne.CanvasObject {
 	v.qual = canvas.NewImageFromImage(nil)
 	v.qual.FillMode = canvas.ImageFillContain
 	v.qual.SetMinSize(fyne.NewSize(320, 180))
-	return container.NewBorder(widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies); "+
-		"perplexity against decode speed per model family"), nil, nil, nil,
-		container.NewGridWithColumns(1, v.trend, v.trendG, v.qual))
+	// The caption wraps and the three charts scroll: otherwise the tab
+	// would need more than an 800×600 window.
+	caption := widget.NewLabel("t/s over time, per model, engine and test (the history's model filter applies); " +
+		"perplexity against decode speed per model family")
+	caption.Wrapping = fyne.TextWrapWord
+	return container.NewBorder(caption, nil, nil, nil,
+		container.NewVScroll(container.NewGridWithColumns(1, v.trend, v.trendG, v.qual)))
 }
 
 // newCompareTab is the baseline and candidate, Compare and its result.
