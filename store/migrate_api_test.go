@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,17 +55,15 @@ func rowsOf(t *testing.T, raw *sql.DB, table, order string, only ...string) []st
 	return out
 }
 
-// TestMigration0004KeepsRunsAndAdmitsAPI: migrating a version-3 file with
-// a bench run (and its sample) and a chat run keeps every row, column and
-// id exactly, the samples still cascade with their run, and kind 'api' is
-// now admitted while an unknown kind is still refused.
-func TestMigration0004KeepsRunsAndAdmitsAPI(t *testing.T) {
-	ctx := context.Background()
-	frozen, err := os.ReadFile(frozenPath(3))
+// openFrozen lays the frozen dump of schema version v (with its seeded
+// rows) into a new database file and opens it raw, unmigrated.
+func openFrozen(t *testing.T, v int) (string, *sql.DB) {
+	t.Helper()
+	frozen, err := os.ReadFile(frozenPath(v))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "v3.db")
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", v))
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +71,16 @@ func TestMigration0004KeepsRunsAndAdmitsAPI(t *testing.T) {
 	if _, err := raw.Exec(string(frozen)); err != nil {
 		t.Fatal(err)
 	}
+	return path, raw
+}
+
+// TestMigration0004KeepsRunsAndAdmitsAPI: migrating a version-3 file with
+// a bench run (and its sample) and a chat run keeps every row, column and
+// id exactly, the samples still cascade with their run, and kind 'api' is
+// now admitted while an unknown kind is still refused.
+func TestMigration0004KeepsRunsAndAdmitsAPI(t *testing.T) {
+	ctx := context.Background()
+	path, raw := openFrozen(t, 3)
 	runsBefore, samplesBefore := rowsOf(t, raw, "runs", "id"), rowsOf(t, raw, "bench_samples", "run_id, rep")
 	runCols, sampleCols := colsOf(t, raw, "runs"), colsOf(t, raw, "bench_samples")
 	raw.Close()

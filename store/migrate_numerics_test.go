@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,18 +33,7 @@ func withoutColumn(rows []string, column, want string) []string {
 // mode is refused.
 func TestMigration0007Numerics(t *testing.T) {
 	ctx := context.Background()
-	frozen, err := os.ReadFile(frozenPath(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "v4.db")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(string(frozen)); err != nil {
-		t.Fatal(err)
-	}
+	path, raw := openFrozen(t, 4)
 	// Later migrations (0006's quality figures) add columns too: compare
 	// the columns the rows had, and numerics beside them.
 	cols := colsOf(t, raw, "runs")

@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,18 +13,7 @@ import (
 // still refused.
 func TestMigration0006KeepsRunsAndAdmitsQuality(t *testing.T) {
 	ctx := context.Background()
-	frozen, err := os.ReadFile(frozenPath(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "v4.db")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(string(frozen)); err != nil {
-		t.Fatal(err)
-	}
+	path, raw := openFrozen(t, 4)
 	runsBefore, samplesBefore := rowsOf(t, raw, "runs", "id"), rowsOf(t, raw, "bench_samples", "run_id, rep")
 	runCols := colsOf(t, raw, "runs")
 	raw.Close()
