@@ -11,6 +11,21 @@ type TokenLogprob struct {
 // MaxTopLogprobs bounds Options.TopLogprobs (OpenAI's limit is 20).
 const MaxTopLogprobs = 20
 
+// LogSumExp is log Σ exp(row[i]) in float64, shifted by the row's maximum
+// so that no term overflows: a logits row's log-softmax is row[i] minus it.
+// The logprobs the server reports and the perplexity scorer share it.
+func LogSumExp(row []float32) float64 {
+	maxv := math.Inf(-1)
+	for _, x := range row {
+		maxv = max(maxv, float64(x))
+	}
+	var sum float64
+	for _, x := range row {
+		sum += math.Exp(float64(x) - maxv)
+	}
+	return maxv + math.Log(sum)
+}
+
 // logprobs is the log-probability of id under the softmax of the raw
 // logits row (before temperature, top-k or top-p: the model's own
 // distribution, as OpenAI and vLLM report it), and the top most likely
@@ -20,15 +35,7 @@ func logprobs(row []float32, id, top int) (float64, []TokenLogprob) {
 	if len(row) == 0 {
 		return math.NaN(), nil
 	}
-	maxv := math.Inf(-1)
-	for _, x := range row {
-		maxv = max(maxv, float64(x))
-	}
-	var sum float64
-	for _, x := range row {
-		sum += math.Exp(float64(x) - maxv)
-	}
-	lse := maxv + math.Log(sum)
+	lse := LogSumExp(row)
 	lp := math.NaN()
 	if id >= 0 && id < len(row) {
 		lp = float64(row[id]) - lse

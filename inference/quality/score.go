@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 
+	"etchat/inference"
 	"etchat/inference/engine"
 )
 
@@ -201,11 +202,7 @@ func logSoftmax(dst []float64, row []float32) ([]float64, int) {
 			mx, arg = v, i
 		}
 	}
-	var sum float64
-	for _, x := range row {
-		sum += math.Exp(float64(x) - mx)
-	}
-	lz := mx + math.Log(sum)
+	lz := inference.LogSumExp(row)
 	for i, x := range row {
 		dst[i] = float64(x) - lz
 	}
