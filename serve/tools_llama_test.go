@@ -141,3 +141,28 @@ func TestDecodeToolKeepsOrder(t *testing.T) {
 		t.Errorf("got %s, %v\nwant %s", got, err, want)
 	}
 }
+
+// Llama 3.2's own template on the llama3 fixture: tools are accepted
+// (its format is read), a prompt it makes too long for the fixture's
+// 128-token context is refused as such, and a history with two calls in
+// one message gets the template's own refusal as a 400 on messages.
+func TestServeLlama32Template(t *testing.T) {
+	_, ts := newServer(t, Options{Models: []string{filepath.Join(fixtures.Llama32(t), "model.pte")}})
+	url := ts.URL + "/v1/chat/completions"
+	id := path(do(t, "GET", ts.URL+"/v1/models", "").doc, "data", 0, "id").(string)
+	user := []map[string]any{{"role": "user", "content": "Weather?"}}
+	long := post(t, url, map[string]any{"model": id, "messages": user, "tools": []any{timeTool}, "max_tokens": 5})
+	if long.status != http.StatusBadRequest || path(long.doc, "error", "param") == "tools" || !strings.Contains(string(long.raw), "128") {
+		t.Errorf("one tool with Llama 3.2's preamble: %d %s", long.status, long.raw)
+	}
+	two := []any{
+		map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "get_time", "arguments": "{}"}},
+		map[string]any{"id": "call_2", "type": "function", "function": map[string]any{"name": "get_time", "arguments": "{}"}},
+	}
+	msgs := []map[string]any{user[0], {"role": "assistant", "content": nil, "tool_calls": two},
+		{"role": "tool", "tool_call_id": "call_1", "content": "12:00"}, {"role": "tool", "tool_call_id": "call_2", "content": "12:00"}}
+	r := post(t, url, map[string]any{"model": id, "messages": msgs, "tools": []any{timeTool}, "max_tokens": 5})
+	if r.status != http.StatusBadRequest || path(r.doc, "error", "param") != "messages" || !strings.Contains(string(r.raw), "only supports single tool-calls") {
+		t.Errorf("two calls in one message: %d %s", r.status, r.raw)
+	}
+}
