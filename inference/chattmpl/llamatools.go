@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Llama 3.1/3.2/3.3 tool calls ("llama3-json"). Their templates ask for
@@ -46,7 +47,7 @@ func (t *Template) writesLlamaCalls() bool {
 // llamaCallStart reports whether a reply so far may be a Llama 3.x call:
 // nothing yet but spaces, or a start of { or <|python_tag|>.
 func llamaCallStart(s string) bool {
-	t := strings.TrimLeft(s, " \t\r\n")
+	t := strings.TrimLeftFunc(s, unicode.IsSpace) // as parseLlamaCalls' TrimSpace
 	return t == "" || t[0] == '{' || strings.HasPrefix(pythonTag, t) || strings.HasPrefix(t, pythonTag)
 }
 
