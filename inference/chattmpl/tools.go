@@ -132,10 +132,17 @@ var probeTool = []any{map[string]any{"type": "function", "function": map[string]
 
 // ToolFormat is the format the template's model writes tool calls in, or
 // a NoToolsError when tools do not change its rendering.
+// It renders probes (up to three renderings) the first time only: the
+// server asks on every request with tools.
 func (t *Template) ToolFormat() (string, error) {
 	if t.builtin != nil {
 		return "", &NoToolsError{Template: t.Name}
 	}
+	t.toolFormatOnce.Do(func() { t.toolFormat, t.toolFormatErr = t.findToolFormat() })
+	return t.toolFormat, t.toolFormatErr
+}
+
+func (t *Template) findToolFormat() (string, error) {
 	msgs := []Message{{Role: "user", Content: "x"}}
 	plain, err := t.Render(msgs, RenderOptions{AddGenerationPrompt: true})
 	if err != nil {
