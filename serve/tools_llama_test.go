@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
@@ -164,5 +165,31 @@ func TestServeLlama32Template(t *testing.T) {
 	r := post(t, url, map[string]any{"model": id, "messages": msgs, "tools": []any{timeTool}, "max_tokens": 5})
 	if r.status != http.StatusBadRequest || path(r.doc, "error", "param") != "messages" || !strings.Contains(string(r.raw), "only supports single tool-calls") {
 		t.Errorf("two calls in one message: %d %s", r.status, r.raw)
+	}
+}
+
+// Stored conversations keep a Llama call as the model writes it: the
+// stored text parses back into the same call.
+func TestStoreLlamaToolCalls(t *testing.T) {
+	db := openStore(t)
+	_, ts := newServer(t, Options{Models: []string{filepath.Join(fixtures.LlamaShortTools(t), "model.pte")}, Store: db, StoreConversations: true})
+	url := ts.URL + "/v1/chat/completions"
+	id := path(do(t, "GET", ts.URL+"/v1/models", "").doc, "data", 0, "id").(string)
+	user := []map[string]any{{"role": "user", "content": "Weather in Oslo?"}}
+	named := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}
+	r := post(t, url, map[string]any{"model": id, "messages": user, "tools": []any{weatherTool}, "tool_choice": named, "max_tokens": 40, "temperature": 0})
+	checkCall(t, r, "get_weather")
+	waitRuns(t, db, 1)
+	convs, err := db.ListConversations(context.Background(), 0)
+	if err != nil || len(convs) != 1 {
+		t.Fatalf("conversations %+v, %v", convs, err)
+	}
+	_, msgs, err := db.CurrentPath(context.Background(), convs[0].ID)
+	if err != nil || len(msgs) != 2 || msgs[1].Role != "assistant" {
+		t.Fatalf("stored path %+v, %v", msgs, err)
+	}
+	_, calls, err := chattmpl.ParseToolCalls(chattmpl.ToolFormatLlama3JSON, msgs[1].Text)
+	if err != nil || len(calls) != 1 || calls[0].Name != "get_weather" || calls[0].Arguments != path(r.doc, "choices", 0, "message", "tool_calls", 0, "function", "arguments") {
+		t.Fatalf("stored reply %q: %+v %v", msgs[1].Text, calls, err)
 	}
 }
