@@ -50,11 +50,12 @@ func TestServeLangChainStructured(t *testing.T) {
 }
 
 // TestServeRunTools: the npm client's runTools agent loop
-// (tests/openai-client/tools.mjs) against etchat serve on the qwen3
-// fixture with a short Hermes tool template (fixtures.QwenShortTools):
-// a forced call, the function run by the client, its result sent back,
-// plain and streamed. Skipped without node or the package, except under
-// CI=true.
+// (tests/openai-client/tools.mjs) against etchat serve, in each tool-call
+// format: the qwen3 fixture with a short Hermes tool template
+// (fixtures.QwenShortTools) and the llama3 fixture with a short Llama
+// 3.x JSON one (fixtures.LlamaShortTools): a forced call, the function
+// run by the client, its result sent back, plain and streamed. Skipped
+// without node or the package, except under CI=true.
 func TestServeRunTools(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -67,23 +68,31 @@ func TestServeRunTools(t *testing.T) {
 		}
 		t.Skipf("openai is not installed in %s: run scripts/setup", dir)
 	}
-	pte := filepath.Join(fixtures.QwenShortTools(t), "model.pte")
-	base := startServe(t, "--models", pte, "--engine", "cpu", "--api-key", "test-key", "--no-save")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "tools.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ETCHAT_BASE_URL="+base, "ETCHAT_API_KEY=test-key")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node tools.mjs: %v\n%s", err, out)
-	}
-	var got struct {
-		Calls           []string
-		Plain, Streamed string
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil || len(got.Calls) != 2 || !json.Valid([]byte(got.Plain)) || !json.Valid([]byte(got.Streamed)) {
-		t.Errorf("tools.mjs's report: %v %s", err, out)
+	for _, c := range []struct {
+		format string
+		folder func(testing.TB) string
+	}{{"hermes", fixtures.QwenShortTools}, {"llama3-json", fixtures.LlamaShortTools}} {
+		t.Run(c.format, func(t *testing.T) {
+			pte := filepath.Join(c.folder(t), "model.pte")
+			base := startServe(t, "--models", pte, "--engine", "cpu", "--api-key", "test-key", "--no-save")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, "tools.mjs")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "ETCHAT_BASE_URL="+base, "ETCHAT_API_KEY=test-key")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("node tools.mjs: %v\n%s", err, out)
+			}
+			var got struct {
+				Calls           []string
+				Plain, Streamed string
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil || len(got.Calls) != 2 || !json.Valid([]byte(got.Plain)) || !json.Valid([]byte(got.Streamed)) {
+				t.Errorf("tools.mjs's report: %v %s", err, out)
+			}
+			t.Logf("%s", lines[len(lines)-1])
+		})
 	}
 }

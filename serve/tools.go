@@ -11,6 +11,7 @@ import (
 
 	"etchat/inference"
 	"etchat/inference/chattmpl"
+	"etchat/inference/chattmpl/jinja"
 )
 
 // Tool calls on the chat endpoint (issue 39). tools are rendered through
@@ -113,8 +114,10 @@ func decodeTool(raw json.RawMessage, param string) (chattmpl.Tool, any, *apiErro
 	if wt.Function == nil || wt.Function.Name == "" {
 		return chattmpl.Tool{}, nil, badRequest(param+".function.name", "%s.function.name is required", param)
 	}
-	var def any
-	if err := json.Unmarshal(raw, &def); err != nil {
+	// Decoded keeping the client's key order and integers: templates print
+	// the tools with tojson, as Hugging Face does from the request's JSON.
+	def, err := jinja.DecodeJSON(raw)
+	if err != nil {
 		return chattmpl.Tool{}, nil, badRequest(param, "%s: %v", param, err)
 	}
 	return chattmpl.Tool{Name: wt.Function.Name, Parameters: wt.Function.Parameters}, def, nil
@@ -282,13 +285,14 @@ func messageDoc(c *choice) map[string]any {
 	return m
 }
 
-// toolHold streams a reply that may call tools: text passes on until the
-// family's opening tag could begin, then everything is held to be parsed
-// when the reply ends.
+// toolHold streams a reply that may call tools: text passes on until a
+// call could begin in the family's format (chattmpl.HoldFrom: hermes'
+// opening tag; a Llama 3.x reply that starts like JSON), then everything
+// is held to be parsed when the reply ends.
 type toolHold struct {
-	open string
-	buf  strings.Builder
-	sent int
+	format string
+	buf    strings.Builder
+	sent   int
 }
 
 // newToolHold holds back req's calls, or is nil when there are none to read.
@@ -296,24 +300,14 @@ func newToolHold(req *request) *toolHold {
 	if !req.Tools.calls() {
 		return nil
 	}
-	return &toolHold{open: chattmpl.ToolCallOpen(req.Tools.format)}
+	return &toolHold{format: req.Tools.format}
 }
 
 // push adds text and returns what can be sent now.
 func (h *toolHold) push(text string) string {
 	h.buf.WriteString(text)
 	s := h.buf.String()
-	safe := len(s)
-	if i := strings.Index(s, h.open); i >= 0 {
-		safe = i
-	} else {
-		for k := min(len(h.open)-1, len(s)); k > 0; k-- {
-			if strings.HasSuffix(s, h.open[:k]) {
-				safe = len(s) - k
-				break
-			}
-		}
-	}
+	safe := chattmpl.HoldFrom(h.format, s)
 	if safe <= h.sent {
 		return ""
 	}

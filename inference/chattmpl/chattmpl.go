@@ -197,6 +197,10 @@ type Template struct {
 
 	turnEndOnce sync.Once
 	turnEnd     string
+
+	toolFormatOnce sync.Once // ToolFormat renders probes once per template
+	toolFormat     string
+	toolFormatErr  error
 }
 
 // IsBuiltin reports whether t is one of the runner's built-in wrappings.

@@ -54,3 +54,38 @@ func FuzzConfigAndMessages(f *testing.F) {
 // TestMain bounds the fuzzer's minimisation when fuzzing (see
 // fuzzing.MinimizeTime).
 func TestMain(m *testing.M) { fuzzing.Main(m) }
+
+// FuzzToolCalls: any reply, in each format, parses without a panic into
+// text and calls that each have a name; a streamed reply is never sent
+// past where HoldFrom says a call may start, and a Llama reply that
+// parses into calls was held whole from its first byte (no part of a
+// call is ever sent as text).
+func FuzzToolCalls(f *testing.F) {
+	f.Add("hermes", "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>")
+	f.Add(ToolFormatLlama3JSON, " <|python_tag|>{\"name\": \"now\", \"parameters\": {}}; {\"name\": \"x\", \"arguments\": \"{}\"}")
+	f.Add(ToolFormatLlama3JSON, "It is {sunny}")
+	f.Add(ToolFormatLlama3JSON, "\v{\"name\": \"a\"}")
+	f.Fuzz(func(t *testing.T, format, reply string) {
+		defer fuzzing.Time(len(reply))()
+		if format != ToolFormatHermes {
+			format = ToolFormatLlama3JSON
+		}
+		_, calls, err := ParseToolCalls(format, reply)
+		for _, c := range calls {
+			if err == nil && c.Name == "" {
+				t.Fatalf("a call without a name: %+v", calls)
+			}
+		}
+		sent := 0 // what a stream of one byte at a time sends (serve's toolHold)
+		for n := 0; n <= len(reply) && n <= 256; n++ {
+			h := HoldFrom(format, reply[:n])
+			if h < 0 || h > n {
+				t.Fatalf("HoldFrom(%q) = %d", reply[:n], h)
+			}
+			sent = max(sent, h)
+		}
+		if format == ToolFormatLlama3JSON && err == nil && len(calls) > 0 && sent != 0 {
+			t.Fatalf("%q: %d bytes sent as text before its calls", reply, sent)
+		}
+	})
+}

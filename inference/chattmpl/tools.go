@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"etchat/inference/chattmpl/jinja"
 	"etchat/inference/grammar"
 )
 
@@ -15,7 +16,9 @@ import (
 // its calls in its family's format, which ParseToolCalls reads back and
 // ToolCallGrammar constrains (tool_choice required or a named function).
 // Formats: "hermes" (Qwen 2.5/3, Hermes: <tool_call>{"name": …,
-// "arguments": {…}}</tool_call>, one block per call).
+// "arguments": {…}}</tool_call>, one block per call) and "llama3-json"
+// (Llama 3.1/3.2/3.3: the whole reply is {"name": …, "parameters": {…}},
+// after <|python_tag|> in 3.1's custom-tool form; see llamatools.go).
 
 // Tool is a function a model may call: its name and its parameters' JSON
 // Schema (nil: an object of anything).
@@ -35,14 +38,17 @@ type ToolCall struct {
 
 // ToolCallsValue is calls as a template reads a message's tool_calls:
 // OpenAI's objects, the arguments as an object when they parse (templates
-// print them with tojson) and as the text otherwise.
+// print them with tojson) and as the text otherwise. The object keeps the
+// order of its keys and its integers as integers (jinja.DecodeJSON), so
+// tojson writes back {"days": 3} as the model wrote it, not 3.0.
 func ToolCallsValue(calls []ToolCall) []any {
 	out := make([]any, len(calls))
 	for i, c := range calls {
 		var args any = c.Arguments
-		var obj map[string]any
-		if json.Unmarshal([]byte(c.Arguments), &obj) == nil {
-			args = obj
+		if v, err := jinja.DecodeJSON([]byte(c.Arguments)); err == nil {
+			if obj, ok := v.(*jinja.Dict); ok {
+				args = obj
+			}
 		}
 		out[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": args}}
 	}
@@ -53,7 +59,8 @@ func ToolCallsValue(calls []ToolCall) []any {
 const ToolFormatHermes = "hermes"
 
 // ToolCallOpen is the text that opens a call in format (a streamed reply
-// is held back from there on, to be parsed when it ends).
+// is held back from there on, to be parsed when it ends), or "" when the
+// format has no opening tag (llama3-json: see HoldFrom).
 func ToolCallOpen(format string) string {
 	if format == ToolFormatHermes {
 		return "<tool_call>"
@@ -61,9 +68,41 @@ func ToolCallOpen(format string) string {
 	return ""
 }
 
+// HoldFrom is where a streamed reply s in format must be held back from,
+// as it may be (the start of) a call that is parsed when the reply ends:
+// len(s) when all of it can be sent as text now. Hermes holds from its
+// opening tag, or from a suffix that may begin one; llama3-json, whose
+// calls are the whole reply, holds everything while the reply is empty
+// or starts like a call ({ or <|python_tag|>, after spaces) and nothing
+// once it has started as text.
+func HoldFrom(format, s string) int {
+	if format == ToolFormatLlama3JSON {
+		if llamaCallStart(s) {
+			return 0
+		}
+		return len(s)
+	}
+	open := ToolCallOpen(format)
+	if open == "" {
+		return len(s)
+	}
+	if i := strings.Index(s, open); i >= 0 {
+		return i
+	}
+	for k := min(len(open)-1, len(s)); k > 0; k-- {
+		if strings.HasSuffix(s, open[:k]) {
+			return len(s) - k
+		}
+	}
+	return len(s)
+}
+
 // FormatToolCalls writes calls as the model writes them in format (what
 // ParseToolCalls reads back): for a transcript kept as text.
 func FormatToolCalls(format string, calls []ToolCall) string {
+	if format == ToolFormatLlama3JSON {
+		return formatLlamaCalls(calls)
+	}
 	if format != ToolFormatHermes {
 		return ""
 	}
@@ -93,10 +132,17 @@ var probeTool = []any{map[string]any{"type": "function", "function": map[string]
 
 // ToolFormat is the format the template's model writes tool calls in, or
 // a NoToolsError when tools do not change its rendering.
+// It renders probes (up to three renderings) the first time only: the
+// server asks on every request with tools.
 func (t *Template) ToolFormat() (string, error) {
 	if t.builtin != nil {
 		return "", &NoToolsError{Template: t.Name}
 	}
+	t.toolFormatOnce.Do(func() { t.toolFormat, t.toolFormatErr = t.findToolFormat() })
+	return t.toolFormat, t.toolFormatErr
+}
+
+func (t *Template) findToolFormat() (string, error) {
 	msgs := []Message{{Role: "user", Content: "x"}}
 	plain, err := t.Render(msgs, RenderOptions{AddGenerationPrompt: true})
 	if err != nil {
@@ -109,13 +155,19 @@ func (t *Template) ToolFormat() (string, error) {
 	if strings.Contains(t.Source, "<tool_call>") {
 		return ToolFormatHermes, nil
 	}
-	return "", fmt.Errorf("the chat template %s renders tools in a format etchat does not parse yet (hermes <tool_call> blocks are)", t.Name)
+	if t.writesLlamaCalls() {
+		return ToolFormatLlama3JSON, nil
+	}
+	return "", fmt.Errorf("the chat template %s renders tools in a format etchat does not parse yet (hermes <tool_call> blocks and Llama 3.x JSON calls are)", t.Name)
 }
 
 // ParseToolCalls splits a reply in format into its text and its calls. A
 // block that is not a call (bad JSON, no name) is an error: the reply
 // claimed a call it did not make.
 func ParseToolCalls(format, reply string) (text string, calls []ToolCall, err error) {
+	if format == ToolFormatLlama3JSON {
+		return parseLlamaCalls(reply)
+	}
 	if format != ToolFormatHermes {
 		return "", nil, fmt.Errorf("tool-call format %q is not supported", format)
 	}
@@ -156,17 +208,23 @@ func parseHermesCall(body string) (ToolCall, error) {
 	if c.Name == "" {
 		return ToolCall{}, fmt.Errorf("a <tool_call> block has no name: %q", clipText(body))
 	}
-	args := bytes.TrimSpace(c.Arguments)
+	return ToolCall{Name: c.Name, Arguments: normArgs(c.Arguments)}, nil
+}
+
+// normArgs is a parsed call's arguments as JSON text: {} when absent or
+// null, the inner text when the model wrote them as a JSON string.
+func normArgs(raw json.RawMessage) string {
+	args := bytes.TrimSpace(raw)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = []byte("{}")
+		return "{}"
 	}
 	if args[0] == '"' { // arguments as a JSON string holding JSON
 		var s string
 		if json.Unmarshal(args, &s) == nil {
-			args = []byte(s)
+			return s
 		}
 	}
-	return ToolCall{Name: c.Name, Arguments: string(args)}, nil
+	return string(args)
 }
 
 func clipText(s string) string {
@@ -180,7 +238,7 @@ func clipText(s string) string {
 // (only the one named when name is not ""), its arguments following the
 // tool's parameters schema: tool_choice "required" or a named function.
 func ToolCallGrammar(format string, tools []Tool, name string) (*grammar.Grammar, error) {
-	if format != ToolFormatHermes {
+	if format != ToolFormatHermes && format != ToolFormatLlama3JSON {
 		return nil, fmt.Errorf("tool-call format %q is not supported", format)
 	}
 	var alts []string
@@ -194,7 +252,7 @@ func ToolCallGrammar(format string, tools []Tool, name string) (*grammar.Grammar
 			params = []byte(`{"type":"object"}`)
 		}
 		nameJSON, _ := json.Marshal(tl.Name)
-		alts = append(alts, fmt.Sprintf(`"{\"name\": " %s ", \"arguments\": " schema-%d "}"`, grammar.Literal(string(nameJSON)), len(schemas)))
+		alts = append(alts, fmt.Sprintf(`"{\"name\": " %s ", \"%s\": " schema-%d "}"`, grammar.Literal(string(nameJSON)), argsKey(format), len(schemas)))
 		schemas = append(schemas, params)
 	}
 	if len(alts) == 0 {
@@ -203,6 +261,9 @@ func ToolCallGrammar(format string, tools []Tool, name string) (*grammar.Grammar
 		}
 		return nil, errors.New("no tools to call")
 	}
-	root := `"<tool_call>\n" ( ` + strings.Join(alts, " | ") + ` ) "\n</tool_call>"`
+	root := `( ` + strings.Join(alts, " | ") + ` )`
+	if format == ToolFormatHermes {
+		root = `"<tool_call>\n" ` + root + ` "\n</tool_call>"`
+	}
 	return grammar.WithSchemas(root, schemas)
 }

@@ -1,6 +1,8 @@
 // An agent loop through etchat serve with the official openai package's
-// client.chat.completions.runTools, on the random-weight qwen3 fixture
-// with a short Hermes tool template (testdata/templates): a named
+// client.chat.completions.runTools, on a random-weight fixture with a
+// short tool template (testdata/templates): qwen3 with Hermes
+// <tool_call> blocks, or llama3 with Llama 3.x JSON calls — the client
+// sees the same OpenAI tool_calls from both (go test runs it on each). A named
 // tool_choice makes the model call get_weather (only the server's grammar
 // can make these weights write a valid call), the client runs the
 // function and sends its result back as a role "tool" message; a second
