@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ import (
 )
 
 // The weight sharing of libetchat_runner (inference/native/shared_weights.h)
-// on the real library. What it guarantees everywhere: one 16 KiB-aligned
+// on the real library (on a Mac, scripts/check-mac's memory step). What it guarantees everywhere: one 16 KiB-aligned
 // copy of each constant segment per model, whatever the number of sessions,
 // freed when the last session closes. What it saves depends on MLX's
 // allocator: Metal wraps the copy (the sessions share it), MLX's CPU and
@@ -129,9 +130,13 @@ type memSample struct {
 }
 
 // readStatus is VmRSS, RssAnon and RssFile of /proc/self/status and Pss of
-// /proc/self/smaps_rollup, in bytes.
+// /proc/self/smaps_rollup, in bytes; on macOS (no /proc) footprint's
+// phys_footprint as rss, which counts Metal's buffers, and zeros.
 func readStatus(t *testing.T) (rss, anon, file, pss int64) {
 	t.Helper()
+	if runtime.GOOS == "darwin" {
+		return macFootprint(t), 0, 0, 0
+	}
 	field := func(path, name string) int64 {
 		f, err := os.Open(path)
 		if err != nil {
@@ -150,6 +155,29 @@ func readStatus(t *testing.T) (rss, anon, file, pss int64) {
 	}
 	return field("/proc/self/status", "VmRSS"), field("/proc/self/status", "RssAnon"),
 		field("/proc/self/status", "RssFile"), field("/proc/self/smaps_rollup", "Pss")
+}
+
+// macFootprint is this process's footprint as macOS's footprint tool
+// reports it ("Footprint: 123 MB"), in bytes.
+func macFootprint(t *testing.T) int64 {
+	t.Helper()
+	b, err := exec.Command("footprint", "-p", strconv.Itoa(os.Getpid())).CombinedOutput()
+	if err != nil {
+		t.Fatalf("footprint: %v\n%s", err, b)
+	}
+	fs := strings.Fields(string(b))
+	for i, f := range fs {
+		if f != "Footprint:" || i+2 >= len(fs) {
+			continue
+		}
+		v, err := strconv.ParseFloat(fs[i+1], 64)
+		unit := map[string]float64{"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[strings.ToUpper(fs[i+2])]
+		if err == nil && unit > 0 {
+			return int64(v * unit)
+		}
+	}
+	t.Fatalf("no \"Footprint: N UNIT\" in footprint's output:\n%s", b)
+	return 0
 }
 
 // TestRealSharedWeightsProbe is the child of TestRealSharedWeights: it
