@@ -138,6 +138,7 @@ func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.dev, nil }
 func (e *Engine) Facts() engine.NativeFacts {
 	l := e.lib
 	return engine.NativeFacts{Library: l.path, Device: l.dev.Kind, DeviceName: l.dev.Name, MemoryBytes: l.dev.MemoryBytes,
+		WorkingSetBytes: l.limits.WorkingSet, WorkingSetSource: l.limits.Source,
 		Metallib: l.metallib, MetallibStamp: l.metallibTag, LibraryStamp: l.stamp(), DeviceStart: l.devStart}
 }
 
