@@ -1,3 +1,5 @@
+//go:build darwin || linux || freebsd || netbsd
+
 package mlx
 
 import (
@@ -10,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ebitengine/purego"
 
 	"etchat/inference/engine"
 	"etchat/inference/pte"
@@ -301,5 +305,33 @@ func TestRealSharedWeights(t *testing.T) {
 	// adds its copy, but no longer a mapping of the file as well.
 	if addAfter > addBefore-weights/2 {
 		t.Errorf("a second session adds %d bytes resident with sharing on, %d with it off: the file mapping (%d) should be gone", addAfter, addBefore, weights)
+	}
+}
+
+// TestRealKernelCacheDir: once the real library is loaded, before any
+// program, the process's C environment (what MLX's getenv reads at its
+// first JIT) holds MLX_PTX_CACHE_DIR: the folder the binding gave, or the
+// user's own value, which wins.
+func TestRealKernelCacheDir(t *testing.T) {
+	e := realEngine(t)
+	libc := map[string]string{"linux": "libc.so.6", "darwin": "/usr/lib/libSystem.B.dylib"}[runtime.GOOS]
+	if libc == "" {
+		t.Skipf("no libc to ask on %s", runtime.GOOS)
+	}
+	h, err := purego.Dlopen(libc, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var getenv func(string) string
+	purego.RegisterLibFunc(&getenv, h, "getenv")
+	want := e.lib.kernelCache
+	if v, ok := os.LookupEnv("MLX_PTX_CACHE_DIR"); ok {
+		want = v // the user's value, set before the process started
+	}
+	if want == "" {
+		t.Fatal("the binding gave the library no kernel cache folder")
+	}
+	if got := getenv("MLX_PTX_CACHE_DIR"); got != want {
+		t.Errorf("MLX_PTX_CACHE_DIR in the C environment is %q, want %q", got, want)
 	}
 }
