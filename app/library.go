@@ -177,7 +177,8 @@ type Library struct {
 	// scanDone of scanTotal models have been read by the running Load,
 	// Add or Rescan; scanTotal is 0 when none runs.
 	scanDone, scanTotal int
-	scanName            string // the model being read
+	scanName            string  // the model being read
+	fit                 FitFunc // the device's fit of the selection (nil: not shown)
 
 	subs []func()
 }
@@ -600,6 +601,7 @@ func (l *Library) Details() (Details, bool) {
 	var initial, full int64
 	d.Layers, initial, full = layerRows(cfg)
 	d.Memory = fmt.Sprintf("KV cache at capacity %d, %s: %s at start, %s when full", cfg.Capacity, cfg.DType.Flag(), FormatBytes(initial), FormatBytes(full))
+	d.Memory += l.fitLine(e.Path, full)
 	d.Summary = CacheSummary(cfg)
 	return d, true
 }

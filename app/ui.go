@@ -69,6 +69,7 @@ func NewUI(a fyne.App, b Backend) *UI {
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &UI{App: a, Backend: b, Prefs: NewPrefs(a.Preferences()), ctx: ctx, cancel: cancel, do: fyne.Do}
 	u.Library = NewLibrary(b.Inspector, b.Library)
+	u.Library.SetFit(nativeFit(b.Opener, u.Library.changed)) // issue 35: the fit before loading
 	u.Chat = NewChat(b.Opener, b.Chats, u.Prefs.Engine())
 	u.ApplyTheme(u.Prefs.Theme())
 

@@ -147,6 +147,17 @@ func doctorStore(ctx context.Context, env *Env, flagPath string) (doctorDB, []do
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
+// writeMemory is the device's memory and working set lines.
+func writeMemory(w io.Writer, f *engine.NativeFacts) {
+	if f.MemoryBytes > 0 {
+		fmt.Fprintf(w, "device memory:   %.1f GiB (the KV cache and weights share it)\n", float64(f.MemoryBytes)/(1<<30))
+	}
+	if f.WorkingSetBytes > 0 {
+		fmt.Fprintf(w, "working set:     %.1f GiB (%s; a model's weights and KV cache at capacity must fit in it)\n",
+			float64(f.WorkingSetBytes)/(1<<30), f.WorkingSetSource)
+	}
+}
+
 func (r doctorReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "etchat %s\n", r.Version)
 	plat := r.Platform.GOOS + "/" + r.Platform.GOARCH
@@ -167,9 +178,7 @@ func (r doctorReport) writeText(w io.Writer) {
 			dev += " (" + f.DeviceName + ")"
 		}
 		fmt.Fprintf(w, "device:          %s, started in %s\n", dev, f.DeviceStart.Round(time.Microsecond))
-		if f.MemoryBytes > 0 {
-			fmt.Fprintf(w, "device memory:   %.1f GiB (the KV cache and weights share it)\n", float64(f.MemoryBytes)/(1<<30))
-		}
+		writeMemory(w, f)
 		if f.Metallib != "" {
 			fmt.Fprintf(w, "metallib:        %s (stamp %s; library %s)\n", f.Metallib, stampOrNone(f.MetallibStamp), stampOrNone(f.LibraryStamp))
 		} else if r.Platform.GOOS == "darwin" {

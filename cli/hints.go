@@ -44,12 +44,25 @@ func hint(err error) string {
 	case errors.Is(err, store.ErrCorrupt):
 		return "move the damaged database aside, or point --db at another file"
 	}
-	for _, more := range []func(error) string{programHint, constraintHint, qualityHint, numericsHint} {
+	for _, more := range []func(error) string{programHint, constraintHint, qualityHint, numericsHint, memoryHint} {
 		if h := more(err); h != "" {
 			return h
 		}
 	}
 	return ""
+}
+
+// memoryHint is what to do about a model that does not fit the device's
+// working set (the native engine refuses it before loading).
+func memoryHint(err error) string {
+	var fit *engine.MemoryFitError
+	if !errors.As(err, &fit) {
+		return ""
+	}
+	if fit.Fit.Cache > 0 && fit.Fit.Weights < fit.Fit.WorkingSet {
+		return "lower --kv-max-capacity (the cache is sized for its full capacity), or pick a smaller or more quantized model"
+	}
+	return "the weights alone exceed the device's working set: pick a smaller or more quantized model (--engine cpu maps the weights from the file instead)"
 }
 
 // programHint is what to do about a .pte etchat cannot run as it is.

@@ -42,6 +42,8 @@ func TestHint(t *testing.T) {
 		{fmt.Errorf("save: %w", store.ErrBusy), "wait for it"},
 		{storeError(fmt.Errorf("open: %w", store.ErrBusy)), "wait for it"},
 		{fmt.Errorf("open: %w", store.ErrCorrupt), "move the damaged database aside"},
+		{wrap(&engine.MemoryFitError{Fit: engine.Fit{Weights: 1 << 30, Cache: 4 << 30, WorkingSet: 3 << 30}}), "lower --kv-max-capacity"},
+		{wrap(&engine.MemoryFitError{Fit: engine.Fit{Weights: 4 << 30, Cache: 1 << 20, WorkingSet: 3 << 30}}), "the weights alone exceed"},
 		{misleading, ""},
 	} {
 		got := hint(c.err)

@@ -159,6 +159,16 @@ func prefill(ctx context.Context, sess engine.Session, ids []int, chunk int, pro
 	return logits, nil
 }
 
+// beginGeneration opens the generation's scope on a session that holds
+// something for it (engine.GenerationScoper: the native engine wires its
+// memory on Metal) and returns what ends it; a no-op for other sessions.
+func beginGeneration(sess engine.Session) (end func()) {
+	if g, ok := sess.(engine.GenerationScoper); ok {
+		return g.BeginGeneration()
+	}
+	return func() {}
+}
+
 // Generate prefills prompt at the session's current length and generates
 // up to opts.MaxNewTokens tokens. Every generated token is fed back, so the
 // cache ends holding prompt + generated (+ the committed turn end). On a
@@ -176,6 +186,7 @@ func Generate(ctx context.Context, sess engine.Session, prompt []int, opts Optio
 	if err := CheckRoom(sess, len(prompt)); err != nil {
 		return nil, err
 	}
+	defer beginGeneration(sess)()
 	start := sess.Len()
 	res := &Result{PromptIDs: append([]int(nil), prompt...), StopID: -1, Start: start}
 	budget := min(opts.MaxNewTokens, sess.Capacity()-start-len(prompt))

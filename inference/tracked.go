@@ -102,3 +102,12 @@ func (t *trackedSession) CanRewind(n int) bool {
 	}
 	return t.seq != nil && t.seq.CanRewind(n)
 }
+
+// BeginGeneration passes the generation's scope on to a session that holds
+// something for it (engine.GenerationScoper); a no-op for others.
+func (t *trackedSession) BeginGeneration() func() {
+	if g, ok := t.Session.(engine.GenerationScoper); ok {
+		return g.BeginGeneration()
+	}
+	return func() {}
+}

@@ -53,6 +53,8 @@ func For(err error, form string) string {
 	case errors.Is(err, pte.ErrFormat), errors.As(err, &unsup):
 		return "etchat cannot run this file: export it with ExecuTorch's MLX backend and the off-graph cache (export_llm_hf.py --use-offgraph-cache), " +
 			"or pick another model (the Models tab says which ones run)"
+	case errors.As(err, new(*engine.MemoryFitError)):
+		return "choose a smaller KV capacity in " + form + " (the cache is sized for its full capacity), or a smaller or more quantized model"
 	case errors.Is(err, bench.ErrDoesNotFit):
 		return "use smaller sizes or depths, or a larger KV capacity"
 	case errors.Is(err, fs.ErrNotExist):

@@ -32,6 +32,7 @@ func TestFor(t *testing.T) {
 		{wrap(&inference.UnsupportedModelError{Newer: true}), "a newer ExecuTorch wrote this file: re-export it"},
 		{wrap(&modelinfo.MetadataError{Msg: "export_llm_hf.py"}), "metadata contradicts itself"},
 		{wrap(bench.ErrDoesNotFit), "smaller sizes"},
+		{wrap(&engine.MemoryFitError{Model: "tokenizer dtype", Fit: engine.Fit{Weights: 1, Cache: 2, WorkingSet: 2}}), "choose a smaller KV capacity in the sheet"},
 		{wrap(fs.ErrNotExist), "the file is not there"},
 		{wrap(store.ErrBusy), "close the other window"},
 		{misleading, ""},

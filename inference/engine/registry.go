@@ -194,14 +194,19 @@ type Devicer interface {
 // cost (paid once per process by every run that loads the library,
 // auto's included).
 type NativeFacts struct {
-	Library       string        `json:"library"`
-	Device        string        `json:"device"`
-	DeviceName    string        `json:"device_name,omitempty"`
-	MemoryBytes   int64         `json:"memory_bytes"`
-	Metallib      string        `json:"metallib,omitempty"`
-	MetallibStamp string        `json:"metallib_stamp,omitempty"`
-	LibraryStamp  string        `json:"library_stamp,omitempty"`
-	DeviceStart   time.Duration `json:"device_start_ns"`
+	Library     string `json:"library"`
+	Device      string `json:"device"`
+	DeviceName  string `json:"device_name,omitempty"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	// WorkingSetBytes is what a model's weights and KV cache must fit in
+	// (Fit), WorkingSetSource where the library read it; 0 and "" for a
+	// library that cannot say.
+	WorkingSetBytes  int64         `json:"working_set_bytes,omitempty"`
+	WorkingSetSource string        `json:"working_set_source,omitempty"`
+	Metallib         string        `json:"metallib,omitempty"`
+	MetallibStamp    string        `json:"metallib_stamp,omitempty"`
+	LibraryStamp     string        `json:"library_stamp,omitempty"`
+	DeviceStart      time.Duration `json:"device_start_ns"`
 }
 
 // FactsReporter is implemented by engines that can describe themselves.

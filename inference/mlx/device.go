@@ -5,6 +5,8 @@ package mlx
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -28,7 +30,8 @@ type DeviceInfo struct {
 type deviceFuncs struct {
 	device          func(out *CDeviceInfo) int32
 	setMetallibPath func(path string) int32
-	buildStamp      func() string // optional: nil for a library without it
+	buildStamp      func() string          // optional: nil for a library without it
+	kernelCacheDir  func(dir string) int32 // optional
 }
 
 func (f *deviceFuncs) bind(l *library) error {
@@ -40,7 +43,40 @@ func (f *deviceFuncs) bind(l *library) error {
 			return err
 		}
 	}
+	if l.has("etchat_set_kernel_cache_dir") {
+		if err := l.symbol(&f.kernelCacheDir, "etchat_set_kernel_cache_dir"); err != nil {
+			return err
+		}
+	}
 	return l.symbol(&f.setMetallibPath, "etchat_set_metallib_path")
+}
+
+// KernelCacheDir is where MLX's CUDA backend is told to keep the kernels
+// it compiles: etchat/mlx-kernels under the user's cache directory
+// (os.UserCacheDir), "" when there is none. Without it MLX uses the
+// system's temporary folder, which a fresh machine empties: a first prompt
+// there spent 42.7 s compiling (docs/cuda-report.md).
+func KernelCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil || d == "" {
+		return ""
+	}
+	return filepath.Join(d, "etchat", "mlx-kernels")
+}
+
+// setKernelCache gives MLX the kernel cache folder (etchat_set_kernel_cache_dir,
+// optional), before the first program: MLX reads it once, at its first JIT.
+// Only MLX's CUDA backend uses it; a value the user set in MLX_PTX_CACHE_DIR
+// wins.
+func (l *library) setKernelCache(dir string) error {
+	if l.kernelCacheDir == nil || dir == "" {
+		return nil
+	}
+	if err := l.call("set_kernel_cache_dir", func() int32 { return l.kernelCacheDir(dir) }); err != nil {
+		return err
+	}
+	l.kernelCache = dir
+	return nil
 }
 
 // stamp is the MLX build the library links ("" if it does not say).

@@ -138,6 +138,7 @@ func (e *Engine) DeviceInfo() (DeviceInfo, error) { return e.lib.dev, nil }
 func (e *Engine) Facts() engine.NativeFacts {
 	l := e.lib
 	return engine.NativeFacts{Library: l.path, Device: l.dev.Kind, DeviceName: l.dev.Name, MemoryBytes: l.dev.MemoryBytes,
+		WorkingSetBytes: l.limits.WorkingSet, WorkingSetSource: l.limits.Source,
 		Metallib: l.metallib, MetallibStamp: l.metallibTag, LibraryStamp: l.stamp(), DeviceStart: l.devStart}
 }
 
@@ -164,14 +165,12 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 			cp := *cfg
 			cp.Layers = append([]kvcache.Layer(nil), cfg.Layers...)
 			return &Session{lib: e.lib, h: idle.h, key: key, vocab: idle.vocab, cfg: &cp,
-				capacity: idle.capacity, maxLen: idle.maxLen, mode: idle.mode, timer: e.newTimer(), poison: e.poison}, nil
+				capacity: idle.capacity, maxLen: idle.maxLen, mode: idle.mode, timer: e.newTimer(), poison: e.poison,
+				weights: idle.weights}, nil
 		}
 	}
-	mode, err := programLogitsMode(path)
+	mode, weights, err := e.admit(path, key, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
 		return nil, err
 	}
 	ccfg, layers, own, err := cConfig(cfg)
@@ -208,7 +207,23 @@ func (e *Engine) Open(ctx context.Context, path string, cfg *kvcache.Config) (en
 		e.lib.closeSession(h)
 		return nil, err
 	}
-	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, mode: mode, timer: e.newTimer(), poison: e.poison}, nil
+	return &Session{lib: e.lib, h: h, key: key, vocab: int(vocab), cfg: own, capacity: capacity, mode: mode, timer: e.newTimer(), poison: e.poison,
+		weights: e.lib.sessionWeights(weights)}, nil
+}
+
+// admit is what Open checks before the library loads anything: the file's
+// logits mode and weights (programFacts), the parked sessions of other
+// files and configs closed, and the model's fit in the working set
+// (checkFit, after the close: what they held is free again).
+func (e *Engine) admit(path, key string, cfg *kvcache.Config) (engine.LogitsMode, int64, error) {
+	mode, weights, err := programFacts(path)
+	if err != nil {
+		return mode, 0, err
+	}
+	if err := e.lib.closeIdle(e.lib.pool.others(key)); err != nil {
+		return mode, 0, err
+	}
+	return mode, weights, e.checkFit(path, weights, cfg)
 }
 
 // cConfig is cfg as the library takes it and the session's own copy of it
@@ -226,26 +241,26 @@ func cConfig(cfg *kvcache.Config) (*CConfig, []CLayer, *kvcache.Config, error) {
 	return &c, ls, &cp, nil
 }
 
-// programLogitsMode is the file's get_logits_to_keep_mode, read through
-// modelinfo's one table of metadata names. A file this reader cannot parse
-// is left to the library (LogitsFull here), whose load says what is wrong
-// with it.
+// programFacts is the file's get_logits_to_keep_mode, read through
+// modelinfo's one table of metadata names, and its weights' bytes. A file
+// this reader cannot parse is left to the library (LogitsFull and no
+// weights here), whose load says what is wrong with it.
 // A selected-rows program (mode 2) is refused: the library feeds forward
 // two inputs.
-func programLogitsMode(path string) (engine.LogitsMode, error) {
+func programFacts(path string) (engine.LogitsMode, int64, error) {
 	f, err := pte.Open(path)
 	if err != nil {
-		return engine.LogitsFull, nil
+		return engine.LogitsFull, 0, nil
 	}
 	defer f.Close()
 	md, err := modelinfo.ReadMetadata(f)
 	if err != nil {
-		return engine.LogitsFull, fmt.Errorf("mlx: %w", err)
+		return engine.LogitsFull, 0, fmt.Errorf("mlx: %w", err)
 	}
 	if md.LogitsMode == engine.LogitsSelected {
-		return 0, fmt.Errorf("mlx: %s: %w: the program selects its logits rows through a third forward input (get_logits_to_keep_mode 2), which the runner library does not feed; the CPU engine does", path, engine.ErrUnsupported)
+		return 0, 0, fmt.Errorf("mlx: %s: %w: the program selects its logits rows through a third forward input (get_logits_to_keep_mode 2), which the runner library does not feed; the CPU engine does", path, engine.ErrUnsupported)
 	}
-	return md.LogitsMode, nil
+	return md.LogitsMode, f.WeightBytes(), nil
 }
 
 // Session is an engine.Session backed by an etchat_session. Its methods
@@ -268,6 +283,7 @@ type Session struct {
 	timer    *stepTimer // nil unless EnvTiming
 	poison   bool       // Options.PoisonViews
 	view     []float32  // the logits the last forward returned (poisoned before the next)
+	weights  int64      // the weights' bytes this session holds alone (0 where sessions share them)
 	shadow   [2][]float32
 	flip     bool
 }
@@ -521,8 +537,14 @@ func (s *Session) Close() error {
 		_ = WriteTiming(s.timer.out, s.timer.samples) // a report on stderr; its failure is no reason to fail Close
 		s.timer.samples = nil
 	}
-	if s.key == "" || s.broken || kvPoolBytes(s.cfg, s.maxLen) > maxParkedKV || s.lib.clear(h) != nil {
+	// MLX's buffer cache goes with the session: what it freed is the
+	// device's again, whether the session is parked or closed.
+	defer func() { _ = s.lib.dropCache() }() // best effort: a failed clear leaves MLX's own cache limit in force
+	kv := kvPoolBytes(s.cfg, s.maxLen)
+	budget := s.lib.parkBudget()
+	if s.key == "" || s.broken || kv > maxParkedKV || kv+s.weights > budget || s.lib.clear(h) != nil {
 		return s.lib.closeSession(h)
 	}
-	return s.lib.closeIdle(s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen, mode: s.mode}))
+	return s.lib.closeIdle(s.lib.pool.put(idleSession{key: s.key, h: h, vocab: s.vocab, capacity: s.capacity, maxLen: s.maxLen, mode: s.mode,
+		weights: s.weights, bytes: kv + s.weights}, budget))
 }

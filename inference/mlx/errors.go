@@ -142,6 +142,9 @@ type library struct {
 	metallib    string        // the metallib given to MLX ("" off macOS)
 	metallibTag string        // the stamp beside it
 	warmed      bool          // a decode step has run on the GPU (warm)
+	limits      MemoryLimits  // the working set, read when the device came up
+	wired       wiring        // generations holding the wired limit (memory.go)
+	kernelCache string        // the folder given as MLX's kernel cache ("" if none)
 
 	pool sessionPool // idle sessions kept for reuse (pool.go)
 }

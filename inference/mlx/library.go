@@ -119,7 +119,13 @@ func loadPath(path string, env func(string) string, goos string) (*library, erro
 	// metallib MLX cannot use fails here with MLX's own reason, and auto
 	// falls back before loading a model for nothing. This is also what
 	// makes a later metallib path refused.
+	if err := l.setKernelCache(KernelCacheDir()); err != nil {
+		return nil, fmt.Errorf("mlx: %s: %w", abs, err)
+	}
 	if err := l.startDevice(); err != nil {
+		return nil, fmt.Errorf("mlx: %s: %w", abs, err)
+	}
+	if l.limits, err = l.readLimits(); err != nil {
 		return nil, fmt.Errorf("mlx: %s: %w", abs, err)
 	}
 	libs[abs] = l

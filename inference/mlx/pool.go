@@ -2,6 +2,7 @@ package mlx
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,8 +22,13 @@ import (
 // never parked.
 //
 // What is parked is bounded: at most maxParked sessions (the oldest is
-// closed first), and none whose KV pools grew past maxParkedKV (a clear
-// keeps a pool's grown size, which a parked session would go on holding).
+// closed first), none whose KV pools grew past maxParkedKV (a clear keeps a
+// pool's grown size, which a parked session would go on holding), and by
+// size against the device's working set: the parked sessions together hold
+// at most 1/parkShare of it, counting each one's KV pools and, where MLX
+// copies the weights into each session (its CPU and CUDA allocators; or a
+// library that does not share them), its weights; on Metal the sessions of
+// one model share one copy, and parking costs a cache, not a model.
 // The app calls Engine.CloseIdle when it unloads a model or changes engine.
 type sessionPool struct {
 	mu   sync.Mutex
@@ -33,7 +39,32 @@ type sessionPool struct {
 var (
 	maxParked   = 2
 	maxParkedKV = int64(512 << 20)
+	parkShare   = int64(4)
 )
+
+// parkBudget is the most the parked sessions may hold together: a
+// parkShare-th of the working set, unbounded where the library cannot say.
+func (l *library) parkBudget() int64 {
+	if l.limits.WorkingSet <= 0 {
+		return math.MaxInt64
+	}
+	return l.limits.WorkingSet / parkShare
+}
+
+// sessionWeights is what a session of a model with weights bytes holds
+// alone: nothing where MLX wraps the library's shared copy (Metal, with a
+// library that shares and sharing not turned off), else a copy.
+func (l *library) sessionWeights(weights int64) int64 {
+	if l.dev.Kind == "metal" && l.sharedWeights != nil && os.Getenv(EnvSharedWeights) != "0" {
+		return 0
+	}
+	return weights
+}
+
+// EnvSharedWeights set to 0 turns the library's weight sharing off (each
+// session's program mapped and copied on its own, as before it existed);
+// the library reads it when a program or session is opened.
+const EnvSharedWeights = "ETCHAT_SHARED_WEIGHTS"
 
 type idleSession struct {
 	key      string
@@ -42,6 +73,8 @@ type idleSession struct {
 	capacity int
 	maxLen   int
 	mode     engine.LogitsMode
+	weights  int64 // the weights it holds alone (Session.weights)
+	bytes    int64 // what it holds parked: KV pools and weights
 }
 
 // poolKey names what a session is bound to: the file (by absolute path,
@@ -95,21 +128,32 @@ func (p *sessionPool) others(key string) []idleSession {
 }
 
 // put parks s; it returns the sessions displaced (to close): one parked
-// for the same key, or the oldest beyond maxParked.
-func (p *sessionPool) put(s idleSession) []idleSession {
+// for the same key, then the oldest beyond maxParked or while the parked
+// sessions hold more than budget bytes together (s, the newest, stays: the
+// caller parks nothing larger than budget).
+func (p *sessionPool) put(s idleSession, budget int64) []idleSession {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, old := range p.idle {
-		if old.key == s.key {
-			p.idle[i] = s
-			return []idleSession{old}
-		}
-	}
-	p.idle = append(p.idle, s)
 	var out []idleSession
-	for len(p.idle) > max(maxParked, 0) {
+	total := s.bytes
+	keep := []idleSession{}
+	for _, old := range p.idle {
+		if old.key == s.key {
+			out = append(out, old)
+			continue
+		}
+		keep = append(keep, old)
+		total += old.bytes
+	}
+	p.idle = append(keep, s)
+	for len(p.idle) > 1 && (len(p.idle) > max(maxParked, 0) || total > budget) {
 		out = append(out, p.idle[0])
+		total -= p.idle[0].bytes
 		p.idle = p.idle[1:]
+	}
+	if len(p.idle) > max(maxParked, 0) { // maxParked 0: park nothing
+		out = append(out, p.idle...)
+		p.idle = nil
 	}
 	return out
 }
@@ -129,7 +173,12 @@ func (l *library) closeIdle(ss []idleSession) error {
 // their methods and caches; the app calls it when it unloads a model or
 // changes engine.
 func (e *Engine) CloseIdle() error {
-	return e.lib.closeIdle(e.lib.pool.others("\x00"))
+	err := e.lib.closeIdle(e.lib.pool.others("\x00"))
+	// What they freed is in MLX's buffer cache until it is cleared.
+	if cerr := e.lib.dropCache(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Idle is the number of sessions parked for reuse.

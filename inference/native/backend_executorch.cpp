@@ -10,6 +10,7 @@
 // load "forward", whose delegate init() looks the cache up by that key.
 
 #include "runner_backend.h"
+#include "shared_weights.h"
 
 #include <executorch/backends/mlx/runtime/backend_options.h>
 #include <executorch/extension/module/module.h>
@@ -110,7 +111,12 @@ std::string et_error(Error e) {
 
 std::unique_ptr<Module> load_module(const std::string& path) {
   install_log_hook();
-  auto m = std::make_unique<Module>(path, Module::LoadMode::Mmap);
+  // Constants come from the model's shared, 16 KiB-aligned copies
+  // (shared_weights.h) unless ETCHAT_SHARED_WEIGHTS=0; everything else as
+  // Module's own Mmap mode loads it.
+  auto m = shared_weights_enabled()
+      ? std::make_unique<Module>(make_sharing_loader(path))
+      : std::make_unique<Module>(path, Module::LoadMode::Mmap);
   // InternalConsistency runs the flatbuffer verifier: Minimal (the
   // default) checks only the header, so a damaged file would be parsed
   // without bounds checks.
@@ -490,6 +496,47 @@ DeviceInfo runtime_device() {
   }
 #endif
   return out;
+}
+
+MemoryLimits runtime_memory_limits() {
+  MemoryLimits out;
+#if ETCHAT_WITH_MLX
+  namespace mx = ::mlx::core;
+  const mx::Device d = mx::default_device();
+  const auto& info = mx::device_info(d);
+  if (auto it = info.find("max_recommended_working_set_size");
+      d.type == mx::Device::gpu && it != info.end()) {
+    if (const auto* n = std::get_if<size_t>(&it->second)) {
+      out.working_set = static_cast<int64_t>(*n);
+      out.source = "max_recommended_working_set_size";
+      return out;
+    }
+  }
+  // CPU: 80% of RAM (MLX's CommonAllocator); CUDA: 95% of the card's.
+  out.working_set = static_cast<int64_t>(mx::get_memory_limit());
+  out.source = "memory_limit";
+#endif
+  return out;
+}
+
+void runtime_clear_cache() {
+#if ETCHAT_WITH_MLX
+  ::mlx::core::clear_cache();
+#endif
+}
+
+int64_t runtime_set_wired_limit(int64_t bytes) {
+#if ETCHAT_WITH_MLX
+  return static_cast<int64_t>(
+      ::mlx::core::set_wired_limit(static_cast<size_t>(bytes)));
+#else
+  (void)bytes;
+  return 0;
+#endif
+}
+
+void runtime_set_kernel_cache_dir(const std::string& dir) {
+  setenv("MLX_PTX_CACHE_DIR", dir.c_str(), 0); // a value the user set wins
 }
 
 void runtime_set_metallib_path(const std::string& path) {

@@ -257,6 +257,10 @@ etchat_status guard(
 // its metallib path, so a later etchat_set_metallib_path is too late.
 bool g_runtime_used = false;
 
+// Set once the first program is opened: MLX may JIT from then on, after
+// which MLX_PTX_CACHE_DIR is read (etchat_set_kernel_cache_dir).
+bool g_program_opened = false;
+
 // ---- handle registries ------------------------------------------------------
 
 // Live handles. A handle is not a pointer: it is a never-reused number
@@ -585,6 +589,7 @@ etchat_program_open(const char* path, etchat_program** out) {
     }
     auto p = std::make_unique<etchat_program>();
     g_runtime_used = true;
+    g_program_opened = true;
     p->backend = etchat::open_program(path);
     if (p->backend->vocab() <= 0) {
       fail(ETCHAT_ERR_LOAD, "the program's logits have no vocabulary size");
@@ -957,6 +962,58 @@ extern "C" ETCHAT_API etchat_status etchat_memory_reset_peak(void) {
   return guard("memory_reset_peak", [&] { etchat::runtime_reset_peak(); });
 }
 
+extern "C" ETCHAT_API etchat_status
+etchat_memory_limits_get(etchat_memory_limits* out) {
+  return guard("memory_limits", [&] {
+    if (out == nullptr) {
+      fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
+    }
+    const etchat::MemoryLimits m = etchat::runtime_memory_limits();
+    g_runtime_used = true; // the device is up: a metallib path is too late
+    etchat_memory_limits r{};
+    r.working_set_bytes = m.working_set;
+    const size_t n = std::min(sizeof r.source - 1, m.source.size());
+    std::memcpy(r.source, m.source.data(), n);
+    *out = r;
+  });
+}
+
+extern "C" ETCHAT_API etchat_status etchat_clear_cache(void) {
+  return guard("clear_cache", [&] { etchat::runtime_clear_cache(); });
+}
+
+extern "C" ETCHAT_API etchat_status
+etchat_set_wired_limit(int64_t bytes, int64_t* previous) {
+  return guard("set_wired_limit", [&] {
+    if (bytes < 0) {
+      fail(ETCHAT_ERR_INVALID_ARGUMENT, "the wired limit must not be negative");
+    }
+    const etchat::MemoryLimits m = etchat::runtime_memory_limits();
+    if (m.working_set > 0 && bytes > m.working_set) {
+      fail(
+          ETCHAT_ERR_INVALID_ARGUMENT,
+          "a wired limit of " + std::to_string(bytes) +
+              " bytes is above the working set (" +
+              std::to_string(m.working_set) + ")");
+    }
+    const int64_t prev = etchat::runtime_set_wired_limit(bytes);
+    if (previous != nullptr) {
+      *previous = prev;
+    }
+  });
+}
+
+extern "C" ETCHAT_API etchat_status
+etchat_shared_weights_get(etchat_shared_weights* out) {
+  return guard("shared_weights", [&] {
+    if (out == nullptr) {
+      fail(ETCHAT_ERR_INVALID_ARGUMENT, "out is NULL");
+    }
+    const etchat::SharedWeightsStats st = etchat::shared_weights_stats();
+    *out = etchat_shared_weights{st.models, st.buffers, st.bytes};
+  });
+}
+
 // ===== 5. Device ===========================================================
 
 namespace {
@@ -1027,5 +1084,21 @@ etchat_set_metallib_path(const char* path) {
     }
     std::fclose(f);
     etchat::runtime_set_metallib_path(path);
+  });
+}
+
+extern "C" ETCHAT_API etchat_status
+etchat_set_kernel_cache_dir(const char* dir) {
+  return guard("set_kernel_cache_dir", [&] {
+    if (dir == nullptr || *dir == '\0') {
+      fail(ETCHAT_ERR_INVALID_ARGUMENT, "dir must be given");
+    }
+    if (g_program_opened) {
+      fail(
+          ETCHAT_ERR_INVALID_ARGUMENT,
+          "the kernel cache folder must be set before the first program is "
+          "opened (MLX reads it once, at its first JIT)");
+    }
+    etchat::runtime_set_kernel_cache_dir(dir);
   });
 }

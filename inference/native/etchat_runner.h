@@ -231,6 +231,43 @@ ETCHAT_API etchat_status etchat_memory(int64_t* active, int64_t* peak);
 /* Resets MLX's peak memory to the active memory. */
 ETCHAT_API etchat_status etchat_memory_reset_peak(void);
 
+/* The rest of section 4 was added without an ABI version bump: each
+ * function is optional, and a binding that finds one missing goes without
+ * it (no working set known, nothing cleared or wired, no sharing report). */
+
+/* The memory a model may use on this device, as MLX reports it:
+ * working_set_bytes is Metal's max_recommended_working_set_size (the GPU's
+ * budget, about 65-75% of RAM) or, on the CPU and CUDA, MLX's memory limit
+ * (CPU: 80% of RAM; CUDA: 95% of the card's memory); source names which
+ * ("max_recommended_working_set_size" or "memory_limit"). Brings the device
+ * up, as etchat_device does. */
+typedef struct etchat_memory_limits {
+  int64_t working_set_bytes;
+  char source[64];
+} etchat_memory_limits;
+ETCHAT_API etchat_status etchat_memory_limits_get(etchat_memory_limits* out);
+
+/* Empties MLX's buffer cache: the freed buffers MLX keeps for reuse. */
+ETCHAT_API etchat_status etchat_clear_cache(void);
+
+/* Sets MLX's wired limit in bytes (0 = none) and writes the previous one to
+ * *previous (may be NULL). Only Metal on macOS 15 and later keeps memory
+ * resident (a residency set); on macOS 14, the CPU and CUDA it does
+ * nothing. ETCHAT_ERR_INVALID_ARGUMENT above the working set. */
+ETCHAT_API etchat_status etchat_set_wired_limit(int64_t bytes, int64_t* previous);
+
+/* The weights shared between sessions (one 16 KiB-aligned copy of each
+ * constant per model, made at the first session's load and freed with the
+ * last session's): models with copies alive, buffers, and bytes held
+ * (each buffer's length rounded up to 16 KiB). ETCHAT_SHARED_WEIGHTS=0 in
+ * the environment turns the sharing off for programs opened after it. */
+typedef struct etchat_shared_weights {
+  int64_t models;
+  int64_t buffers;
+  int64_t bytes;
+} etchat_shared_weights;
+ETCHAT_API etchat_status etchat_shared_weights_get(etchat_shared_weights* out);
+
 /* ===== 5. Device ======================================================== */
 
 /* Where MLX computes. kind is "metal", "cuda" or "cpu"; name is the
@@ -266,6 +303,15 @@ ETCHAT_API etchat_status etchat_set_metallib_path(const char* path);
  * late, for some ops only: the binding compares the two stamps before it
  * hands MLX the path. Added without an ABI version bump: optional. */
 ETCHAT_API const char* etchat_build_stamp(void);
+
+/* Where MLX's CUDA backend keeps the kernels it compiles (it sets
+ * MLX_PTX_CACHE_DIR, which MLX reads once, at its first JIT; else MLX uses
+ * the system's temporary folder, which a fresh machine empties). A value
+ * the user set in the environment wins. Must come before the first program
+ * is opened (ETCHAT_ERR_INVALID_ARGUMENT after). Set on every build (only
+ * MLX's CUDA backend reads it). Added without an ABI version bump:
+ * optional. */
+ETCHAT_API etchat_status etchat_set_kernel_cache_dir(const char* dir);
 
 /* ===== 6. Step timing ==================================================== */
 

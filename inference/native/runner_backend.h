@@ -118,6 +118,36 @@ void runtime_reset_peak();
 // The device the runtime computes on.
 DeviceInfo runtime_device();
 
+// The memory a model may use on the device (etchat_memory_limits): on
+// Metal max_recommended_working_set_size (the GPU's budget, ~65-75% of
+// RAM), elsewhere MLX's own memory limit (CPU: 80% of RAM, CUDA: 95% of the
+// card's memory). source names which; 0 and "" where nothing is known.
+struct MemoryLimits {
+  int64_t working_set = 0;
+  std::string source;
+};
+MemoryLimits runtime_memory_limits();
+
+// Empties MLX's buffer cache (freed buffers MLX keeps for reuse).
+void runtime_clear_cache();
+
+// Sets MLX's wired limit (Metal's residency set, macOS 15+; a no-op on
+// macOS 14, CPU and CUDA) and returns the previous one.
+int64_t runtime_set_wired_limit(int64_t bytes);
+
+// Sets MLX_PTX_CACHE_DIR (CUDA's kernel cache, read once at the first JIT)
+// unless the user set it; a no-op where MLX has no disk kernel cache.
+void runtime_set_kernel_cache_dir(const std::string& dir);
+
+// The shared weight copies alive (shared_weights.h): models with a map,
+// buffers and bytes held (each buffer rounded up to 16 KiB).
+struct SharedWeightsStats {
+  int64_t models = 0;
+  int64_t buffers = 0;
+  int64_t bytes = 0;
+};
+SharedWeightsStats shared_weights_stats();
+
 // Points the runtime at mlx.metallib (a no-op without Metal).
 void runtime_set_metallib_path(const std::string& path);
 

@@ -339,6 +339,39 @@ DeviceInfo runtime_device() {
 #endif
 }
 
+// FAKE_WORKING_SET (bytes) is the working set this fake reports; 0 (the
+// default) reports none, as a library that cannot say.
+#ifndef FAKE_WORKING_SET
+#define FAKE_WORKING_SET 0
+#endif
+
+MemoryLimits runtime_memory_limits() {
+  MemoryLimits m;
+  m.working_set = static_cast<int64_t>(FAKE_WORKING_SET);
+  m.source = m.working_set > 0 ? "memory_limit" : "";
+  return m;
+}
+
+void runtime_clear_cache() {
+  note("clear_cache");
+}
+
+int64_t runtime_set_wired_limit(int64_t bytes) {
+  static int64_t wired = 0;
+  note("wired " + std::to_string(bytes));
+  const int64_t prev = wired;
+  wired = bytes;
+  return prev;
+}
+
+void runtime_set_kernel_cache_dir(const std::string& dir) {
+  note("kernel_cache_dir " + dir);
+}
+
+SharedWeightsStats shared_weights_stats() {
+  return SharedWeightsStats{};
+}
+
 void runtime_set_metallib_path(const std::string& path) {
   note("set_metallib_path");
   std::lock_guard<std::mutex> lk(g_cfg_mu);

@@ -464,6 +464,43 @@ etchat_status etchat_device(etchat_device_info* out) {
 #endif
 const char* etchat_build_stamp(void) { return FAKE_STAMP; }
 
+#ifndef NO_MEMORY_LIMITS
+/* Section 4's optional calls. -DNO_MEMORY_LIMITS leaves them out, as an
+ * older library: the binding then knows no working set and clears nothing.
+ * This fake knows no working set either (0: every model fits). */
+etchat_status etchat_memory_limits_get(etchat_memory_limits* out) {
+  t_err[0] = 0;
+  if (out == NULL) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "memory_limits: out is NULL");
+  memset(out, 0, sizeof *out);
+  return ETCHAT_OK;
+}
+
+etchat_status etchat_clear_cache(void) {
+  t_err[0] = 0;
+  return ETCHAT_OK;
+}
+
+etchat_status etchat_set_wired_limit(int64_t bytes, int64_t* previous) {
+  t_err[0] = 0;
+  if (bytes < 0) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "set_wired_limit: negative");
+  if (previous != NULL) *previous = 0;
+  return ETCHAT_OK;
+}
+
+etchat_status etchat_shared_weights_get(etchat_shared_weights* out) {
+  t_err[0] = 0;
+  if (out == NULL) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "shared_weights: out is NULL");
+  memset(out, 0, sizeof *out);
+  return ETCHAT_OK;
+}
+
+etchat_status etchat_set_kernel_cache_dir(const char* dir) {
+  t_err[0] = 0;
+  if (dir == NULL || *dir == 0) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "set_kernel_cache_dir: dir must be given");
+  return ETCHAT_OK;
+}
+#endif
+
 etchat_status etchat_set_metallib_path(const char* path) {
   t_err[0] = 0;
   if (path == NULL || *path == 0) return seterr(ETCHAT_ERR_INVALID_ARGUMENT, "set_metallib_path: path must be given");
