@@ -43,6 +43,9 @@ type UI struct {
 	banner *widget.Label
 	// serve is the Serve switch (app/serve.go); nil until first used.
 	serve *ServeSwitch
+	// indicator is the server's line at the foot of the window
+	// (ui_server_indicator.go).
+	indicator *serverIndicator
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -100,7 +103,8 @@ func NewUI(a fyne.App, b Backend) *UI {
 			u.banner.Show()
 		}
 	}
-	u.Win.SetContent(container.NewBorder(u.banner, nil, nil, nil, u.tabs))
+	u.indicator = newServerIndicator(u)
+	u.Win.SetContent(container.NewBorder(u.banner, u.indicator.root, nil, nil, u.tabs))
 	u.Win.SetMainMenu(u.menu())
 	u.chat.refreshMenu()
 	// The window reopens on the tab it closed on.
