@@ -54,6 +54,7 @@ type UI struct {
 	do         func(func())
 	errDlg     *dialog.CustomDialog      // the last error dialog, which Enter closes
 	unlockDB   func()                    // gives back the database's window lock
+	hold       *dbHold                   // this window's share of the database (a restore needs it alone)
 	lockSeen   int64                     // the lock file's time when this window took it (a later one: another window knocked)
 	watchEvery time.Duration             // how often the database files are looked at (0: 2 s)
 	themeItems map[string]*fyne.MenuItem // View's theme items, by theme name
@@ -94,6 +95,7 @@ func NewUI(a fyne.App, b Backend) *UI {
 	}
 	u.unlockDB = func() {}
 	if b.DB != nil && b.DBPath != "" {
+		u.hold = holdDB(b.DBPath)
 		release, held := lockDB(b.DBPath)
 		u.unlockDB = release
 		u.lockSeen = lockStamp(b.DBPath)
@@ -251,6 +253,7 @@ func (u *UI) Close() {
 		_ = u.serve.Stop()
 	}
 	u.unlockDB()
+	u.hold.release()
 	u.Chat.Close()
 }
 
@@ -517,7 +520,7 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Keyboard Shortcuts", ShortcutKeyHelp, u.showShortcuts),
 		fyne.NewMenuItem("About etchat", u.showAbout),
 	)
-	return fyne.NewMainMenu(file, chat, view, help)
+	return fyne.NewMainMenu(file, chat, view, u.conversationsMenu(), help)
 }
 
 // modKey names the shortcut modifier: Cmd on macOS, Ctrl elsewhere.
