@@ -476,7 +476,8 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Rescan Library", ShortcutRescan, u.lib.rescan),
 		fyne.NewMenuItemSeparator(),
 		fyne.NewMenuItem("Serve (OpenAI API)…", u.showServe),
-		fyne.NewMenuItem("Measure Quality…", u.showQuality), // ui_quality.go
+		fyne.NewMenuItem("Measure Quality…", u.showQuality),    // ui_quality.go
+		fyne.NewMenuItem("Compare Two Models…", u.showCompare), // ui_compare.go
 		item("Preferences…", ShortcutPrefs, u.showPrefs),
 		fyne.NewMenuItemSeparator(),
 		quitItem(u.Quit),
