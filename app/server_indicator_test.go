@@ -241,14 +241,24 @@ func TestServerIndicatorView800x600(t *testing.T) {
 	if code, body := askWithKey(st.URL, "view-key", "hi", 2); code != 200 {
 		t.Fatalf("request: %d %s", code, body)
 	}
-	u.Win.Canvas().Overlays().Top().Hide()
-	u.Win.Canvas().Overlays().Remove(top)
 	for _, th := range []string{"light", "dark"} {
 		u.ApplyTheme(th)
 		u.Win.Resize(fyne.NewSize(800, 600))
 		u.SelectTab(TabChat)
 		u.indicator.refresh()
 		settle(u)
+		// The dialog, open over it, fits: every field and button inside
+		// the window, none on another.
+		dctrls := focusables(top)
+		if len(dctrls) < 6 {
+			t.Fatalf("%s: %d controls in the Serve dialog", th, len(dctrls))
+		}
+		for _, c := range dctrls {
+			if r := rectOf(c); !r.inside(windowRect(u)) {
+				t.Errorf("%s: the dialog's %T at %v is out of the window", th, c, r)
+			}
+		}
+		noOverlaps(t, th+" Serve dialog", dctrls)
 		if !u.indicator.root.Visible() {
 			t.Fatalf("%s: no indicator while serving", th)
 		}
@@ -268,6 +278,8 @@ func TestServerIndicatorView800x600(t *testing.T) {
 		}
 		noOverlaps(t, th+" window", controls(u.Win.Content()))
 	}
+	top.Hide()
+	u.Win.Canvas().Overlays().Remove(top)
 	// The indicator opens the served requests.
 	test.Tap(u.indicator.text)
 	if u.CurrentTab() != TabBenchmarks {
@@ -291,4 +303,27 @@ func TestServerIndicatorView800x600(t *testing.T) {
 	if u.indicator.root.Visible() {
 		t.Error("the indicator shows after Stop")
 	}
+}
+
+// focusables are the visible controls under o, looking inside widgets
+// (a dialog is one) but not inside a control.
+func focusables(o fyne.CanvasObject) []fyne.CanvasObject {
+	if !o.Visible() {
+		return nil
+	}
+	if _, ok := o.(fyne.Focusable); ok {
+		return []fyne.CanvasObject{o}
+	}
+	var out []fyne.CanvasObject
+	switch x := o.(type) {
+	case *fyne.Container:
+		for _, c := range x.Objects {
+			out = append(out, focusables(c)...)
+		}
+	case fyne.Widget:
+		for _, c := range test.WidgetRenderer(x).Objects() {
+			out = append(out, focusables(c)...)
+		}
+	}
+	return out
 }
