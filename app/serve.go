@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -255,6 +256,7 @@ func (s *ServeSwitch) Start(programs *chatPrograms, path string, st Settings, db
 // StartWith is Start on the port, key and reach of cfg (the Serve
 // dialog's, checked first).
 func (s *ServeSwitch) StartWith(programs *chatPrograms, path string, st Settings, db *store.DB, cfg ServeConfig) (string, error) {
+	cfg.APIKey = strings.TrimSpace(cfg.APIKey) // the server compares the request's key trimmed
 	if err := cfg.Check(); err != nil {
 		return "", err
 	}

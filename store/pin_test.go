@@ -68,9 +68,9 @@ func TestPinAndLastUse(t *testing.T) {
 	}
 }
 
-// TestMigration0008Pin: a file from before pins keeps every conversation
-// as it was, unpinned, and listed in the order it was.
-func TestMigration0008Pin(t *testing.T) {
+// TestMigrationPin: a file from before pins (schema 7) keeps every
+// conversation as it was, unpinned, and listed in the order it was.
+func TestMigrationPin(t *testing.T) {
 	ctx := context.Background()
 	path, raw := openFrozen(t, 7)
 	if _, err := raw.Exec(`INSERT INTO conversations(id, uid, model_sha256, model_name, title, settings, created_ms, updated_ms)
