@@ -68,7 +68,7 @@ func (s *storeAdapter) ListConversations(ctx context.Context, modelPath string) 
 	}
 	out := make([]ConversationSummary, len(cs))
 	for i, c := range cs {
-		out[i] = ConversationSummary{ID: c.ID, ModelPath: modelPath, Title: c.Title, Updated: c.Updated}
+		out[i] = ConversationSummary{ID: c.ID, ModelPath: modelPath, Title: c.Title, Updated: c.Updated, Pinned: c.Pinned}
 	}
 	return out, nil
 }

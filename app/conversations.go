@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // ConversationAdmin is what the chat's conversation list does besides
@@ -155,7 +156,8 @@ func (c *Chat) OpenListed(ctx context.Context, sum ConversationSummary, m *Model
 }
 
 // ListLabel is a row of the conversation list: the title, the model when
-// the list spans models, and the matching text of a search.
+// the list spans models, when it was last used, whether it is pinned, and
+// the matching text of a search.
 func ListLabel(c ConversationSummary, all bool) string {
 	s := c.Title
 	if all {
@@ -170,7 +172,30 @@ func ListLabel(c ConversationSummary, all bool) string {
 	if c.Snippet != "" {
 		s += " — " + c.Snippet
 	}
-	return s
+	return s + ListStamp(c)
+}
+
+// ListStamp is a row's second line: its last use (local time; the year
+// instead of the time when it is not this year's) and its pin,
+// "\nMar 1 12:04 · pinned". On a line of its own it never wraps, so
+// the row is two lines whatever the date's width.
+func ListStamp(c ConversationSummary) string {
+	s := ""
+	if !c.Updated.IsZero() {
+		t := c.Updated.Local()
+		layout := "Jan 2 15:04"
+		if t.Year() != time.Now().Year() {
+			layout = "Jan 2 2006"
+		}
+		s = t.Format(layout)
+	}
+	if c.Pinned {
+		s = strings.TrimPrefix(s+" · pinned", " · ")
+	}
+	if s == "" {
+		return ""
+	}
+	return "\n" + s
 }
 
 // FilterConversations are the conversations whose title contains query

@@ -152,6 +152,8 @@ type ConversationSummary struct {
 	// Seen is the revision LoadConversation read the transcript at: the
 	// view-model's writes carry it (Revision).
 	Seen Revision
+	// Pinned conversations list first (conversations_backup.go).
+	Pinned bool
 }
 
 // Revision is where a window last saw a conversation (the store's

@@ -58,7 +58,7 @@ func TestConversationSearchAcrossModels(t *testing.T) {
 	if got[0].ID != lightID || got[0].Title != "Hello" || !strings.Contains(got[0].Snippet, "lighthouses") {
 		t.Errorf("search by text: %+v", got)
 	}
-	if l := ListLabel(got[0], false); l != "Hello — Tell me about lighthouses" {
+	if l := ListLabel(got[0], false); l != "Hello — Tell me about lighthouses"+ListStamp(got[0]) || ListStamp(got[0]) == "" {
 		t.Errorf("row %q", l)
 	}
 	// Another model's conversation is not in this model's list …
@@ -68,7 +68,7 @@ func TestConversationSearchAcrossModels(t *testing.T) {
 	v.allConvs.SetChecked(true)
 	waitFor(t, func() bool { return len(u.Chat.State().Conversations) == 1 })
 	got = list()
-	if got[0].ID != gemmaID || ListLabel(got[0], true) != "Mountains · "+ModelName(gemma)+" — How high is the peak?" {
+	if got[0].ID != gemmaID || ListLabel(got[0], true) != "Mountains · "+ModelName(gemma)+" — How high is the peak?"+ListStamp(got[0]) {
 		t.Errorf("all models: %+v (row %q)", got, ListLabel(got[0], true))
 	}
 	v.search.SetText("")

@@ -5,14 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
-
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/widget"
 
 	"etchat/inference"
 	"etchat/serve"
@@ -245,13 +240,30 @@ type ServeSwitch struct {
 	url        string
 	done       chan error
 	programs   *chatPrograms
+	cfg        ServeConfig // what it was started with (its key is never shown or logged)
+	path       string      // the model it serves
 }
 
 // Start serves the model at path, which the chat must have open
 // (programs: the window opener's registry), with the conversation's cache
 // settings on addr ("127.0.0.1:8917"; port 0 picks one), storing each
-// request as a run in db (may be nil). It returns the API's base URL.
+// request as a run in db (may be nil), without an API key. It returns the
+// API's base URL.
 func (s *ServeSwitch) Start(programs *chatPrograms, path string, st Settings, db *store.DB, addr string) (string, error) {
+	return s.start(programs, path, st, db, addr, ServeConfig{})
+}
+
+// StartWith is Start on the port, key and reach of cfg (the Serve
+// dialog's, checked first).
+func (s *ServeSwitch) StartWith(programs *chatPrograms, path string, st Settings, db *store.DB, cfg ServeConfig) (string, error) {
+	cfg.APIKey = strings.TrimSpace(cfg.APIKey) // the server compares the request's key trimmed
+	if err := cfg.Check(); err != nil {
+		return "", err
+	}
+	return s.start(programs, path, st, db, cfg.addr(), cfg)
+}
+
+func (s *ServeSwitch) start(programs *chatPrograms, path string, st Settings, db *store.DB, addr string, cfg ServeConfig) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv != nil {
@@ -263,17 +275,20 @@ func (s *ServeSwitch) Start(programs *chatPrograms, path string, st Settings, db
 	if _, err := programs.Program(path); err != nil {
 		return "", err
 	}
+	host, _, _ := net.SplitHostPort(addr)
 	srv, err := serve.New(serve.Options{Models: []string{path}, Store: db, Version: Version, Host: programs,
+		APIKey: cfg.APIKey, ListenHost: host,
 		StoreConversations: s.storeConvs && db != nil, Load: inference.LoadOptions{Engine: st.Engine, Policy: st.Policy()}})
 	if err != nil {
 		return "", err
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("listening on %s: %w", addr, err)
+		return "", fmt.Errorf("listening on %s: %w", addr, err) // in use: advice says choose another port
 	}
 	programs.watch(srv.Unload)
 	s.srv, s.url, s.done, s.programs = srv, "http://"+l.Addr().String()+"/v1", make(chan error, 1), programs
+	s.cfg, s.path = cfg, path
 	go func(done chan error) { done <- srv.Serve(l) }(s.done)
 	return s.url, nil
 }
@@ -313,66 +328,4 @@ func (s *ServeSwitch) Status() (running bool, url string, models []string, serve
 		return false, "", nil, 0
 	}
 	return true, s.url, s.srv.Models(), s.srv.Served()
-}
-
-// serveAddr is where the app serves: loopback only (the app has no API
-// key), on etchat serve's default port.
-var serveAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(serve.DefaultPort))
-
-// showServe is the Serve dialog: the switch, the URL and the requests
-// served, refreshed while it is open.
-func (u *UI) showServe() {
-	if u.serve == nil {
-		u.serve = &ServeSwitch{}
-	}
-	status := widget.NewLabel("")
-	status.Wrapping = fyne.TextWrapWord
-	var toggle *widget.Button
-	refresh := func() {
-		running, url, models, served := u.serve.Status()
-		if !running {
-			status.SetText("Off. Serve starts an OpenAI-compatible server on " + serveAddr + " over the chat's open model: it shares the loaded program, keeps its own cache, and takes turns with the chat.")
-			toggle.SetText("Start")
-			return
-		}
-		status.SetText(fmt.Sprintf("Serving %v at %s\n%d requests served", models, url, served))
-		toggle.SetText("Stop")
-	}
-	toggle = widget.NewButton("Start", func() {
-		if running, _, _, _ := u.serve.Status(); running {
-			u.ShowError(u.serve.Stop())
-			refresh()
-			return
-		}
-		st := u.Chat.State()
-		if st.Model == nil {
-			u.ShowError(errors.New("choose a model in the Models tab first: Serve serves the chat's model"))
-			return
-		}
-		if _, err := u.serve.Start(programsOf(u.Backend.Opener), st.Model.Path, st.Settings, u.Backend.DB, serveAddr); err != nil {
-			u.ShowError(err)
-		}
-		refresh()
-	})
-	convs := widget.NewCheck("Save chat requests as conversations (from the next start)", u.serve.SetStoreConversations)
-	u.serve.mu.Lock()
-	convs.Checked = u.serve.storeConvs
-	u.serve.mu.Unlock()
-	refresh()
-	d := dialog.NewCustom("Serve", "Close", container.NewGridWrap(fyne.NewSize(480, 150), container.NewVBox(status, convs, toggle)), u.Win)
-	stop := make(chan struct{})
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				u.do(refresh)
-			}
-		}
-	}()
-	d.SetOnClosed(func() { close(stop) })
-	d.Show()
 }

@@ -28,7 +28,7 @@ func (s *storeAdapter) SearchConversations(ctx context.Context, query, modelPath
 	}
 	out := make([]ConversationSummary, len(hs))
 	for i, h := range hs {
-		out[i] = ConversationSummary{ID: h.ID, ModelPath: h.ModelPath, ModelName: h.ModelName, Title: h.Title, Updated: h.Updated, Snippet: h.Snippet}
+		out[i] = ConversationSummary{ID: h.ID, ModelPath: h.ModelPath, ModelName: h.ModelName, Title: h.Title, Updated: h.Updated, Snippet: h.Snippet, Pinned: h.Pinned}
 	}
 	return out, nil
 }

@@ -43,6 +43,9 @@ type UI struct {
 	banner *widget.Label
 	// serve is the Serve switch (app/serve.go); nil until first used.
 	serve *ServeSwitch
+	// indicator is the server's line at the foot of the window
+	// (ui_server_indicator.go).
+	indicator *serverIndicator
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -51,6 +54,7 @@ type UI struct {
 	do         func(func())
 	errDlg     *dialog.CustomDialog      // the last error dialog, which Enter closes
 	unlockDB   func()                    // gives back the database's window lock
+	hold       *dbHold                   // this window's share of the database (a restore needs it alone)
 	lockSeen   int64                     // the lock file's time when this window took it (a later one: another window knocked)
 	watchEvery time.Duration             // how often the database files are looked at (0: 2 s)
 	themeItems map[string]*fyne.MenuItem // View's theme items, by theme name
@@ -92,6 +96,7 @@ func NewUI(a fyne.App, b Backend) *UI {
 	}
 	u.unlockDB = func() {}
 	if b.DB != nil && b.DBPath != "" {
+		u.hold = holdDB(b.DBPath)
 		release, held := lockDB(b.DBPath)
 		u.unlockDB = release
 		u.lockSeen = lockStamp(b.DBPath)
@@ -101,7 +106,8 @@ func NewUI(a fyne.App, b Backend) *UI {
 			u.banner.Show()
 		}
 	}
-	u.Win.SetContent(container.NewBorder(u.banner, nil, nil, nil, u.tabs))
+	u.indicator = newServerIndicator(u)
+	u.Win.SetContent(container.NewBorder(u.banner, u.indicator.root, nil, nil, u.tabs))
 	u.Win.SetMainMenu(u.menu())
 	u.chat.refreshMenu()
 	// The window reopens on the tab it closed on.
@@ -248,6 +254,7 @@ func (u *UI) Close() {
 		_ = u.serve.Stop()
 	}
 	u.unlockDB()
+	u.hold.release()
 	u.Chat.Close()
 }
 
@@ -470,7 +477,8 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Rescan Library", ShortcutRescan, u.lib.rescan),
 		fyne.NewMenuItemSeparator(),
 		fyne.NewMenuItem("Serve (OpenAI API)…", u.showServe),
-		fyne.NewMenuItem("Measure Quality…", u.showQuality), // ui_quality.go
+		fyne.NewMenuItem("Measure Quality…", u.showQuality),    // ui_quality.go
+		fyne.NewMenuItem("Compare Two Models…", u.showCompare), // ui_compare.go
 		item("Preferences…", ShortcutPrefs, u.showPrefs),
 		fyne.NewMenuItemSeparator(),
 		quitItem(u.Quit),
@@ -514,7 +522,7 @@ func (u *UI) menu() *fyne.MainMenu {
 		item("Keyboard Shortcuts", ShortcutKeyHelp, u.showShortcuts),
 		fyne.NewMenuItem("About etchat", u.showAbout),
 	)
-	return fyne.NewMainMenu(file, chat, view, help)
+	return fyne.NewMainMenu(file, chat, view, u.conversationsMenu(), help)
 }
 
 // modKey names the shortcut modifier: Cmd on macOS, Ctrl elsewhere.

@@ -519,7 +519,7 @@ func TestMenuShortcuts(t *testing.T) {
 			}
 		}
 	}
-	if !seen[ShortcutSend.ShortcutName()] || len(menu.Items) != 4 {
+	if !seen[ShortcutSend.ShortcutName()] || len(menu.Items) != 5 { // File, Chat, View, Conversations, Help
 		t.Errorf("menus %d, send shortcut %v", len(menu.Items), seen[ShortcutSend.ShortcutName()])
 	}
 	if h := ShortcutHelp(); !strings.Contains(h, "+Enter") || !strings.Contains(h, "Esc") {

@@ -33,6 +33,9 @@ type Conversation struct {
 	// is stale cannot extend the conversation. It is this database's, so
 	// an export leaves it out.
 	Revision int64 `json:"-"`
+	// Pinned conversations list first (SetPinned). Like the revision it
+	// is this database's: an export leaves it out.
+	Pinned bool `json:"-"`
 }
 
 // Roles a message may have.
@@ -56,13 +59,13 @@ type Message struct {
 
 const convCols = `c.id, c.uid, coalesce(c.model_id, 0), c.model_sha256, c.model_name, c.title, c.settings,
 	coalesce(c.current_leaf_id, 0), c.created_ms, c.updated_ms,
-	(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.revision`
+	(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.revision, c.pinned`
 
 func scanConv(sc interface{ Scan(...any) error }) (Conversation, error) {
 	var c Conversation
 	var settings string
 	var created, updated int64
-	err := sc.Scan(&c.ID, &c.UID, &c.ModelID, &c.ModelSHA256, &c.ModelName, &c.Title, &settings, &c.CurrentLeaf, &created, &updated, &c.Messages, &c.Revision)
+	err := sc.Scan(&c.ID, &c.UID, &c.ModelID, &c.ModelSHA256, &c.ModelName, &c.Title, &settings, &c.CurrentLeaf, &created, &updated, &c.Messages, &c.Revision, &c.Pinned)
 	c.Settings = json.RawMessage(settings)
 	c.Created, c.Updated = fromMS(created), fromMS(updated)
 	return c, err
@@ -150,7 +153,8 @@ func (db *DB) GetConversation(ctx context.Context, id int64) (Conversation, erro
 }
 
 // ListConversations returns the conversations with the model (all when
-// modelID is 0), most recently updated first.
+// modelID is 0): the pinned ones first, then by last use (the newest
+// message or change first).
 func (db *DB) ListConversations(ctx context.Context, modelID int64) ([]Conversation, error) {
 	q := "SELECT " + convCols + " FROM conversations c"
 	var args []any
@@ -158,7 +162,7 @@ func (db *DB) ListConversations(ctx context.Context, modelID int64) ([]Conversat
 		q += " WHERE c.model_id = ?"
 		args = append(args, modelID)
 	}
-	q += " ORDER BY c.updated_ms DESC, c.id DESC"
+	q += " ORDER BY " + listOrder
 	rows, err := db.sql.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, db.wrap("list conversations", err)

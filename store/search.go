@@ -28,7 +28,7 @@ func likeEscape(q string) string {
 
 // SearchConversations lists the conversations of the model modelID (all
 // models when 0) whose title, or the text of a user or assistant message
-// on any branch, contains query; most recently updated first. An empty
+// on any branch, contains query; pinned first, then most recently used. An empty
 // query lists them all. Matching ignores case for ASCII letters (SQLite's
 // LIKE); the system prompt is not searched, it is the same in most
 // conversations.
@@ -41,7 +41,7 @@ func (db *DB) SearchConversations(ctx context.Context, query string, modelID int
 		FROM conversations c WHERE (?2 = 0 OR c.model_id = ?2)
 		AND (?3 = '' OR c.title LIKE ?1 ESCAPE '\' OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id
 			AND m.role IN ('user', 'assistant') AND m.text LIKE ?1 ESCAPE '\'))
-		ORDER BY c.updated_ms DESC, c.id DESC`
+		ORDER BY ` + listOrder
 	var out []ConversationHit
 	err := db.read(ctx, "search conversations", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, q, pat, modelID, query)
@@ -56,7 +56,7 @@ func (db *DB) SearchConversations(ctx context.Context, query string, modelID int
 			var created, updated int64
 			c := &h.Conversation
 			if err := rows.Scan(&c.ID, &c.UID, &c.ModelID, &c.ModelSHA256, &c.ModelName, &c.Title, &settings, &c.CurrentLeaf,
-				&created, &updated, &c.Messages, &c.Revision, &h.ModelPath, &text); err != nil {
+				&created, &updated, &c.Messages, &c.Revision, &c.Pinned, &h.ModelPath, &text); err != nil {
 				return err
 			}
 			c.Settings = []byte(settings)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+	"syscall"
 
 	"etchat/inference"
 	"etchat/inference/bench"
@@ -59,6 +60,21 @@ func For(err error, form string) string {
 		return "use smaller sizes or depths, or a larger KV capacity"
 	case errors.Is(err, fs.ErrNotExist):
 		return "the file is not there: pick a model of the library, or browse to the .pte"
+	}
+	return forFiles(err, form)
+}
+
+// forFiles is For's part about the database, its backups and the
+// server's port.
+func forFiles(err error, form string) string {
+	var bk *store.BackupError
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "another program (perhaps etchat serve) listens on this port: choose another port in " + form + ", or 0 for any free one"
+	case errors.As(err, &bk) && errors.Is(err, store.ErrTooNew):
+		return "a newer etchat wrote this backup: update etchat to restore it, or pick an older backup"
+	case errors.As(err, &bk):
+		return "pick a backup etchat wrote (Conversations ▸ Back Up Database…) or another copy of an etchat database"
 	case errors.Is(err, store.ErrBusy):
 		return "another etchat is using the database: close the other window or command, then restart"
 	}

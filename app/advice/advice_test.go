@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"etchat/inference"
@@ -35,6 +38,9 @@ func TestFor(t *testing.T) {
 		{wrap(&engine.MemoryFitError{Model: "tokenizer dtype", Fit: engine.Fit{Weights: 1, Cache: 2, WorkingSet: 2}}), "choose a smaller KV capacity in the sheet"},
 		{wrap(fs.ErrNotExist), "the file is not there"},
 		{wrap(store.ErrBusy), "close the other window"},
+		{wrap(&net.OpError{Op: "listen", Err: &os.SyscallError{Syscall: "bind", Err: syscall.EADDRINUSE}}), "choose another port in the sheet"},
+		{wrap(&store.BackupError{Path: "b.db", Reason: "backup busy port", Err: store.ErrCorrupt}), "pick a backup etchat wrote"},
+		{wrap(&store.BackupError{Path: "b.db", Reason: "x", Err: store.ErrTooNew}), "update etchat to restore it"},
 		{misleading, ""},
 		{nil, ""},
 	} {

@@ -95,6 +95,18 @@ func newView(ctx context.Context, vm *ViewModel, w fyne.Window, do func(func()))
 	return v
 }
 
+// showFilter offers the history's models in the filter and shows the
+// view-model's choice, which may be set from outside (the server
+// indicator shows the served model's runs).
+func (v *View) showFilter() {
+	v.filter.Options = append([]string{allModels}, v.vm.Models()...)
+	v.filter.Selected = allModels
+	if f := v.vm.Filter(); f != "" {
+		v.filter.Selected = f
+	}
+	v.filter.Refresh()
+}
+
 // entry is a text field with its text and placeholder.
 func entry(text, hint string) *widget.Entry {
 	e := widget.NewEntry()
@@ -343,9 +355,7 @@ func (v *View) redraw() {
 	}
 	v.model.Refresh()
 
-	models := append([]string{allModels}, v.vm.Models()...)
-	v.filter.Options = models
-	v.filter.Refresh()
+	v.showFilter()
 	var empty string
 	v.rows, empty = v.vm.History()
 	v.empty.SetText(empty)

@@ -533,6 +533,13 @@ func (vm *ViewModel) SetFilter(model string) {
 	vm.changed()
 }
 
+// Filter is the model the history shows ("" = all).
+func (vm *ViewModel) Filter() string {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.filter
+}
+
 // SortBy orders the history by a column of Columns; desc reverses.
 func (vm *ViewModel) SortBy(col int, desc bool) {
 	if col < 0 || col >= len(Columns) {
