@@ -55,6 +55,11 @@ type ChatState struct {
 	RestoreSeq int
 	// Redo is how many undos Redo can bring back.
 	Redo int
+	// Live numbers and Continue (chat_continue.go): the streaming reply's
+	// stats line, a few times a second; whether the last reply stopped
+	// before its turn ended (see CanContinue).
+	LiveStats   string
+	Continuable bool
 }
 
 // Meter is the context meter's text: "37 / 128 tokens · undo is instant".
@@ -233,6 +238,8 @@ type Chat struct {
 	// brings the last one back. In memory only, until the next send,
 	// regeneration, edit or branch switch, or another window's change.
 	redo [][]Message
+	// liveStat measures the streaming reply's live numbers.
+	liveStat liveStats
 
 	OnChange func()
 	OnError  func(error)
@@ -332,7 +339,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 		cancel()
 		c.cancel = nil
 		c.st.Busy, c.st.Activity, c.st.Progress = false, "", Progress{}
-		c.st.PendingUser, c.st.Streaming = "", ""
+		c.st.PendingUser, c.st.Streaming, c.st.LiveStats = "", "", ""
 		c.refreshLocked()
 		c.warmLocked() // a reopened history, or what an action left of it
 		c.mu.Unlock()
@@ -350,7 +357,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 func (c *Chat) refreshLocked() {
 	if c.sess == nil {
 		c.st.Loaded, c.st.Messages, c.st.Position, c.st.Capacity, c.st.Engine = false, nil, 0, 0, EngineInfo{}
-		c.st.Stored = 0
+		c.st.Stored, c.st.Continuable = 0, false
 		return
 	}
 	c.st.Loaded = true
@@ -359,6 +366,7 @@ func (c *Chat) refreshLocked() {
 	c.st.Stored = keptAsText(c.sess, c.st.Messages, c.restored)
 	c.st.Capacity = c.sess.Capacity()
 	c.st.UndoInstant = c.sess.UndoInstant()
+	c.st.Continuable = c.sess.CanContinue()
 	c.st.Engine = c.sess.Engine()
 }
 
@@ -737,6 +745,7 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		c.st.Loaded, c.st.Capacity = true, sess.Capacity()
 		id, budget := c.st.ConvID, c.st.Settings.MaxNewTokens
 		c.live = sess
+		c.liveStat = liveStats{}
 		c.mu.Unlock()
 		defer func() {
 			c.mu.Lock()
@@ -787,6 +796,7 @@ func (c *Chat) streamer(ctx context.Context, sess Session, id int64, budget int)
 			c.st.Position = n
 			gen := len(msgs[len(msgs)-1].IDs)
 			c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
+			c.liveLocked(gen, c.now())
 		}
 		c.mu.Unlock()
 		c.changed()

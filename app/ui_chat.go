@@ -47,6 +47,7 @@ type chatView struct {
 	scroll     *container.Scroll
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text
+	liveNote   *widget.TextSegment // its live stats line (ChatState.LiveStats)
 
 	input     *composer
 	draftNote *widget.Label
@@ -74,7 +75,7 @@ type chatView struct {
 
 // chatMenu is the Chat menu's items, enabled as their buttons are.
 type chatMenu struct {
-	newConv, send, stop, undoTurn, undoTokens, redo, regen, edit, reset, settings *fyne.MenuItem
+	newConv, send, stop, undoTurn, undoTokens, redo, regen, cont, edit, reset, settings *fyne.MenuItem
 }
 
 // refreshMenu enables the Chat menu's items from the state, as the
@@ -100,6 +101,7 @@ func (v *chatView) refreshMenu() {
 	set(m.undoTokens, st.CanUndoTokens())
 	set(m.redo, st.CanRedo())
 	set(m.regen, st.CanRegenerate())
+	set(m.cont, st.CanContinue())
 	set(m.edit, st.CanUndo())
 	set(m.reset, st.CanReset())
 	set(m.settings, idle)
