@@ -47,6 +47,11 @@ type chatView struct {
 	scroll     *container.Scroll
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text
+	// The model picker (ui_model_picker.go).
+	pickBtn    *widget.Button
+	modelFacts *widget.Label
+	choices    []ModelChoice
+	picker     dialog.Dialog
 	liveNote   *widget.TextSegment // its live stats line (ChatState.LiveStats)
 
 	input     *composer
@@ -146,6 +151,7 @@ func (v *chatView) newSide() fyne.CanvasObject {
 		}
 	})
 	v.model.PlaceHolder = "choose a model"
+	pickRow, pickFacts := v.newModelPicker()
 	v.convList = widget.NewList(
 		func() int { return len(v.convs) },
 		func() fyne.CanvasObject {
@@ -191,7 +197,7 @@ func (v *chatView) newSide() fyne.CanvasObject {
 	v.renBtn = widget.NewButton("Rename…", v.renameConversation)
 	v.expBtn = widget.NewButton("Export…", v.exportConversation)
 	return borderInOrder(
-		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.model, v.newBtn,
+		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), pickRow, pickFacts, v.newBtn,
 			widget.NewLabelWithStyle("Conversations", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.search, v.allConvs),
 		container.NewVBox(container.NewGridWithColumns(2, v.renBtn, v.expBtn), v.delBtn), nil, nil,
 		container.New(&remeasureOnWidth{list: v.convList}, v.convList))
@@ -282,11 +288,10 @@ func (v *chatView) do(err error) {
 func (v *chatView) refreshModels() {
 	v.models = nil
 	var names []string
-	for _, e := range v.u.Library.Entries() {
-		if e.Chattable() {
-			v.models = append(v.models, e)
-			names = append(names, e.Label())
-		}
+	v.choices, _ = ModelChoices(v.u.Library.Entries())
+	for _, c := range v.choices {
+		v.models = append(v.models, c.Entry)
+		names = append(names, c.Entry.Label())
 	}
 	v.syncing = true
 	v.model.SetOptions(names)
@@ -296,6 +301,7 @@ func (v *chatView) refreshModels() {
 
 // selectModel shows m in the model selector (syncing must be set).
 func (v *chatView) selectModel(m *ModelInfo) {
+	defer v.showModelFacts(m) // its facts under the selector (ui_model_picker.go)
 	if m == nil {
 		v.model.ClearSelected()
 		return
