@@ -240,6 +240,8 @@ type Chat struct {
 	redo [][]Message
 	// liveStat measures the streaming reply's live numbers.
 	liveStat liveStats
+	// presets are the models' presets New starts from (presets.go).
+	presets *Presets
 
 	OnChange func()
 	OnError  func(error)
@@ -248,7 +250,7 @@ type Chat struct {
 // NewChat makes a chat view-model. store may be nil (nothing persists).
 // engine is the default engine of new conversations.
 func NewChat(opener Opener, store ChatStore, engine string) *Chat {
-	c := &Chat{opener: opener, store: store, defEng: engine, partialEvery: PartialSaveInterval, now: time.Now}
+	c := &Chat{opener: opener, store: store, defEng: engine, partialEvery: PartialSaveInterval, now: time.Now, presets: presetsOf(store)}
 	c.st.Settings = DefaultSettings(engine)
 	return c
 }
@@ -441,7 +443,7 @@ func (c *Chat) SetModel(ctx context.Context, model *ModelInfo) error {
 		return ErrBusy
 	}
 	c.unloadLocked()
-	c.st = ChatState{Model: model, Settings: ModelDefaults(model, c.defEng), Draft: c.st.Draft}
+	c.st = ChatState{Model: model, Settings: c.presets.Defaults(ctx, model, c.defEng), Draft: c.st.Draft}
 	c.mu.Unlock()
 	err := c.ReloadConversations(ctx)
 	c.changed()
@@ -1007,7 +1009,7 @@ func (c *Chat) SetGreedy(on bool) error {
 	if on {
 		s.Temperature, s.TopK, s.TopP = 0, 0, 1
 	} else {
-		d := ModelDefaults(model, s.Engine)
+		d := c.presets.Defaults(context.Background(), model, s.Engine) // the preset's sampling, else the model's
 		s.Temperature, s.TopK, s.TopP = d.Temperature, d.TopK, d.TopP
 	}
 	if sess != nil {

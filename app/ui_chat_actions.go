@@ -31,11 +31,11 @@ func (v *chatView) showMore() {
 	widget.ShowPopUpMenuAtPosition(m, c, pos.Add(fyne.NewPos(0, v.moreBtn.Size().Height)))
 }
 
-// newConversation starts a conversation with the model's defaults (its
-// generation_config.json's sampling, else the app's), not the open one's
-// settings. Presets, when they come, go first.
+// newConversation starts a conversation with the model's preset, else its
+// defaults (its generation_config.json's sampling, else the app's), not
+// the open one's settings.
 func (v *chatView) newConversation() {
-	v.do(v.u.Chat.NewConversation(ModelDefaults(v.st.Model, v.u.Prefs.Engine())))
+	v.do(v.u.Chat.NewConversation(v.u.Chat.Defaults(v.st.Model, v.u.Prefs.Engine())))
 }
 
 func (v *chatView) undoTurn() { v.do(v.u.Chat.UndoTurn()) }
