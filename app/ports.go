@@ -82,6 +82,9 @@ type Session interface {
 	// turn ended, appending to it; CanContinue says whether that applies.
 	Continue(ctx context.Context, stream func(delta string)) (*Reply, error)
 	CanContinue() bool
+	// SetSystem replaces the system prompt: the cache is emptied, the
+	// messages stay and the next turn reads them again.
+	SetSystem(ctx context.Context, text string) error
 	// UndoTurn removes the last user turn and its reply.
 	UndoTurn(ctx context.Context) error
 	// UndoTokens removes the last n tokens shown (or the whole user turn

@@ -47,6 +47,7 @@ type chatView struct {
 	scroll     *container.Scroll
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text
+	system     *systemBar          // the system prompt bar (ui_system_bar.go)
 	// The model picker (ui_model_picker.go).
 	pickBtn    *widget.Button
 	modelFacts *widget.Label
@@ -119,7 +120,7 @@ func newChatView(u *UI) *chatView {
 	v := &chatView{u: u}
 	side := v.newSide()
 	header := v.newHeader()
-	transcript := v.newTranscript()
+	transcript := container.NewBorder(v.newSystemBar(), nil, nil, nil, v.newTranscript())
 	composerBox := v.newComposerBox()
 	v.main = borderInOrder(header, composerBox, nil, nil, transcript)
 	split := container.NewHSplit(side, v.main)
@@ -367,6 +368,7 @@ func (v *chatView) refresh() {
 	// nothing loaded there is no bar, only the meter's text.
 	showIf(v.meter, st.Loaded)
 	v.refreshActivity(st)
+	v.refreshSystemBar(st)
 	v.errLabel.SetText(st.Err)
 	showIf(v.errLabel, st.Err != "")
 	v.header.Refresh()
