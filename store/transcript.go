@@ -406,18 +406,9 @@ func (db *DB) SwitchBranchAt(ctx context.Context, convID int64, seen *Revision, 
 		if k < 0 || k >= len(sib) {
 			return invalid("there is no other branch that way (%d of %d)", k+1-step, len(sib))
 		}
-		leaf := sib[k].ID
-		// The latest reply at each level, down to a leaf.
-		for {
-			var kid int64
-			err := tx.QueryRowContext(ctx, "SELECT id FROM messages WHERE parent_id = ? ORDER BY id DESC LIMIT 1", leaf).Scan(&kid)
-			if errors.Is(err, sql.ErrNoRows) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			leaf = kid
+		leaf, err := latestLeaf(ctx, tx, sib[k].ID)
+		if err != nil {
+			return err
 		}
 		if err := tx.QueryRowContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ? RETURNING revision",
 			leaf, db.nowMS(), convID).Scan(&rev.N); err != nil {
