@@ -1042,6 +1042,14 @@ func (c *Chat) SetGreedy(on bool) error {
 // previous, +1 the next) and continues from that branch; the cache keeps
 // the prefix the two branches share.
 func (c *Chat) SwitchBranch(index, step int) error {
+	return c.switchVia(func(ctx context.Context, id int64, at Revision) ([]Message, Revision, error) {
+		return c.store.SwitchBranch(ctx, id, at, index, step)
+	})
+}
+
+// switchVia switches the open conversation to the branch move returns (a
+// store switch at the revision this window saw).
+func (c *Chat) switchVia(move func(ctx context.Context, id int64, at Revision) ([]Message, Revision, error)) error {
 	sess, err := c.session()
 	if err != nil {
 		return err
@@ -1057,7 +1065,7 @@ func (c *Chat) SwitchBranch(index, step int) error {
 		at := c.seen
 		c.setRedoLocked(nil)
 		c.mu.Unlock()
-		msgs, rev, err := c.store.SwitchBranch(ctx, id, at, index, step)
+		msgs, rev, err := move(ctx, id, at)
 		if isStale(err) {
 			return c.rebase(ctx, sess, id, "", err)
 		}

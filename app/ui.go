@@ -485,9 +485,10 @@ func (u *UI) menu() *fyne.MainMenu {
 	m.cont = fyne.NewMenuItem("Continue Reply", u.chat.continueReply) // chat_continue.go
 	m.edit = item("Edit Last Message…", ShortcutEditLast, u.chat.editLast)
 	m.reset = fyne.NewMenuItem("Reset Conversation…", u.chat.reset)
+	m.tree = fyne.NewMenuItem("Branch Tree…", u.chat.showBranchTree) // ui_branch_tree.go
 	m.settings = item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() })
 	chat := fyne.NewMenu("Chat", m.newConv, m.send, m.stop, fyne.NewMenuItemSeparator(),
-		m.undoTurn, m.undoTokens, m.redo, m.regen, m.cont, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
+		m.undoTurn, m.undoTokens, m.redo, m.regen, m.cont, m.edit, m.reset, m.tree, fyne.NewMenuItemSeparator(), m.settings)
 	u.themeItems = map[string]*fyne.MenuItem{}
 	themeItem := func(label, name string) *fyne.MenuItem {
 		it := fyne.NewMenuItem(label, func() {

@@ -48,6 +48,7 @@ type chatView struct {
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text
 	system     *systemBar          // the system prompt bar (ui_system_bar.go)
+	tree       dialog.Dialog       // the branch tree, while shown (ui_branch_tree.go)
 	// The model picker (ui_model_picker.go).
 	pickBtn    *widget.Button
 	modelFacts *widget.Label
@@ -81,7 +82,7 @@ type chatView struct {
 
 // chatMenu is the Chat menu's items, enabled as their buttons are.
 type chatMenu struct {
-	newConv, send, stop, undoTurn, undoTokens, redo, regen, cont, edit, reset, settings *fyne.MenuItem
+	newConv, send, stop, undoTurn, undoTokens, redo, regen, cont, edit, reset, tree, settings *fyne.MenuItem
 }
 
 // refreshMenu enables the Chat menu's items from the state, as the
@@ -108,6 +109,7 @@ func (v *chatView) refreshMenu() {
 	set(m.redo, st.CanRedo())
 	set(m.regen, st.CanRegenerate())
 	set(m.cont, st.CanContinue())
+	set(m.tree, st.CanShowTree())
 	set(m.edit, st.CanUndo())
 	set(m.reset, st.CanReset())
 	set(m.settings, idle)
