@@ -53,7 +53,7 @@ func TestBranchTreeShowsTurnsAndSwitches(t *testing.T) {
 	if l := nodes[2].Label(); l != "Turn 2 · You ‹1/2› · how are you" {
 		t.Errorf("label %q", l)
 	}
-	if r := TreeRow(nodes[4]); r != "      ●  Turn 2 · You ‹2/2› · why" {
+	if r := TreeRow(nodes[4]); r != "      »  Turn 2 · You ‹2/2› · why" {
 		t.Errorf("row %q", r)
 	}
 

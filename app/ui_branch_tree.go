@@ -20,7 +20,7 @@ func (s ChatState) CanShowTree() bool { return !s.Busy && s.Loaded && s.ConvID !
 func TreeRow(n TreeNode) string {
 	mark := "   "
 	if n.Current {
-		mark = "●  "
+		mark = "»  "
 	}
 	return strings.Repeat("      ", n.Level) + mark + n.Label()
 }
@@ -51,7 +51,7 @@ func (v *chatView) showBranchTree() {
 			v.do(v.u.Chat.SwitchToMessage(nodes[i].ID))
 		}
 	}
-	note := widget.NewLabel("● marks the branch shown. Pick a message to show its branch (it goes on down that branch's latest replies); the cache keeps what the two branches share.")
+	note := widget.NewLabel("» marks the branch shown. Pick a message to show its branch (it goes on down that branch's latest replies); the cache keeps what the two branches share.")
 	note.Wrapping = fyne.TextWrapWord
 	size := v.u.Win.Canvas().Size()
 	body := container.NewBorder(note, nil, nil, nil, list)

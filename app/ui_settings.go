@@ -144,6 +144,9 @@ func newSettingsSheetOf(f *SettingsForm, newEntry func(multiLine bool) *escEntry
 	} else {
 		note.SetText("Applying reloads the model, then reads the conversation into the new cache in the background.")
 	}
+	if only != nil {
+		note.Hide() // the preset editor says what its settings do
+	}
 	s.summary.TextStyle = fyne.TextStyle{Bold: true}
 	// The summary (the cache line, or the list of fields to fix) goes under
 	// the form: at the top, its lines coming and going while you type moved

@@ -64,6 +64,7 @@ func (v *chatView) openSystemBar(open bool) {
 	}
 	b.root.Refresh()
 	v.main.Refresh()
+	v.scroll.ScrollToBottom() // the transcript's height changed: keep the latest message in view
 }
 
 // refreshSystemBar shows the prompt's line; the bar is there once a model
