@@ -791,6 +791,7 @@ func (c *Chat) streamer(ctx context.Context, sess Session, id int64, budget int)
 	stale := false
 	return func(delta string) {
 		msgs, n, ok := sess.Pending()
+		now := c.now() // one reading per streamed piece, for the live numbers and the saves
 		c.mu.Lock()
 		c.st.Streaming += delta
 		c.st.Activity = "Generating…"
@@ -798,14 +799,14 @@ func (c *Chat) streamer(ctx context.Context, sess Session, id int64, budget int)
 			c.st.Position = n
 			gen := len(msgs[len(msgs)-1].IDs)
 			c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
-			c.liveLocked(gen, c.now())
+			c.liveLocked(gen, now)
 		}
 		c.mu.Unlock()
 		c.changed()
 		if c.store == nil || id == 0 || !ok || stale {
 			return
 		}
-		if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
+		if lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
 			if err := c.write(context.WithoutCancel(ctx), id, false, msgs); isStale(err) {
 				stale = true
 				c.cancelAction()

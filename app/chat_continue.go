@@ -53,7 +53,7 @@ func (c *Chat) liveLocked(done int, now time.Time) {
 // before the model ended its turn (max tokens, Stop) and the cache holds
 // it (not while a reopened history is still being read in).
 func (s ChatState) CanContinue() bool {
-	return !s.Busy && s.Loaded && !s.Warming && s.Stored == 0 && s.Continuable
+	return !s.Busy && s.Loaded && !s.Warming && s.Stored == 0 && s.Continuable && !s.Full() // a full cache has no room to go on
 }
 
 // Continue generates more of the last reply (up to another max new

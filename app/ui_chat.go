@@ -122,7 +122,7 @@ func newChatView(u *UI) *chatView {
 	v := &chatView{u: u}
 	side := v.newSide()
 	header := v.newHeader()
-	transcript := container.NewBorder(v.newSystemBar(), nil, nil, nil, v.newTranscript())
+	transcript := v.newTranscript()
 	composerBox := v.newComposerBox()
 	v.main = borderInOrder(header, composerBox, nil, nil, transcript)
 	split := container.NewHSplit(side, v.main)
@@ -269,6 +269,7 @@ func (v *chatView) newHeader() *fyne.Container {
 		container.NewBorder(nil, nil, widget.NewLabel("Context"), v.meterLabel, v.meter),
 		v.activityRow,
 		v.errLabel,
+		v.newSystemBar(), // right above the transcript (ui_system_bar.go)
 	)
 
 	return v.header

@@ -31,11 +31,15 @@ func sameMessage(a, b Message) bool {
 // continues reports whether b is a later version of the reply a, which was
 // saved while it streamed: the same role, and one's tokens start the
 // other's (the last token sampled may not have reached the cache). A reply
-// whose text b's extends is one too (the app's Continue of a reply cut at
-// max tokens appends to it): b holds all of a, so no branch is worth
-// keeping.
+// whose text or tokens b's extend is one too (the app's Continue of a
+// reply cut at max tokens appends to it; its text, cut inside a
+// character, may not be a prefix, its tokens are unless a turn end
+// followed): b holds all of a, so no branch is worth keeping.
 func continues(a, b Message) bool {
 	if a.Role == "assistant" && b.Role == a.Role && a.Text != "" && len(b.Text) > len(a.Text) && strings.HasPrefix(b.Text, a.Text) {
+		return true
+	}
+	if n := len(a.TokenIDs); a.Role == "assistant" && b.Role == a.Role && n > 0 && len(b.TokenIDs) > n && slices.Equal(b.TokenIDs[:n], a.TokenIDs) {
 		return true
 	}
 	if !a.Partial || a.Role != b.Role {
