@@ -141,6 +141,9 @@ func (u *UI) Tour(dir string) error {
 		fyne.DoAndWait(func() { sub.SelectIndex(0) })
 	}
 
+	if err := u.tourIssue40(shot); err != nil { // tour_issue40.go
+		return err
+	}
 	fyne.DoAndWait(func() {
 		u.ApplyTheme("light")
 		u.SelectTab(TabChat)
