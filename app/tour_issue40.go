@@ -12,7 +12,11 @@ func (u *UI) tourIssue40(shot func(string) error) error {
 	if err := shot("model-picker"); err != nil {
 		return err
 	}
-	fyne.DoAndWait(func() { u.chat.picker.Hide(); u.chat.openSystemBar(true); u.chat.system.entry.SetText("Answer briefly, in plain words.") })
+	fyne.DoAndWait(func() {
+		u.chat.picker.Hide()
+		u.chat.openSystemBar(true)
+		u.chat.system.entry.SetText("Answer briefly, in plain words.")
+	})
 	if err := shot("system-prompt"); err != nil {
 		return err
 	}
