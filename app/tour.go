@@ -141,12 +141,5 @@ func (u *UI) Tour(dir string) error {
 		fyne.DoAndWait(func() { sub.SelectIndex(0) })
 	}
 
-	if err := u.tourIssue40(shot); err != nil { // tour_issue40.go
-		return err
-	}
-	fyne.DoAndWait(func() {
-		u.ApplyTheme("light")
-		u.SelectTab(TabChat)
-	})
-	return shot("chat-light")
+	return u.tourIssue40(shot) // tour_issue40.go, then the chat in the light theme
 }

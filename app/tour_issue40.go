@@ -6,7 +6,8 @@ package app
 import "fyne.io/fyne/v2"
 
 // tourIssue40 takes the pictures of issue 40's views at 1280×800 (the
-// chat open, with two branches of its last reply).
+// chat open, with two branches of its last reply), then the tour's last:
+// the chat in the light theme.
 func (u *UI) tourIssue40(shot func(string) error) error {
 	fyne.DoAndWait(func() { u.SelectTab(TabChat); u.chat.showModelPicker() })
 	if err := shot("model-picker"); err != nil {
@@ -43,6 +44,8 @@ func (u *UI) tourIssue40(shot func(string) error) error {
 		if u.lib.preset.dlg != nil {
 			u.lib.preset.dlg.Hide()
 		}
+		u.ApplyTheme("light")
+		u.SelectTab(TabChat)
 	})
-	return nil
+	return shot("chat-light")
 }
