@@ -3,10 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
-	"etchat/inference"
 	"etchat/inference/modelinfo"
 )
 
@@ -36,11 +34,10 @@ func (i infoInspector) Inspect(ctx context.Context, path string) (info *ModelInf
 }
 
 // CheckChat loads the model's tokenizer and picks its chat template as a
-// chat does (inference.LoadChat, whose typed errors say what is wrong).
-func (i infoInspector) CheckChat(m *ModelInfo) error {
-	_, err := inference.LoadChat(m.Companion.Tokenizer, filepath.Dir(m.Path), "auto", nil)
-	return err
-}
+// chat does (inference.LoadChat, whose typed errors say what is wrong),
+// once per version of the files (library_chatcheck.go). It returns the
+// template's name ("none": raw text only).
+func (i infoInspector) CheckChat(m *ModelInfo) (string, error) { return checkChatCached(m) }
 
 // companionProblems are what is wrong with the files next to the model.
 func companionProblems(m *ModelInfo) string { return strings.Join(m.Companion.Problems, "; ") }

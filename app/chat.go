@@ -55,6 +55,11 @@ type ChatState struct {
 	RestoreSeq int
 	// Redo is how many undos Redo can bring back.
 	Redo int
+	// Live numbers and Continue (chat_continue.go): the streaming reply's
+	// stats line, a few times a second; whether the last reply stopped
+	// before its turn ended (see CanContinue).
+	LiveStats   string
+	Continuable bool
 }
 
 // Meter is the context meter's text: "37 / 128 tokens · undo is instant".
@@ -233,6 +238,10 @@ type Chat struct {
 	// brings the last one back. In memory only, until the next send,
 	// regeneration, edit or branch switch, or another window's change.
 	redo [][]Message
+	// liveStat measures the streaming reply's live numbers.
+	liveStat liveStats
+	// presets are the models' presets New starts from (presets.go).
+	presets *Presets
 
 	OnChange func()
 	OnError  func(error)
@@ -241,7 +250,7 @@ type Chat struct {
 // NewChat makes a chat view-model. store may be nil (nothing persists).
 // engine is the default engine of new conversations.
 func NewChat(opener Opener, store ChatStore, engine string) *Chat {
-	c := &Chat{opener: opener, store: store, defEng: engine, partialEvery: PartialSaveInterval, now: time.Now}
+	c := &Chat{opener: opener, store: store, defEng: engine, partialEvery: PartialSaveInterval, now: time.Now, presets: presetsOf(store)}
 	c.st.Settings = DefaultSettings(engine)
 	return c
 }
@@ -332,7 +341,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 		cancel()
 		c.cancel = nil
 		c.st.Busy, c.st.Activity, c.st.Progress = false, "", Progress{}
-		c.st.PendingUser, c.st.Streaming = "", ""
+		c.st.PendingUser, c.st.Streaming, c.st.LiveStats = "", "", ""
 		c.refreshLocked()
 		c.warmLocked() // a reopened history, or what an action left of it
 		c.mu.Unlock()
@@ -350,7 +359,7 @@ func (c *Chat) start(activity string, work func(ctx context.Context) error) erro
 func (c *Chat) refreshLocked() {
 	if c.sess == nil {
 		c.st.Loaded, c.st.Messages, c.st.Position, c.st.Capacity, c.st.Engine = false, nil, 0, 0, EngineInfo{}
-		c.st.Stored = 0
+		c.st.Stored, c.st.Continuable = 0, false
 		return
 	}
 	c.st.Loaded = true
@@ -359,6 +368,7 @@ func (c *Chat) refreshLocked() {
 	c.st.Stored = keptAsText(c.sess, c.st.Messages, c.restored)
 	c.st.Capacity = c.sess.Capacity()
 	c.st.UndoInstant = c.sess.UndoInstant()
+	c.st.Continuable = c.sess.CanContinue()
 	c.st.Engine = c.sess.Engine()
 }
 
@@ -433,7 +443,7 @@ func (c *Chat) SetModel(ctx context.Context, model *ModelInfo) error {
 		return ErrBusy
 	}
 	c.unloadLocked()
-	c.st = ChatState{Model: model, Settings: ModelDefaults(model, c.defEng), Draft: c.st.Draft}
+	c.st = ChatState{Model: model, Settings: c.presets.Defaults(ctx, model, c.defEng), Draft: c.st.Draft}
 	c.mu.Unlock()
 	err := c.ReloadConversations(ctx)
 	c.changed()
@@ -737,6 +747,7 @@ func (c *Chat) generate(pendingUser string, startNew bool, do func(ctx context.C
 		c.st.Loaded, c.st.Capacity = true, sess.Capacity()
 		id, budget := c.st.ConvID, c.st.Settings.MaxNewTokens
 		c.live = sess
+		c.liveStat = liveStats{}
 		c.mu.Unlock()
 		defer func() {
 			c.mu.Lock()
@@ -780,6 +791,7 @@ func (c *Chat) streamer(ctx context.Context, sess Session, id int64, budget int)
 	stale := false
 	return func(delta string) {
 		msgs, n, ok := sess.Pending()
+		now := c.now() // one reading per streamed piece, for the live numbers and the saves
 		c.mu.Lock()
 		c.st.Streaming += delta
 		c.st.Activity = "Generating…"
@@ -787,13 +799,14 @@ func (c *Chat) streamer(ctx context.Context, sess Session, id int64, budget int)
 			c.st.Position = n
 			gen := len(msgs[len(msgs)-1].IDs)
 			c.st.Progress = Progress{Stage: "decode", Done: gen, Total: max(budget, gen)}
+			c.liveLocked(gen, now)
 		}
 		c.mu.Unlock()
 		c.changed()
 		if c.store == nil || id == 0 || !ok || stale {
 			return
 		}
-		if now := c.now(); lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
+		if lastSave.IsZero() || now.Sub(lastSave) >= c.partialEvery {
 			if err := c.write(context.WithoutCancel(ctx), id, false, msgs); isStale(err) {
 				stale = true
 				c.cancelAction()
@@ -997,7 +1010,7 @@ func (c *Chat) SetGreedy(on bool) error {
 	if on {
 		s.Temperature, s.TopK, s.TopP = 0, 0, 1
 	} else {
-		d := ModelDefaults(model, s.Engine)
+		d := c.presets.Defaults(context.Background(), model, s.Engine) // the preset's sampling, else the model's
 		s.Temperature, s.TopK, s.TopP = d.Temperature, d.TopK, d.TopP
 	}
 	if sess != nil {
@@ -1030,6 +1043,14 @@ func (c *Chat) SetGreedy(on bool) error {
 // previous, +1 the next) and continues from that branch; the cache keeps
 // the prefix the two branches share.
 func (c *Chat) SwitchBranch(index, step int) error {
+	return c.switchVia(func(ctx context.Context, id int64, at Revision) ([]Message, Revision, error) {
+		return c.store.SwitchBranch(ctx, id, at, index, step)
+	})
+}
+
+// switchVia switches the open conversation to the branch move returns (a
+// store switch at the revision this window saw).
+func (c *Chat) switchVia(move func(ctx context.Context, id int64, at Revision) ([]Message, Revision, error)) error {
 	sess, err := c.session()
 	if err != nil {
 		return err
@@ -1045,7 +1066,7 @@ func (c *Chat) SwitchBranch(index, step int) error {
 		at := c.seen
 		c.setRedoLocked(nil)
 		c.mu.Unlock()
-		msgs, rev, err := c.store.SwitchBranch(ctx, id, at, index, step)
+		msgs, rev, err := move(ctx, id, at)
 		if isStale(err) {
 			return c.rebase(ctx, sess, id, "", err)
 		}

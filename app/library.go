@@ -26,6 +26,9 @@ type LibraryEntry struct {
 	// ChatErr is why the tokenizer or chat template next to the model
 	// cannot be used (not JSON, no template to pick), found when scanning.
 	ChatErr error
+	// Template is the chat template the check chose ("none": the model
+	// can only continue raw text; "" when not checked).
+	Template string
 
 	label string
 }
@@ -305,7 +308,7 @@ func (l *Library) read(ctx context.Context, path string) LibraryEntry {
 	}
 	e := LibraryEntry{Path: path, Info: info}
 	if c, ok := l.inspect.(ChatChecker); ok && e.Runnable() && info.Companion.Tokenizer != "" {
-		e.ChatErr = c.CheckChat(info)
+		e.Template, e.ChatErr = c.CheckChat(info)
 	}
 	return e
 }
@@ -314,7 +317,7 @@ func (l *Library) read(ctx context.Context, path string) LibraryEntry {
 // would, so the library says at scan time, not at the first send, that
 // they cannot be used (the real inspector has it).
 type ChatChecker interface {
-	CheckChat(m *ModelInfo) error
+	CheckChat(m *ModelInfo) (template string, err error)
 }
 
 func (l *Library) sortLocked() {

@@ -78,6 +78,13 @@ type Session interface {
 	Regenerate(ctx context.Context, stream func(delta string)) (*Reply, error)
 	// EditLast replaces the last user message and generates a new reply.
 	EditLast(ctx context.Context, text string, stream func(delta string)) (*Reply, error)
+	// Continue generates more of the last reply, which stopped before its
+	// turn ended, appending to it; CanContinue says whether that applies.
+	Continue(ctx context.Context, stream func(delta string)) (*Reply, error)
+	CanContinue() bool
+	// SetSystem replaces the system prompt: the cache is emptied, the
+	// messages stay and the next turn reads them again.
+	SetSystem(ctx context.Context, text string) error
 	// UndoTurn removes the last user turn and its reply.
 	UndoTurn(ctx context.Context) error
 	// UndoTokens removes the last n tokens shown (or the whole user turn

@@ -304,26 +304,3 @@ func TestServerIndicatorView800x600(t *testing.T) {
 		t.Error("the indicator shows after Stop")
 	}
 }
-
-// focusables are the visible controls under o, looking inside widgets
-// (a dialog is one) but not inside a control.
-func focusables(o fyne.CanvasObject) []fyne.CanvasObject {
-	if !o.Visible() {
-		return nil
-	}
-	if _, ok := o.(fyne.Focusable); ok {
-		return []fyne.CanvasObject{o}
-	}
-	var out []fyne.CanvasObject
-	switch x := o.(type) {
-	case *fyne.Container:
-		for _, c := range x.Objects {
-			out = append(out, focusables(c)...)
-		}
-	case fyne.Widget:
-		for _, c := range test.WidgetRenderer(x).Objects() {
-			out = append(out, focusables(c)...)
-		}
-	}
-	return out
-}

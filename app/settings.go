@@ -141,7 +141,7 @@ type SettingsForm struct {
 	Seed            string
 	MaxNewTokens    string
 	SystemPrompt    string
-	Numerics        string // kept as set (no field on the sheet yet)
+	Numerics        string // fast | exact (the CPU engine's); "" is fast, the sheet shows it so
 
 	// Holds is how many tokens the open conversation holds: a capacity
 	// that cannot take them and one more is refused here, not after the
@@ -257,7 +257,10 @@ func (f *SettingsForm) Evaluate() Result {
 	if r.Cache != nil && s.MaxNewTokens > r.Cache.Capacity {
 		fp.bad("MaxNewTokens", fmt.Sprintf("%d is more than the cache holds (%d tokens)", s.MaxNewTokens, r.Cache.Capacity))
 	}
-	s.SystemPrompt, s.Numerics = f.SystemPrompt, f.Numerics
+	s.SystemPrompt, s.Numerics = f.SystemPrompt, strings.TrimSpace(f.Numerics)
+	if s.Numerics != "" && !contains(engine.NumericsModes(), s.Numerics) {
+		fp.bad("Numerics", fmt.Sprintf("%q is not a numerics mode; choose %s", s.Numerics, strings.Join(engine.NumericsModes(), " or ")))
+	}
 	return r
 }
 

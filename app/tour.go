@@ -141,9 +141,5 @@ func (u *UI) Tour(dir string) error {
 		fyne.DoAndWait(func() { sub.SelectIndex(0) })
 	}
 
-	fyne.DoAndWait(func() {
-		u.ApplyTheme("light")
-		u.SelectTab(TabChat)
-	})
-	return shot("chat-light")
+	return u.tourIssue40(shot) // tour_issue40.go, then the chat in the light theme
 }

@@ -491,11 +491,13 @@ func (u *UI) menu() *fyne.MainMenu {
 	m.undoTokens = fyne.NewMenuItem("Undo Tokens…", u.chat.undoTokensDialog)
 	m.redo = item("Redo", ShortcutRedo, u.chat.redo)
 	m.regen = item("Regenerate", ShortcutRegenerate, u.chat.regenerate)
+	m.cont = fyne.NewMenuItem("Continue Reply", u.chat.continueReply) // chat_continue.go
 	m.edit = item("Edit Last Message…", ShortcutEditLast, u.chat.editLast)
 	m.reset = fyne.NewMenuItem("Reset Conversation…", u.chat.reset)
+	m.tree = fyne.NewMenuItem("Branch Tree…", u.chat.showBranchTree) // ui_branch_tree.go
 	m.settings = item("Conversation Settings…", ShortcutSettings, func() { u.chat.showSettings() })
 	chat := fyne.NewMenu("Chat", m.newConv, m.send, m.stop, fyne.NewMenuItemSeparator(),
-		m.undoTurn, m.undoTokens, m.redo, m.regen, m.edit, m.reset, fyne.NewMenuItemSeparator(), m.settings)
+		m.undoTurn, m.undoTokens, m.redo, m.regen, m.cont, m.edit, m.reset, m.tree, fyne.NewMenuItemSeparator(), m.settings)
 	u.themeItems = map[string]*fyne.MenuItem{}
 	themeItem := func(label, name string) *fyne.MenuItem {
 		it := fyne.NewMenuItem(label, func() {

@@ -47,6 +47,14 @@ type chatView struct {
 	scroll     *container.Scroll
 	shown      int                 // messages drawn in transcript (plus the live pair)
 	live       *widget.TextSegment // the streaming reply's text
+	system     *systemBar          // the system prompt bar (ui_system_bar.go)
+	tree       dialog.Dialog       // the branch tree, while shown (ui_branch_tree.go)
+	// The model picker (ui_model_picker.go).
+	pickBtn    *widget.Button
+	modelFacts *widget.Label
+	choices    []ModelChoice
+	picker     dialog.Dialog
+	liveNote   *widget.TextSegment // its live stats line (ChatState.LiveStats)
 
 	input     *composer
 	draftNote *widget.Label
@@ -74,7 +82,7 @@ type chatView struct {
 
 // chatMenu is the Chat menu's items, enabled as their buttons are.
 type chatMenu struct {
-	newConv, send, stop, undoTurn, undoTokens, redo, regen, edit, reset, settings *fyne.MenuItem
+	newConv, send, stop, undoTurn, undoTokens, redo, regen, cont, edit, reset, tree, settings *fyne.MenuItem
 }
 
 // refreshMenu enables the Chat menu's items from the state, as the
@@ -100,6 +108,8 @@ func (v *chatView) refreshMenu() {
 	set(m.undoTokens, st.CanUndoTokens())
 	set(m.redo, st.CanRedo())
 	set(m.regen, st.CanRegenerate())
+	set(m.cont, st.CanContinue())
+	set(m.tree, st.CanShowTree())
 	set(m.edit, st.CanUndo())
 	set(m.reset, st.CanReset())
 	set(m.settings, idle)
@@ -144,6 +154,7 @@ func (v *chatView) newSide() fyne.CanvasObject {
 		}
 	})
 	v.model.PlaceHolder = "choose a model"
+	pickRow, pickFacts := v.newModelPicker()
 	v.convList = widget.NewList(
 		func() int { return len(v.convs) },
 		func() fyne.CanvasObject {
@@ -189,7 +200,7 @@ func (v *chatView) newSide() fyne.CanvasObject {
 	v.renBtn = widget.NewButton("Rename…", v.renameConversation)
 	v.expBtn = widget.NewButton("Export…", v.exportConversation)
 	return borderInOrder(
-		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.model, v.newBtn,
+		container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), pickRow, pickFacts, v.newBtn,
 			widget.NewLabelWithStyle("Conversations", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.search, v.allConvs),
 		container.NewVBox(container.NewGridWithColumns(2, v.renBtn, v.expBtn), v.delBtn), nil, nil,
 		container.New(&remeasureOnWidth{list: v.convList}, v.convList))
@@ -258,6 +269,7 @@ func (v *chatView) newHeader() *fyne.Container {
 		container.NewBorder(nil, nil, widget.NewLabel("Context"), v.meterLabel, v.meter),
 		v.activityRow,
 		v.errLabel,
+		v.newSystemBar(), // right above the transcript (ui_system_bar.go)
 	)
 
 	return v.header
@@ -280,11 +292,10 @@ func (v *chatView) do(err error) {
 func (v *chatView) refreshModels() {
 	v.models = nil
 	var names []string
-	for _, e := range v.u.Library.Entries() {
-		if e.Chattable() {
-			v.models = append(v.models, e)
-			names = append(names, e.Label())
-		}
+	v.choices, _ = ModelChoices(v.u.Library.Entries())
+	for _, c := range v.choices {
+		v.models = append(v.models, c.Entry)
+		names = append(names, c.Entry.Label())
 	}
 	v.syncing = true
 	v.model.SetOptions(names)
@@ -294,6 +305,7 @@ func (v *chatView) refreshModels() {
 
 // selectModel shows m in the model selector (syncing must be set).
 func (v *chatView) selectModel(m *ModelInfo) {
+	defer v.showModelFacts(m) // its facts under the selector (ui_model_picker.go)
 	if m == nil {
 		v.model.ClearSelected()
 		return
@@ -359,6 +371,7 @@ func (v *chatView) refresh() {
 	// nothing loaded there is no bar, only the meter's text.
 	showIf(v.meter, st.Loaded)
 	v.refreshActivity(st)
+	v.refreshSystemBar(st)
 	v.errLabel.SetText(st.Err)
 	showIf(v.errLabel, st.Err != "")
 	v.header.Refresh()

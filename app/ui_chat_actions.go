@@ -23,17 +23,21 @@ func (v *chatView) showMore() {
 	edit.Disabled = !st.CanUndo()
 	reset := fyne.NewMenuItem("Reset Conversation…", v.reset)
 	reset.Disabled = !st.CanReset()
-	m := fyne.NewMenu("", undoTok, edit, reset)
+	cont := fyne.NewMenuItem("Continue Reply", v.continueReply)
+	cont.Disabled = !st.CanContinue()
+	tree := fyne.NewMenuItem("Branch Tree…", v.showBranchTree)
+	tree.Disabled = !st.CanShowTree()
+	m := fyne.NewMenu("", cont, undoTok, edit, reset, tree)
 	c := v.u.Win.Canvas()
 	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.moreBtn)
 	widget.ShowPopUpMenuAtPosition(m, c, pos.Add(fyne.NewPos(0, v.moreBtn.Size().Height)))
 }
 
-// newConversation starts a conversation with the model's defaults (its
-// generation_config.json's sampling, else the app's), not the open one's
-// settings. Presets, when they come, go first.
+// newConversation starts a conversation with the model's preset, else its
+// defaults (its generation_config.json's sampling, else the app's), not
+// the open one's settings.
 func (v *chatView) newConversation() {
-	v.do(v.u.Chat.NewConversation(ModelDefaults(v.st.Model, v.u.Prefs.Engine())))
+	v.do(v.u.Chat.NewConversation(v.u.Chat.Defaults(v.st.Model, v.u.Prefs.Engine())))
 }
 
 func (v *chatView) undoTurn() { v.do(v.u.Chat.UndoTurn()) }

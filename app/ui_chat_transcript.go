@@ -113,7 +113,7 @@ func messageSegments(role, text, stats string) (segs []widget.RichTextSegment, b
 // sizes itself as a document) and the live reply while streaming.
 func (v *chatView) drawTranscript(st ChatState) {
 	liveOn := st.Busy && (st.PendingUser != "" || st.Streaming != "")
-	want := len(st.Messages)
+	want := 2 * len(st.Messages) // a Continue draws its reply live in place of the last message: one fewer, plus the live pair
 	if liveOn {
 		want++
 	}
@@ -123,6 +123,7 @@ func (v *chatView) drawTranscript(st ChatState) {
 	}
 	if liveOn {
 		v.live.Text = st.Streaming + " ▍"
+		v.liveNote.Text = st.LiveStats
 	}
 	v.transcript.Refresh()
 	v.scroll.ScrollToBottom()
@@ -161,8 +162,8 @@ func (v *chatView) transcriptSegments(st ChatState, liveOn bool) []widget.RichTe
 			segs = append(segs, ms...)
 			segs = append(segs, &widget.SeparatorSegment{})
 		}
-		ms, body := messageSegments("assistant", "", "")
-		v.live = body
+		ms, body := messageSegments("assistant", "", " ")
+		v.live, v.liveNote = body, ms[len(ms)-1].(*widget.TextSegment)
 		segs = append(segs, ms...)
 	}
 	return segs

@@ -21,6 +21,7 @@ import (
 // the right.
 type libraryView struct {
 	u       *UI
+	preset  *presetRow // the selected model's preset (ui_presets.go)
 	root    fyne.CanvasObject
 	list    *widget.List
 	entries []LibraryEntry
@@ -140,7 +141,7 @@ func newLibraryView(u *UI) *libraryView {
 	v.layerH = &minHeight{h: 180}
 	v.layerBox = container.New(v.layerH, v.layers)
 	v.details = container.NewVScroll(container.New(scrollGutter{}, container.NewVBox(
-		v.title, v.blocked,
+		v.title, v.blocked, v.newPresetRow(),
 		widget.NewLabelWithStyle("KV cache estimate", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		estimate, v.memory, v.summary, v.layerBox, widget.NewSeparator(), v.facts,
 	)))
@@ -234,6 +235,7 @@ func (v *libraryView) refresh() {
 	} else {
 		v.chatBtn.Disable()
 	}
+	v.refreshPreset(sel, ok)
 	v.refreshDetails()
 }
 

@@ -8,6 +8,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"etchat/inference/engine"
 )
 
 // settingsSheet is the per-conversation settings form's widgets, bound to a
@@ -35,6 +37,7 @@ var settingsFields = [][3]string{
 	{"TopP", "Top-p", "1 = off"},
 	{"Seed", "Seed", ""},
 	{"MaxNewTokens", "Max new tokens", ""},
+	{"Numerics", "Numerics", ""},
 	{"SystemPrompt", "System prompt", ""},
 }
 
@@ -63,27 +66,38 @@ func (s *settingsSheet) field(name string) *string {
 		return &f.MaxNewTokens
 	case "SystemPrompt":
 		return &f.SystemPrompt
+	case "Numerics":
+		return &f.Numerics
 	}
 	panic("unknown settings field " + name)
 }
 
 // newEntry makes the sheet's entries (Esc closes the sheet).
 func newSettingsSheet(f *SettingsForm, newEntry func(multiLine bool) *escEntry) *settingsSheet {
+	return newSettingsSheetOf(f, newEntry, nil)
+}
+
+// newSettingsSheetOf is the sheet with only the fields named (nil: all),
+// as the preset editor shows them.
+func newSettingsSheetOf(f *SettingsForm, newEntry func(multiLine bool) *escEntry, only []string) *settingsSheet {
 	s := &settingsSheet{form: f, entries: map[string]*escEntry{}, selects: map[string]*widget.Select{}, errs: map[string]*widget.Label{}}
 	form := widget.NewForm()
 	cacheFields := map[string]bool{"Capacity": true, "StorageDType": true, "InitialCapacity": true, "Windows": true}
 	for _, fd := range settingsFields {
 		name, label, hint := fd[0], fd[1], fd[2]
+		if only != nil && !contains(only, name) {
+			continue
+		}
 		ptr := s.field(name)
 		var w fyne.CanvasObject
 		switch name {
-		case "Engine", "StorageDType":
-			opts := Engines()
-			if name == "StorageDType" {
-				opts = DTypes
-			}
+		case "Engine", "StorageDType", "Numerics":
+			opts := map[string][]string{"Engine": Engines(), "StorageDType": DTypes, "Numerics": engine.NumericsModes()}[name]
 			sel := widget.NewSelect(opts, nil)
 			sel.SetSelected(*ptr)
+			if name == "Numerics" && *ptr == "" {
+				sel.SetSelected(engine.NumericsFast) // the default (Settings.LoadNumerics); the form keeps ""
+			}
 			sel.OnChanged = func(v string) { *ptr = v; s.refresh() }
 			s.selects[name] = sel
 			if cacheFields[name] && !f.CacheEditable() {
@@ -129,6 +143,9 @@ func newSettingsSheet(f *SettingsForm, newEntry func(multiLine bool) *escEntry) 
 		note.SetText("This model keeps its cache inside the program: capacity, dtype and windows are fixed by the export.")
 	} else {
 		note.SetText("Applying reloads the model, then reads the conversation into the new cache in the background.")
+	}
+	if only != nil {
+		note.Hide() // the preset editor says what its settings do
 	}
 	s.summary.TextStyle = fyne.TextStyle{Bold: true}
 	// The summary (the cache line, or the list of fields to fix) goes under

@@ -109,6 +109,9 @@ type Conversation struct {
 type flight struct {
 	full, bounds []int
 	gen          []int
+	// prior is the reply's tokens before this turn (Continue), which the
+	// reply in flight extends.
+	prior []int
 }
 
 // NewConversation starts an empty conversation on sess; the session's

@@ -124,7 +124,7 @@ func (c *Conversation) Pending() (msgs []Message, tokens int, ok bool) {
 		msgs[i].Start = start
 		start = f.bounds[i]
 	}
-	gen := append([]int(nil), f.gen...)
+	gen := append(append([]int(nil), f.prior...), f.gen...)
 	msgs = append(msgs, Message{Role: RoleAssistant, Text: c.tok.Decode(gen, true), IDs: gen, Generated: gen, Start: len(f.full)})
 	return msgs, len(f.full) + len(gen), true
 }

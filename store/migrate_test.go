@@ -40,6 +40,7 @@ var seeds = map[int]string{
 		VALUES (4, 'quality', 'cpu', 'aa11', 'Llama', 7000, '{"ctx":128}', 12.5, 0.25, 1449, 0.0125, 0.001, 97.5, 'bb22');`,
 	7: `INSERT INTO runs(id, kind, engine, model_sha256, model_name, started_ms, n_prompt, repetitions, numerics)
 		VALUES (5, 'bench', 'cpu', 'aa11', 'Llama', 8000, 128, 3, 'fast');`,
+	9: `INSERT INTO model_presets(model_id, settings, updated_ms) VALUES (1, '{"system_prompt":"be brief","temperature":0.2}', 9000);`,
 }
 
 // buildAt creates a database at path holding the schema after migration

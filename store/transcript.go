@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // The conversation tree as a chat edits it: a transcript saved over the
@@ -29,8 +30,18 @@ func sameMessage(a, b Message) bool {
 
 // continues reports whether b is a later version of the reply a, which was
 // saved while it streamed: the same role, and one's tokens start the
-// other's (the last token sampled may not have reached the cache).
+// other's (the last token sampled may not have reached the cache). A reply
+// whose text or tokens b's extend is one too (the app's Continue of a
+// reply cut at max tokens appends to it; its text, cut inside a
+// character, may not be a prefix, its tokens are unless a turn end
+// followed): b holds all of a, so no branch is worth keeping.
 func continues(a, b Message) bool {
+	if a.Role == "assistant" && b.Role == a.Role && a.Text != "" && len(b.Text) > len(a.Text) && strings.HasPrefix(b.Text, a.Text) {
+		return true
+	}
+	if n := len(a.TokenIDs); a.Role == "assistant" && b.Role == a.Role && n > 0 && len(b.TokenIDs) > n && slices.Equal(b.TokenIDs[:n], a.TokenIDs) {
+		return true
+	}
 	if !a.Partial || a.Role != b.Role {
 		return false
 	}
@@ -399,18 +410,9 @@ func (db *DB) SwitchBranchAt(ctx context.Context, convID int64, seen *Revision, 
 		if k < 0 || k >= len(sib) {
 			return invalid("there is no other branch that way (%d of %d)", k+1-step, len(sib))
 		}
-		leaf := sib[k].ID
-		// The latest reply at each level, down to a leaf.
-		for {
-			var kid int64
-			err := tx.QueryRowContext(ctx, "SELECT id FROM messages WHERE parent_id = ? ORDER BY id DESC LIMIT 1", leaf).Scan(&kid)
-			if errors.Is(err, sql.ErrNoRows) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			leaf = kid
+		leaf, err := latestLeaf(ctx, tx, sib[k].ID)
+		if err != nil {
+			return err
 		}
 		if err := tx.QueryRowContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ? RETURNING revision",
 			leaf, db.nowMS(), convID).Scan(&rev.N); err != nil {
