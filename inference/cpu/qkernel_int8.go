@@ -496,10 +496,12 @@ type qGemmBuf struct {
 var qGemmBufs = sync.Pool{New: func() any { return new(qGemmBuf) }}
 
 // qGemmCols is how many columns of K prefill's tiles take before the next
-// four inputs: 1024 columns of four inputs are 8 KiB of q8, dv and c16,
-// beside qGemmRows rows' 12 KiB of words, both in L1 (at K = 8192 the
-// inputs alone would not fit).
-const qGemmCols = 1024
+// four inputs: 2048 columns of four packed inputs are 16 KiB, beside
+// qGemmRows rows' 24 KiB of words (at K = 8192 a tile's inputs would be
+// 64 KiB). Measured on real-size shapes (one thread, 2026-12-04, load
+// 14 on 2 cores): 2048 columns × 24 rows 41–52 GMAC/cpu-s, 1024 × 24,
+// 1024 × 48 and 2048 × 48 within the noise below it.
+const qGemmCols = 2048
 
 // qPairsDecode is rows [r, end) of input i's output by the decode kernel,
 // four rows at a time, then one; sc is the scales of rows r0….
