@@ -86,13 +86,22 @@ func (o *perplexityOpts) check() error {
 	case !slices.Contains(quality.Formats, o.out):
 		return Usagef("invalid value %q for flag -o: want %s", o.out, strings.Join(quality.Formats, ", "))
 	}
+	if err := o.checkEngine(); err != nil {
+		return err
+	}
+	return o.cache.check()
+}
+
+// checkEngine checks --engine and --numerics (whether the engine takes
+// the mode is the loader's to say).
+func (o *perplexityOpts) checkEngine() error {
 	if _, err := engine.Canonical(o.eng); err != nil {
 		return Usagef("invalid value %q for flag -engine: %v", o.eng, err)
 	}
 	if _, err := engine.ParseNumerics(o.numerics); err != nil {
 		return Usagef("invalid value %q for flag -numerics: want %s", o.numerics, strings.Join(engine.NumericsModes(), ", "))
 	}
-	return o.cache.check()
+	return nil
 }
 
 // options are the scoring's options from the flags, reading the text or
