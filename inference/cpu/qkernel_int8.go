@@ -88,6 +88,7 @@ func qI8ModeOf(w *qMatrix) int {
 func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
 	if qI8Pairs(w) {
 		q.preparePairs(x, n, w)
+		q.packPairs(n, w.Cols)
 		return
 	}
 	K, G, bpg := w.Cols, w.groups(), w.GroupSize/32
@@ -419,55 +420,58 @@ func qGemmPairsGo(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words 
 	}
 }
 
-// packPairs lays inputs i0…i0+3 (prepared by preparePairs) out for the
-// tile, pair of blocks by pair of blocks: the four inputs' 64 bytes of q,
-// 8 floats of dv and 16 int16 of c16 each side by side. Read in place,
-// the four inputs' rows would be K bytes apart, at K = 8192 a multiple
-// of 4 KiB, so that they and their dv and c16 all fell on the same L1
-// sets.
-func packPairs(q8 []int8, dv []float32, c16 []int16, p *qPrep, i0, K int) {
-	for i := 0; i < 4; i++ {
-		at := (i0 + i) * K
-		for pr := 0; pr < K/64; pr++ {
-			copy(q8[256*pr+64*i:256*pr+64*i+64], p.q8[at+64*pr:])
-			copy(dv[32*pr+8*i:32*pr+8*i+8], p.d[at/8+8*pr:])
-			copy(c16[64*pr+16*i:64*pr+16*i+16], p.c16[at/4+16*pr:])
+// packPairs lays the prepared inputs (preparePairs) out again for
+// prefill's tile, four inputs at a time (the last n%4 are not), pair of
+// blocks by pair of blocks: the four inputs' 64 bytes of q, 8 floats of
+// dv and 16 int16 of c16 each side by side, in pq8, pdv and pc16. Read
+// in place, the four inputs' rows would be K bytes apart, at K = 8192 a
+// multiple of 4 KiB, so that they and their dv and c16 all fell on the
+// same L1 sets. Done once per input, in prepare: the workers' blocks of
+// rows all read it.
+func (q *qPrep) packPairs(n, K int) {
+	nt := n / 4
+	q.pq8, q.pdv, q.pc16 = grow(q.pq8, nt*4*K), grow(q.pdv, nt*K/2), grow(q.pc16, nt*K)
+	for t := 0; t < nt; t++ {
+		q8, dv, c16 := q.pq8[t*4*K:], q.pdv[t*K/2:], q.pc16[t*K:]
+		for i := 0; i < 4; i++ {
+			at := (4*t + i) * K
+			for pr := 0; pr < K/64; pr++ {
+				copy(q8[256*pr+64*i:256*pr+64*i+64], q.q8[at+64*pr:])
+				copy(dv[32*pr+8*i:32*pr+8*i+8], q.d[at/8+8*pr:])
+				copy(c16[64*pr+16*i:64*pr+16*i+16], q.c16[at/4+16*pr:])
+			}
 		}
 	}
 }
 
-// qMatMulPairsGemm is qMatMulI8 for the pair layout and n ≥ 4 inputs:
-// the inputs packed four at a time (packPairs), then per block of
+// qMatMulPairsGemm is qMatMulI8 for the pair layout and n ≥ 4 inputs
+// (packed four at a time by packPairs): per block of
 // qGemmRows weight rows and part of qGemmCols columns (the tiles' sums
 // kept in between), the inputs four at a time against the rows two at a
 // time; a last odd row and the last n%4 inputs take the decode kernel.
 func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 	K, G, wpr := w.Cols, w.groups(), w.wordsPerRow()
 	nt := n / 4
-	b := qGemmBufs.Get().(*qGemmBuf)
-	b.q8, b.dv, b.c16 = grow(b.q8, nt*4*K), grow(b.dv, nt*K/2), grow(b.c16, nt*K)
-	for t := 0; t < nt; t++ {
-		packPairs(b.q8[t*4*K:], b.dv[t*K/2:], b.c16[t*K:], p, 4*t, K)
-	}
+	ab := qGemmAccs.Get().(*[]float32)
 	for r0 < r1 {
 		end := min(r1, r0+qGemmRows)
 		sc := w.scalesOf(r0*G, end*G, sbuf)
 		np := (end - r0) / 2
-		b.acc = grow(b.acc, nt*np*64)
+		*ab = grow(*ab, nt*np*64)
 		for k0 := 0; k0 < K; k0 += qGemmCols {
 			pairs := min(qGemmCols, K-k0) / 64
 			for t := 0; t < nt; t++ {
-				q8, dv, c16 := b.q8[t*4*K+4*k0:], b.dv[t*K/2+k0/2:], b.c16[t*K+k0:]
+				q8, dv, c16 := p.pq8[t*4*K+4*k0:], p.pdv[t*K/2+k0/2:], p.pc16[t*K+k0:]
 				for j := 0; j < np; j++ {
 					r := r0 + 2*j
-					acc := (*[64]float32)(b.acc[(t*np+j)*64:])
+					acc := (*[64]float32)((*ab)[(t*np+j)*64:])
 					qGemmPairs(acc, q8, dv, c16, w.Packed[r*wpr+k0/8:], wpr, sc[(r-r0)*G+k0/32:], G, pairs, k0 > 0)
 				}
 			}
 		}
 		for t := 0; t < nt; t++ {
 			for j := 0; j < np; j++ {
-				acc := (*[64]float32)(b.acc[(t*np+j)*64:])
+				acc := (*[64]float32)((*ab)[(t*np+j)*64:])
 				for l := 0; l < 8; l++ { // l = 4·row + input
 					out[(4*t+l%4)*w.Rows+r0+2*j+l/4] = hsum8((*[8]float32)(acc[8*l:]))
 				}
@@ -483,17 +487,11 @@ func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sb
 		}
 		r0 = end
 	}
-	qGemmBufs.Put(b)
+	qGemmAccs.Put(ab)
 }
 
-// qGemmBuf is prefill's room: the packed inputs and the tiles' sums.
-type qGemmBuf struct {
-	q8      []int8
-	dv, acc []float32
-	c16     []int16
-}
-
-var qGemmBufs = sync.Pool{New: func() any { return new(qGemmBuf) }}
+// qGemmAccs hold prefill's tile sums between parts of K.
+var qGemmAccs = sync.Pool{New: func() any { return new([]float32) }}
 
 // qGemmCols is how many columns of K prefill's tiles take before the next
 // four inputs: 2048 columns of four packed inputs are 16 KiB, beside

@@ -114,9 +114,8 @@ func TestQGemmPairsBitIdentical(t *testing.T) {
 			p.prepare(x, 4, w)
 			sc := make([]float32, w.numScales())
 			sc = w.scalesOf(0, len(sc), &sc)
-			K, pairs := c.cols, c.cols/64
-			q8, dv, c16 := make([]int8, 4*K), make([]float32, K/2), make([]int16, K)
-			packPairs(q8, dv, c16, &p, 0, K)
+			pairs := c.cols / 64
+			q8, dv, c16 := p.pq8, p.pdv, p.pc16 // packed by prepare
 			var got, want, split [64]float32
 			qGemmPairs(&got, q8, dv, c16, w.Packed, w.wordsPerRow(), sc, w.groups(), pairs, false)
 			qGemmPairsGo(&want, q8, dv, c16, w.Packed, w.wordsPerRow(), sc, w.groups(), pairs, false)
