@@ -335,13 +335,22 @@ func checkBF16Scales(t *testing.T, rng *rand.Rand, f32, bf *qMatrix, avx2, avx51
 }
 
 // Through the shared workers (input prepared once per matmul) the bits are
-// those of one thread.
+// those of one thread: exact affine 4- and 8-bit, and the fast mode's
+// pair layout (prefill's GEMM reads the inputs prepare packed).
 func TestQMatMulJob(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, bits := range []int{4, 8} {
+	pairs := quantizeSymmetric(randMat(rng, 1024*256), 1024, 256, 4, 32)
+	if !pairs.foldBiases() {
+		t.Fatal("symmetric biases not folded")
+	}
+	pairs.Int8 = true
+	for _, bits := range []int{4, 8, 0} {
 		rows, cols := 1024, 256
-		w := quantizeAffine(randMat(rng, rows*cols), rows, cols, bits, 64)
-		for _, n := range []int{1, 6} {
+		w := pairs
+		if bits != 0 {
+			w = quantizeAffine(randMat(rng, rows*cols), rows, cols, bits, 64)
+		}
+		for _, n := range []int{1, 6, 9} {
 			x := randMat(rng, n*cols)
 			one := make([]float32, n*rows)
 			qMatMulRangeFast(one, x, n, w, 0, rows)
