@@ -447,6 +447,44 @@ func BenchmarkDecodeCPUTime(b *testing.B) {
 	}
 }
 
+// BenchmarkPrefillCPUTime is a full prefill chunk from an empty cache
+// (as BenchmarkPrefill) in tokens per CPU-second of the calling thread
+// (GOMAXPROCS=1), on llama-bench-bf16 and on llama-bench-q4 in both
+// numerics modes: the fast mode's prefill GEMM at K = 512 and 1536.
+func BenchmarkPrefillCPUTime(b *testing.B) {
+	if testing.Short() {
+		b.Skip("65 MB model")
+	}
+	for _, c := range []struct{ name, numerics string }{{fixtures.BenchBF16, ""}, {fixtures.BenchQ4, NumericsExact}, {fixtures.BenchQ4, NumericsFast}} {
+		name := c.name
+		if c.numerics != "" {
+			name += "/" + c.numerics
+		}
+		b.Run(name, func(b *testing.B) {
+			s, l := openFixtureWith(b, c.name, "bf16", Options{Numerics: c.numerics})
+			ids, pos := make([]int64, l.PrefillChunk), make([]int64, l.PrefillChunk)
+			for i := range ids {
+				ids[i], pos[i] = int64(i+3), int64(i)
+			}
+			ctx := context.Background()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			c0 := threadCPU()
+			for i := 0; i < b.N; i++ {
+				s.Clear()
+				if _, err := s.Forward(ctx, ids, pos); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if c := threadCPU() - c0; c > 0 && runtime.GOMAXPROCS(0) == 1 {
+				b.ReportMetric(float64(b.N*len(ids))/c.Seconds(), "tok/cpu-s")
+			}
+			b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
+
 // The input preparation with AVX-512 writes prepare's Go bits: every
 // bit width, group size and folded or not, with NaN, ±Inf and −0 inputs.
 func TestQPrepBitIdentical(t *testing.T) {
