@@ -19,7 +19,7 @@ import (
 )
 
 var perplexitySynopsis = `--pte FILE [--text FILE | --ids FILE | --random-ids N] [--ctx N]
-       [--save-logits FILE [--top-k K]] [--kl-base FILE] [--engine ` + strings.Join(engine.Choices(), "|") + `]
+       [--save-logits FILE [--top-k K]] [--kl-base FILE] [--engine ` + strings.Join(engine.Choices(), "|") + `] [--numerics exact|fast]
        [--kv-storage-dtype bf16|fp16|fp32] [-o md|csv|json|jsonl] [--db PATH] [--no-save] [-q]
 
 Perplexity of the model over a text (default: a bundled 12 KB excerpt of Newton's
@@ -34,6 +34,7 @@ output), or refused with --no-stepwise. Runs are stored (kind quality) unless --
 // perplexityOpts are the command's flags.
 type perplexityOpts struct {
 	pte, tokenizer, text, ids, save, base, eng, out, dbPath string
+	numerics                                                string // "" = exact, this command's reference
 	random, ctx, topK                                       int
 	seed                                                    uint64
 	noSave, noStep, quiet                                   bool
@@ -53,6 +54,7 @@ func (o *perplexityOpts) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.base, "kl-base", "", "a --save-logits file of another export over the same tokens: report the KL divergence from it")
 	fs.BoolVar(&o.noStep, "no-stepwise", false, "refuse a program that returns only the last row of logits instead of scoring it a token per step")
 	fs.StringVar(&o.eng, "engine", engine.Auto, "engine: "+engine.Help())
+	fs.StringVar(&o.numerics, "numerics", "", "numerics of quantized matmuls on the CPU engine: exact (fp32, the reference; the default here) or fast (8-bit activations), recorded with the run: a fast run's --kl-base of an exact run's logits is what fast costs (not with --engine mlx)")
 	fs.StringVar(&o.out, "o", "md", "output format: md, csv, json or jsonl")
 	fs.StringVar(&o.dbPath, "db", "", "database file (default $"+store.EnvVar+", else the user config folder's etchat/etchat.db)")
 	fs.BoolVar(&o.noSave, "no-save", false, "do not store the run")
@@ -84,10 +86,22 @@ func (o *perplexityOpts) check() error {
 	case !slices.Contains(quality.Formats, o.out):
 		return Usagef("invalid value %q for flag -o: want %s", o.out, strings.Join(quality.Formats, ", "))
 	}
+	if err := o.checkEngine(); err != nil {
+		return err
+	}
+	return o.cache.check()
+}
+
+// checkEngine checks --engine and --numerics (whether the engine takes
+// the mode is the loader's to say).
+func (o *perplexityOpts) checkEngine() error {
 	if _, err := engine.Canonical(o.eng); err != nil {
 		return Usagef("invalid value %q for flag -engine: %v", o.eng, err)
 	}
-	return o.cache.check()
+	if _, err := engine.ParseNumerics(o.numerics); err != nil {
+		return Usagef("invalid value %q for flag -numerics: want %s", o.numerics, strings.Join(engine.NumericsModes(), ", "))
+	}
+	return nil
 }
 
 // options are the scoring's options from the flags, reading the text or
@@ -96,6 +110,9 @@ func (o *perplexityOpts) options(env *Env) (quality.Options, error) {
 	q := quality.Options{PTE: o.pte, Load: inference.LoadOptions{Engine: o.eng, Getenv: env.Getenv, Policy: o.cache.policy(),
 		Tokenizer: o.tokenizer}, Ctx: o.ctx, SaveLogits: o.save, TopK: o.topK, KLBase: o.base, NoStepwise: o.noStep,
 		RandomIDs: o.random, Seed: o.seed}
+	// the mode is recorded only where asked for: a run without the flag
+	// reads as before (exact, the reference)
+	q.Load.Numerics, q.Mode = o.numerics, o.numerics
 	switch {
 	case o.random > 0:
 		q.TextSource = fmt.Sprintf("%d synthetic ids (seed %d)", o.random, o.seed)

@@ -135,3 +135,43 @@ func TestPerplexityBadFlags(t *testing.T) {
 		t.Errorf("too wide a window: exit %d %q", r.code, r.stderr)
 	}
 }
+
+// TestPerplexityNumerics: --numerics fast against an exact run's saved
+// logits is what the fast mode costs (issue 38): recorded as the run's
+// mode, engaged (KL > 0), and close (the fixture bounds of
+// inference/cpu's TestFastNumericsQuality); an unknown mode is a usage
+// error and --engine mlx refuses a mode with what to do.
+func TestPerplexityNumerics(t *testing.T) {
+	pte := filepath.Join(fixtures.Unpacked(t, fixtures.Llama3Q4), "model.pte")
+	base := filepath.Join(t.TempDir(), "exact.etl")
+	r := runCLI(t, nil, "", "perplexity", "--pte", pte, "--engine", "cpu", "--ctx", "64", "--numerics", "exact", "--no-save",
+		"--save-logits", base, "-q")
+	if r.code != 0 {
+		t.Fatalf("exact: exit %d: %s", r.code, r.stderr)
+	}
+	r = runCLI(t, nil, "", "perplexity", "--pte", pte, "--engine", "cpu", "--numerics", "fast", "--no-save", "--kl-base", base, "-o", "json", "-q")
+	var res []struct {
+		Mode string `json:"mode"`
+		KLD  *struct {
+			Mean    float64 `json:"kld_mean"`
+			SameTop float64 `json:"same_top_pct"`
+			Base    struct {
+				Mode string `json:"mode"`
+			} `json:"base"`
+		} `json:"kld"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || len(res) != 1 || res[0].KLD == nil {
+		t.Fatalf("fast: exit %d, stderr %q, stdout %s", r.code, r.stderr, r.stdout)
+	}
+	k := res[0].KLD
+	if res[0].Mode != "fast" || k.Base.Mode != "exact" || k.Mean <= 0 || k.Mean > 0.06 || k.SameTop < 85 {
+		t.Errorf("fast against exact: mode %q (base %q), KLD %g, same top %.1f%%", res[0].Mode, k.Base.Mode, k.Mean, k.SameTop)
+	}
+	if r := runCLI(t, nil, "", "perplexity", "--pte", pte, "--no-save", "--numerics", "int8"); r.code != 2 || !strings.Contains(r.stderr, "flag -numerics") {
+		t.Errorf("--numerics int8: exit %d %q", r.code, r.stderr)
+	}
+	r = runCLI(t, nil, "", "perplexity", "--pte", pte, "--no-save", "--engine", "mlx", "--numerics", "fast", "-q")
+	if r.code != 1 || !strings.Contains(r.stderr, "hint: leave --numerics out with --engine mlx") {
+		t.Errorf("--engine mlx --numerics fast: exit %d %q", r.code, r.stderr)
+	}
+}

@@ -38,6 +38,10 @@ type qPrep struct {
 	q8     []int8
 	d, xsv []float32
 	c16    []int16 // the pair kernel's folded bias terms
+	// the pair layout's inputs packed four by four for prefill (packPairs)
+	pq8  []int8
+	pdv  []float32
+	pc16 []int16
 }
 
 // qPrepStride is the floats of one prepared input row.

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 
 	"etchat/inference/engine"
 )
@@ -87,6 +88,7 @@ func qI8ModeOf(w *qMatrix) int {
 func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
 	if qI8Pairs(w) {
 		q.preparePairs(x, n, w)
+		q.packPairs(n, w.Cols)
 		return
 	}
 	K, G, bpg := w.Cols, w.groups(), w.GroupSize/32
@@ -225,10 +227,14 @@ func qDotRows4I8Go(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32
 }
 
 // qMatMulI8 is rows [r0, r1) of out[n][Rows] = x̂ · Wᵀ from the input
-// prepared by prepareI8: four weight rows at a time against every input
-// row in turn (the rows' words stay in L1 meanwhile), then the last rows
+// prepared by prepareI8 (the pair layout's prefill: qMatMulPairsGemm):
+// four weight rows at a time against every input row in turn (the rows' words stay in L1 meanwhile), then the last rows
 // one at a time. bf16 scales are widened qScaleRows rows at a time.
 func qMatMulI8(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
+	if n >= 4 && qI8Pairs(w) {
+		qMatMulPairsGemm(out, p, n, w, r0, r1, sbuf)
+		return
+	}
 	G, wpr, bpg, K := w.groups(), w.wordsPerRow(), w.GroupSize/32, w.Cols
 	nb, mode := K/32, qI8ModeOf(w)
 	var acc [32]float32
@@ -321,19 +327,31 @@ func (q *qPrep) preparePairs(x []float32, n int, w *qMatrix) {
 // in its order, into eight lanes.
 func qDotPairsGo(acc *[8]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, scales []float32, pairs int) {
 	*acc = [8]float32{}
+	qDotPairsAccGo(acc, q8, dv, c16, words, scales, pairs)
+}
+
+// qDotPairsAccGo is qDotPairsGo continuing the lanes in acc.
+func qDotPairsAccGo(acc *[8]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, scales []float32, pairs int) {
 	for p := 0; p < pairs; p++ {
-		ws := words[8*p : 8*p+8]
-		qs, c := q8[64*p:64*p+64], c16[16*p:16*p+16]
-		var lane [16]int32 // int16 lanes, exact
-		for j := 0; j < 32; j++ {
-			by := ws[j/4] >> (8 * (j % 4)) & 0xff
-			lane[j/2] += int32(by&15)*int32(qs[j]) + int32(by>>4)*int32(qs[32+j])
+		qPairGo(acc, (*[64]int8)(q8[64*p:]), (*[8]float32)(dv[8*p:]), (*[16]int16)(c16[16*p:]), (*[8]uint32)(words[8*p:]), scales[2*p], scales[2*p+1])
+	}
+}
+
+// qPairGo adds one pair of blocks of a row (words ws, scales s0 and s1)
+// times one input's (qs, dv, c) to acc, as the kernels do.
+func qPairGo(acc *[8]float32, qs *[64]int8, dv *[8]float32, c *[16]int16, ws *[8]uint32, s0, s1 float32) {
+	var lane [16]int32 // int16 lanes, exact
+	for j := 0; j < 32; j++ {
+		by := ws[j/4] >> (8 * (j % 4)) & 0xff
+		lane[j/2] += int32(by&15)*int32(qs[j]) + int32(by>>4)*int32(qs[32+j])
+	}
+	for m := 0; m < 8; m++ {
+		sum := lane[2*m] - int32(c[2*m]) + lane[2*m+1] - int32(c[2*m+1])
+		s := s0
+		if m >= 4 {
+			s = s1
 		}
-		for m := 0; m < 8; m++ {
-			sum := lane[2*m] - int32(c[2*m]) + lane[2*m+1] - int32(c[2*m+1])
-			ds := dv[8*p+m] * scales[2*p+m/4]
-			acc[m] = fma32(float32(sum), ds, acc[m])
-		}
+		acc[m] = fma32(float32(sum), dv[m]*s, acc[m])
 	}
 }
 
@@ -369,4 +387,135 @@ func (s *session) Numerics() string {
 		}
 	}
 	return NumericsExact
+}
+
+// Prefill on the pair layout (qMatMulPairsGemm): the chunk's inputs are
+// quantized once (preparePairs), then each pair of blocks of two weight
+// rows is loaded, split into nibbles and its scales permuted once for
+// four inputs (qGemmPairs), where decode's kernel does that work for
+// every input. Per input and row the operations are the decode kernel's
+// in its order, so prefill and decode give the same bits (and the tile's
+// Go twin, qGemmPairsGo, is qDotPairsGo eight times).
+
+// qGemmRows is how many weight rows prefill keeps in cache while the
+// chunk's inputs go by four at a time (even, for the tile's two rows).
+const qGemmRows = qScaleRows
+
+// qGemmPairsGo sets acc[8(4j+i):] to the lanes of weight row j's (of
+// two, wstride words and sstride scales apart) dot with input i of four
+// packed by packPairs (per pair of blocks 4×64 bytes of q, 4×8 floats of
+// dv, 4×16 int16 of c16), over the given pairs; with accum it continues
+// the lanes already in acc (the row's earlier pairs).
+func qGemmPairsGo(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int, accum bool) {
+	if !accum {
+		*acc = [64]float32{}
+	}
+	for p := 0; p < pairs; p++ {
+		for j := 0; j < 2; j++ {
+			ws, sc := (*[8]uint32)(words[j*wstride+8*p:]), scales[j*sstride+2*p:]
+			for i := 0; i < 4; i++ {
+				qPairGo((*[8]float32)(acc[8*(4*j+i):]), (*[64]int8)(q8[256*p+64*i:]), (*[8]float32)(dv[32*p+8*i:]), (*[16]int16)(c16[64*p+16*i:]), ws, sc[0], sc[1])
+			}
+		}
+	}
+}
+
+// packPairs lays the prepared inputs (preparePairs) out again for
+// prefill's tile, four inputs at a time (the last n%4 are not), pair of
+// blocks by pair of blocks: the four inputs' 64 bytes of q, 8 floats of
+// dv and 16 int16 of c16 each side by side, in pq8, pdv and pc16. Read
+// in place, the four inputs' rows would be K bytes apart, at K = 8192 a
+// multiple of 4 KiB, so that they and their dv and c16 all fell on the
+// same L1 sets. Done once per input, in prepare: the workers' blocks of
+// rows all read it.
+func (q *qPrep) packPairs(n, K int) {
+	nt := n / 4
+	q.pq8, q.pdv, q.pc16 = grow(q.pq8, nt*4*K), grow(q.pdv, nt*K/2), grow(q.pc16, nt*K)
+	for t := 0; t < nt; t++ {
+		q8, dv, c16 := q.pq8[t*4*K:], q.pdv[t*K/2:], q.pc16[t*K:]
+		for i := 0; i < 4; i++ {
+			at := (4*t + i) * K
+			for pr := 0; pr < K/64; pr++ {
+				copy(q8[256*pr+64*i:256*pr+64*i+64], q.q8[at+64*pr:])
+				copy(dv[32*pr+8*i:32*pr+8*i+8], q.d[at/8+8*pr:])
+				copy(c16[64*pr+16*i:64*pr+16*i+16], q.c16[at/4+16*pr:])
+			}
+		}
+	}
+}
+
+// qMatMulPairsGemm is qMatMulI8 for the pair layout and n ≥ 4 inputs
+// (packed four at a time by packPairs): per block of
+// qGemmRows weight rows and part of qGemmCols columns (the tiles' sums
+// kept in between), the inputs four at a time against the rows two at a
+// time; a last odd row and the last n%4 inputs take the decode kernel.
+func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
+	K, G, wpr := w.Cols, w.groups(), w.wordsPerRow()
+	nt := n / 4
+	ab := qGemmAccs.Get().(*[]float32)
+	for r0 < r1 {
+		end := min(r1, r0+qGemmRows)
+		sc := w.scalesOf(r0*G, end*G, sbuf)
+		np := (end - r0) / 2
+		*ab = grow(*ab, nt*np*64)
+		for k0 := 0; k0 < K; k0 += qGemmCols {
+			pairs := min(qGemmCols, K-k0) / 64
+			for t := 0; t < nt; t++ {
+				q8, dv, c16 := p.pq8[t*4*K+4*k0:], p.pdv[t*K/2+k0/2:], p.pc16[t*K+k0:]
+				for j := 0; j < np; j++ {
+					r := r0 + 2*j
+					acc := (*[64]float32)((*ab)[(t*np+j)*64:])
+					qGemmPairs(acc, q8, dv, c16, w.Packed[r*wpr+k0/8:], wpr, sc[(r-r0)*G+k0/32:], G, pairs, k0 > 0)
+				}
+			}
+		}
+		for t := 0; t < nt; t++ {
+			for j := 0; j < np; j++ {
+				acc := (*[64]float32)((*ab)[(t*np+j)*64:])
+				for l := 0; l < 8; l++ { // l = 4·row + input
+					out[(4*t+l%4)*w.Rows+r0+2*j+l/4] = hsum8((*[8]float32)(acc[8*l:]))
+				}
+			}
+			if r := r0 + 2*np; r < end {
+				for a := 0; a < 4; a++ {
+					qPairsDecode(out, p, 4*t+a, w, sc, r0, r, end)
+				}
+			}
+		}
+		for i := 4 * nt; i < n; i++ {
+			qPairsDecode(out, p, i, w, sc, r0, r0, end)
+		}
+		r0 = end
+	}
+	qGemmAccs.Put(ab)
+}
+
+// qGemmAccs hold prefill's tile sums between parts of K.
+var qGemmAccs = sync.Pool{New: func() any { return new([]float32) }}
+
+// qGemmCols is how many columns of K prefill's tiles take before the next
+// four inputs: 2048 columns of four packed inputs are 16 KiB, beside
+// qGemmRows rows' 24 KiB of words (at K = 8192 a tile's inputs would be
+// 64 KiB). Measured on real-size shapes (one thread, 2026-12-04, load
+// 14 on 2 cores): 2048 columns × 24 rows 41–52 GMAC/cpu-s, 1024 × 24,
+// 1024 × 48 and 2048 × 48 within the noise below it.
+const qGemmCols = 2048
+
+// qPairsDecode is rows [r, end) of input i's output by the decode kernel,
+// four rows at a time, then one; sc is the scales of rows r0….
+func qPairsDecode(out []float32, p *qPrep, i int, w *qMatrix, sc []float32, r0, r, end int) {
+	K, G, wpr := w.Cols, w.groups(), w.wordsPerRow()
+	q8, dv, c16 := p.q8[i*K:(i+1)*K], p.d[i*K/8:(i+1)*K/8], p.c16[i*K/4:(i+1)*K/4]
+	var acc [32]float32
+	for r < end {
+		m, ws, ss := 4, wpr, G
+		if r+4 > end {
+			m, ws, ss = 1, 0, 0
+		}
+		qDotRows4Pairs(&acc, q8, dv, c16, w.Packed[r*wpr:], ws, sc[(r-r0)*G:], ss, K/64)
+		for j := 0; j < m; j++ {
+			out[i*w.Rows+r+j] = hsum8((*[8]float32)(acc[8*j:]))
+		}
+		r += m
+	}
 }

@@ -58,3 +58,25 @@ func qDotRows4Pairs(acc *[32]float32, q8 []int8, dv []float32, c16 []int16, word
 	_ = scales[3*sstride+2*pairs-1]
 	qDotRows4PairsAVX2(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, acc)
 }
+
+//go:noescape
+func qGemmPairs2x4AVX2(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs, accum int, out *[64]float32)
+
+// qGemmPairs is the pair layout's prefill tile (qGemmPairsGo's
+// arguments): two weight rows against four packed inputs.
+func qGemmPairs(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int, accum bool) {
+	if !useAVX2 || pairs < 1 {
+		qGemmPairsGo(acc, q8, dv, c16, words, wstride, scales, sstride, pairs, accum)
+		return
+	}
+	// bounds: per pair 256 bytes of q, 32 floats of dv and 64 int16 of
+	// c16; 8 words and 2 scales of each of the two rows
+	_, _, _ = q8[256*pairs-1], dv[32*pairs-1], c16[64*pairs-1]
+	_ = words[wstride+8*pairs-1]
+	_ = scales[sstride+2*pairs-1]
+	a := 0
+	if accum {
+		a = 1
+	}
+	qGemmPairs2x4AVX2(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, a, acc)
+}

@@ -209,6 +209,90 @@ func genPairs() {
 	p("RET")
 }
 
+// genGemmPairs is the pair kernel's prefill tile: two weight rows against
+// four inputs, the inputs packed per pair of blocks (packPairs: the four
+// inputs' 64 bytes of q one after the other, so their 32 floats of dv
+// and 64 int16 of c16). Each pair of blocks of a row is loaded and split
+// into its nibbles once and its two scales permuted once, then used for
+// the four inputs (the decode kernel does that work per input); per
+// input and row the same operations as genPairs in the same order, so
+// every lane has the decode kernel's bits. Registers: SI q, DX dv, BX
+// c16, DI words (row 1 at AX bytes), R10 scales (row 1 at R14 bytes),
+// R13 the next two rows (prefetched), CX pairs left; Y0–Y7 the sums (row
+// j, input i in Y(4j+i)), Y8/Y9 a row's low and high nibbles, Y10 its
+// scales, Y11/Y12 temporaries, Y13 the nibble mask, Y14 int16 ones, Y15
+// the scales' permutation.
+func genGemmPairs() {
+	name := "qGemmPairs2x4AVX2"
+	fmt.Fprintf(&b, "\n// func %s(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs, accum int, out *[64]float32)\n", name)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	p("MOVQ q8+0(FP), SI")
+	p("MOVQ dv+8(FP), DX")
+	p("MOVQ c16+16(FP), BX")
+	p("MOVQ words+24(FP), DI")
+	p("MOVQ wstride+32(FP), AX")
+	p("MOVQ scales+40(FP), R10")
+	p("MOVQ sstride+48(FP), R14")
+	p("LEAQ (DI)(AX*2), R13")
+	p("VMOVDQU qi8nib<>(SB), Y13")
+	p("VMOVDQU qi8ones<>(SB), Y14")
+	p("VMOVDQU qi8pairidx<>(SB), Y15")
+	// accum ≠ 0 continues the sums in out (a later part of K): the same
+	// fused multiply-adds in the same order as one call over all of K
+	p("MOVQ out+72(FP), CX")
+	p("CMPQ accum+64(FP), $0")
+	p("JEQ %s_zero", name)
+	for j := 0; j < 8; j++ {
+		p("VMOVUPS %d(CX), Y%d", 32*j, j)
+	}
+	p("JMP %s_start", name)
+	label(name + "_zero")
+	for j := 0; j < 8; j++ {
+		p("VXORPS Y%d, Y%d, Y%d", j, j, j)
+	}
+	label(name + "_start")
+	p("MOVQ pairs+56(FP), CX")
+	label(name + "_pair")
+	p("PREFETCHT0 (R13)")
+	p("PREFETCHT0 (R13)(AX*1)")
+	for j := 0; j < 2; j++ {
+		w, s := "(DI)", "(R10)"
+		if j == 1 {
+			w, s = "(DI)(AX*1)", "(R10)(R14*1)"
+		}
+		p("VMOVDQU %s, Y8", w)
+		p("VPSRLW $4, Y8, Y9")
+		p("VPAND Y13, Y8, Y8")
+		p("VPAND Y13, Y9, Y9")
+		p("VMOVSD %s, X10", s)
+		p("VPERMPS Y10, Y15, Y10")
+		for i := 0; i < 4; i++ {
+			p("VPMADDUBSW %d(SI), Y8, Y11", 64*i)
+			p("VPMADDUBSW %d(SI), Y9, Y12", 64*i+32)
+			p("VPADDW Y12, Y11, Y11")
+			p("VPSUBW %d(BX), Y11, Y11", 32*i)
+			p("VPMADDWD Y14, Y11, Y11")
+			p("VCVTDQ2PS Y11, Y11")
+			p("VMULPS %d(DX), Y10, Y12", 32*i)
+			p("VFMADD231PS Y12, Y11, Y%d", 4*j+i)
+		}
+	}
+	p("ADDQ $256, SI")
+	p("ADDQ $128, DX")
+	p("ADDQ $128, BX")
+	p("ADDQ $32, DI")
+	p("ADDQ $32, R13")
+	p("ADDQ $8, R10")
+	p("DECQ CX")
+	p("JNZ %s_pair", name)
+	p("MOVQ out+72(FP), DI")
+	for j := 0; j < 8; j++ {
+		p("VMOVUPS Y%d, %d(DI)", j, 32*j)
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
 func data(name string, word uint32) {
 	for i := 0; i < 8; i++ {
 		fmt.Fprintf(&b, "DATA %s<>+%d(SB)/4, $0x%08x\n", name, 4*i, word)
@@ -223,8 +307,9 @@ func main() {
 
 #include "textflag.h"
 
-// The fast mode's AVX2 decode kernels (qkernel_int8.go): four rows of 4-
-// or 8-bit weights against one input quantized to 8 bits per block.
+// The fast mode's AVX2 kernels (qkernel_int8.go): four rows of 4- or
+// 8-bit weights against one input quantized to 8 bits per block, and the
+// 4-bit pair layout's prefill tile, two rows against four inputs.
 
 `)
 	data("qi8nib", 0x0f0f0f0f)
@@ -238,6 +323,7 @@ func main() {
 	gen(4)
 	gen(8)
 	genPairs()
+	genGemmPairs()
 	if err := os.WriteFile("qkernel_int8_amd64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

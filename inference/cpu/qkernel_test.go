@@ -335,13 +335,22 @@ func checkBF16Scales(t *testing.T, rng *rand.Rand, f32, bf *qMatrix, avx2, avx51
 }
 
 // Through the shared workers (input prepared once per matmul) the bits are
-// those of one thread.
+// those of one thread: exact affine 4- and 8-bit, and the fast mode's
+// pair layout (prefill's GEMM reads the inputs prepare packed).
 func TestQMatMulJob(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, bits := range []int{4, 8} {
+	pairs := quantizeSymmetric(randMat(rng, 1024*256), 1024, 256, 4, 32)
+	if !pairs.foldBiases() {
+		t.Fatal("symmetric biases not folded")
+	}
+	pairs.Int8 = true
+	for _, bits := range []int{4, 8, 0} {
 		rows, cols := 1024, 256
-		w := quantizeAffine(randMat(rng, rows*cols), rows, cols, bits, 64)
-		for _, n := range []int{1, 6} {
+		w := pairs
+		if bits != 0 {
+			w = quantizeAffine(randMat(rng, rows*cols), rows, cols, bits, 64)
+		}
+		for _, n := range []int{1, 6, 9} {
 			x := randMat(rng, n*cols)
 			one := make([]float32, n*rows)
 			qMatMulRangeFast(one, x, n, w, 0, rows)
@@ -434,6 +443,44 @@ func BenchmarkDecodeCPUTime(b *testing.B) {
 				b.ReportMetric(float64(b.N)/c.Seconds(), "tok/cpu-s")
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
+
+// BenchmarkPrefillCPUTime is a full prefill chunk from an empty cache
+// (as BenchmarkPrefill) in tokens per CPU-second of the calling thread
+// (GOMAXPROCS=1), on llama-bench-bf16 and on llama-bench-q4 in both
+// numerics modes: the fast mode's prefill GEMM at K = 512 and 1536.
+func BenchmarkPrefillCPUTime(b *testing.B) {
+	if testing.Short() {
+		b.Skip("65 MB model")
+	}
+	for _, c := range []struct{ name, numerics string }{{fixtures.BenchBF16, ""}, {fixtures.BenchQ4, NumericsExact}, {fixtures.BenchQ4, NumericsFast}} {
+		name := c.name
+		if c.numerics != "" {
+			name += "/" + c.numerics
+		}
+		b.Run(name, func(b *testing.B) {
+			s, l := openFixtureWith(b, c.name, "bf16", Options{Numerics: c.numerics})
+			ids, pos := make([]int64, l.PrefillChunk), make([]int64, l.PrefillChunk)
+			for i := range ids {
+				ids[i], pos[i] = int64(i+3), int64(i)
+			}
+			ctx := context.Background()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			c0 := threadCPU()
+			for i := 0; i < b.N; i++ {
+				s.Clear()
+				if _, err := s.Forward(ctx, ids, pos); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if c := threadCPU() - c0; c > 0 && runtime.GOMAXPROCS(0) == 1 {
+				b.ReportMetric(float64(b.N*len(ids))/c.Seconds(), "tok/cpu-s")
+			}
+			b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tok/s")
 		})
 	}
 }

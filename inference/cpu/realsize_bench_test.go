@@ -145,3 +145,50 @@ func BenchmarkDecodeRealSize(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 }
+
+// BenchmarkPrefillRealSize is a 128-token prefill of the real-size
+// program from an empty cache (as `etchat bench -p 128`), in each
+// numerics mode, the modes' sessions side by side; skipped when the file
+// is absent (scripts/realsize). Tokens per CPU-second of the one thread
+// with GOMAXPROCS=1: on a shared machine the steadier measure.
+func BenchmarkPrefillRealSize(b *testing.B) {
+	path := os.Getenv("ETCHAT_REALSIZE_PTE")
+	if path == "" {
+		path = filepath.Join("..", "..", "build", "realsize", "llama1b-q4.pte")
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%v (scripts/realsize writes it)", err)
+	}
+	l := layoutOfFile(b, path)
+	p := kvcache.DefaultPolicy()
+	p.StorageDType = "bf16"
+	cfg, err := kvcache.Build(l, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]int64, 128)
+	for i := range ids {
+		ids[i] = int64(i + 3)
+	}
+	for _, mode := range []string{NumericsExact, NumericsFast} {
+		b.Run(mode, func(b *testing.B) {
+			s, err := New(Options{Numerics: mode}).Open(context.Background(), path, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			c0 := threadCPU()
+			for i := 0; i < b.N; i++ {
+				s.Clear()
+				prefill(b, s, ids, l.PrefillChunk)
+			}
+			if c := threadCPU() - c0; c > 0 && runtime.GOMAXPROCS(0) == 1 {
+				b.ReportMetric(float64(b.N*len(ids))/c.Seconds(), "tok/cpu-s")
+			}
+			b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
