@@ -41,12 +41,12 @@ type chatView struct {
 	progressIn *widget.ProgressBarInfinite
 	errLabel   *widget.Label
 
-	transcript *transcriptText
-	anchors    []*anchorSegment // per message: where it starts (nil: not drawn)
-	liveAnchor *anchorSegment   // where the turn in progress starts (nil: none)
+	transcript *transcriptBox
+	views      []*messageView    // per message: its widget (nil: not drawn)
+	liveTop    fyne.CanvasObject // where the turn in progress starts (nil: none)
+	liveView   *messageView      // the reply in progress (nil: none)
 	scroll     *container.Scroll
-	shown      int                 // messages drawn in transcript (plus the live pair)
-	live       *widget.TextSegment // the streaming reply's text
+	shown      int // messages drawn in transcript (plus the live pair)
 
 	input     *composer
 	draftNote *widget.Label
