@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -342,26 +343,23 @@ func BenchmarkStreamReply(b *testing.B) {
 				u.Chat.changed()
 				drain()
 				stream := u.Chat.streamer(context.Background(), replaySession{}, 0, tokens)
+				if mode == "each" {
+					for _, tk := range toks {
+						stream(tk)
+						drain()
+					}
+					continue
+				}
 				var wg sync.WaitGroup
-				step := make(chan struct{})
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					for _, tk := range toks {
 						stream(tk)
-						if mode == "each" {
-							<-step
-						}
 					}
 				}()
 				for done := false; !done; {
 					drain()
-					if mode == "each" {
-						select {
-						case step <- struct{}{}:
-						case <-time.After(time.Second):
-						}
-					}
 					done = func() bool {
 						u.Chat.mu.Lock()
 						defer u.Chat.mu.Unlock()
@@ -376,5 +374,27 @@ func BenchmarkStreamReply(b *testing.B) {
 			b.ReportMetric(float64(redraws)/float64(b.N), "redraws/op")
 			b.ReportMetric(float64(uiTime.Milliseconds())/float64(b.N), "ui-ms/op")
 		})
+	}
+}
+
+// A code block and a table drawn in one theme take the other's colours
+// when the theme changes (their boxes are drawn by us, not by a widget).
+func TestMarkdownBlocksFollowTheTheme(t *testing.T) {
+	u, _ := newTestUI(t)
+	u.ApplyTheme("light")
+	drawReply(u, mdReply, 800, 600)
+	codes, tables := findBlocks(u.chat)
+	if len(codes) != 1 || len(tables) != 1 {
+		t.Fatalf("%d code blocks, %d tables", len(codes), len(tables))
+	}
+	light := codes[0].bg.FillColor
+	u.ApplyTheme("dark")
+	settle(u)
+	dark := newAppTheme("dark")
+	if got, want := codes[0].bg.FillColor, dark.Color(theme.ColorNameInputBackground, theme.VariantDark); got != want || got == light {
+		t.Errorf("the code box after the switch: %v, want %v (light was %v)", got, want, light)
+	}
+	if got, want := tables[0].headBg.FillColor, dark.Color(theme.ColorNameHeaderBackground, theme.VariantDark); got != want {
+		t.Errorf("the table's header after the switch: %v, want %v", got, want)
 	}
 }

@@ -93,11 +93,12 @@ func (v *chatView) drawTranscript(st ChatState) {
 	if want != v.shown || !liveOn || v.liveView == nil {
 		v.transcript.box.Objects = v.transcriptObjects(st, liveOn)
 		v.shown = want
+		v.transcript.box.Refresh()
 	}
 	if liveOn {
 		v.liveView.SetText(st.Streaming)
+		relayout(v.transcript.box) // the messages above keep their heights
 	}
-	v.transcript.box.Refresh()
 	v.scroll.Refresh()
 	v.scroll.ScrollToBottom()
 }

@@ -47,6 +47,23 @@ func heightAt(o fyne.CanvasObject, w float32) float32 {
 type columnLayout struct {
 	width, total float32
 	onChange     func()
+	// heights, when not nil, keeps each object's height at a width: a
+	// message's parts do not change once drawn (rebuild forgets those it
+	// replaces), and measuring text is what a redraw costs most.
+	heights map[fyne.CanvasObject][2]float32
+}
+
+// heightAt is o's height at w, from the cache when it has it.
+func (c *columnLayout) heightAt(o fyne.CanvasObject, w float32) float32 {
+	if c.heights == nil {
+		return heightAt(o, w)
+	}
+	if wh, ok := c.heights[o]; ok && wh[0] == w {
+		return wh[1]
+	}
+	h := heightAt(o, w)
+	c.heights[o] = [2]float32{w, h}
+	return h
 }
 
 func (c *columnLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
@@ -56,7 +73,7 @@ func (c *columnLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 			continue
 		}
 		if c.width > 0 {
-			h += heightAt(o, c.width)
+			h += c.heightAt(o, c.width)
 		} else {
 			h += o.MinSize().Height
 		}
@@ -72,7 +89,7 @@ func (c *columnLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 		if !o.Visible() {
 			continue
 		}
-		h := heightAt(o, w)
+		h := c.heightAt(o, w)
 		o.Move(fyne.NewPos(0, y))
 		o.Resize(fyne.NewSize(w, h))
 		y += h
@@ -96,9 +113,13 @@ type messageView struct {
 	actions     []widget.RichTextSegment
 	onCopy      func(string) // a code block's Copy
 
-	col    *columnLayout
-	box    *fyne.Container
-	blocks []mdBlock // what box draws (a reply's)
+	col   *columnLayout
+	box   *fyne.Container
+	parts []part // what box draws, one widget each
+	// hw, hh: the height last measured and its width (hh 0: measure
+	// again). Messages above the one streaming are measured at every
+	// redraw; their text has not changed.
+	hw, hh float32
 }
 
 // newMessageView is message text of role with its stats line (may be
@@ -106,7 +127,7 @@ type messageView struct {
 // code block's text when its Copy is pressed.
 func newMessageView(role, text, stats string, actions []widget.RichTextSegment, onCopy func(string)) *messageView {
 	m := &messageView{role: role, markdown: role == "assistant", stats: stats, actions: actions, onCopy: onCopy}
-	m.col = &columnLayout{}
+	m.col = &columnLayout{heights: map[fyne.CanvasObject][2]float32{}}
 	m.box = &fyne.Container{Layout: m.col}
 	m.ExtendBaseWidget(m)
 	m.SetText(text)
@@ -127,8 +148,51 @@ func (m *messageView) SetStats(stats string) {
 	}
 }
 
-// rebuild draws the message's parts again. Blocks that did not change
-// (all but the last while a reply streams) keep their widgets.
+// part is one widget of a message: a run of prose blocks (the first
+// with the role's header, the last with the stats and actions lines) in
+// one rich text, or one code block or table.
+type part struct {
+	blocks     []mdBlock
+	head, tail bool
+	stats      string // the stats line drawn (tail only)
+}
+
+// maxProse is how many bytes of prose one rich text holds before the
+// next paragraph starts another: a long reply streaming redraws only its
+// last part, so the cost of a redraw stays bounded.
+const maxProse = 1500
+
+// plan cuts blocks into parts.
+func (m *messageView) plan(blocks []mdBlock) []part {
+	parts := []part{{head: true}}
+	size := 0
+	for _, b := range blocks {
+		last := &parts[len(parts)-1]
+		prose := len(last.blocks) == 0 || (last.blocks[0].Kind != mdCode && last.blocks[0].Kind != mdTable)
+		switch {
+		case b.Kind == mdCode || b.Kind == mdTable:
+			parts = append(parts, part{blocks: []mdBlock{b}})
+			continue
+		case !prose || size >= maxProse:
+			parts = append(parts, part{})
+			size = 0
+		}
+		last = &parts[len(parts)-1]
+		last.blocks = append(last.blocks, b)
+		for _, s := range b.Spans {
+			size += len(s.Text)
+		}
+	}
+	if l := &parts[len(parts)-1]; len(l.blocks) > 0 && (l.blocks[0].Kind == mdCode || l.blocks[0].Kind == mdTable) {
+		parts = append(parts, part{})
+	}
+	parts[len(parts)-1].tail = true
+	parts[len(parts)-1].stats = m.stats
+	return parts
+}
+
+// rebuild draws the message's parts again. Parts that did not change
+// (all but the last while a reply streams) keep their widgets untouched.
 func (m *messageView) rebuild() {
 	var blocks []mdBlock
 	if m.markdown {
@@ -136,61 +200,89 @@ func (m *messageView) rebuild() {
 	} else if m.text != "" {
 		blocks = []mdBlock{{Kind: mdPara, Spans: []mdSpan{{Text: m.text}}}}
 	}
-	old := m.box.Objects
-	kept := map[int]fyne.CanvasObject{}
-	for i, o := range old {
-		kept[i] = o
-	}
-	var parts []fyne.CanvasObject
-	segs := []widget.RichTextSegment{&widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true},
-		ColorName: theme.ColorNamePrimary}, Text: roleTitle(m.role)}}
-	flush := func() {
-		if len(segs) == 0 {
-			return
+	plan := m.plan(blocks)
+	objs := make([]fyne.CanvasObject, len(plan))
+	for k, p := range plan {
+		var old fyne.CanvasObject
+		if k < len(m.box.Objects) {
+			old = m.box.Objects[k]
 		}
-		var rt *widget.RichText
-		if o, ok := kept[len(parts)].(*widget.RichText); ok {
-			rt = o // reused: its segments are set anew
-		} else {
-			rt = widget.NewRichText()
-			rt.Wrapping = fyne.TextWrapWord
+		if old != nil && k < len(m.parts) && partEqual(m.parts[k], p) {
+			objs[k] = old
+			continue
 		}
-		rt.Segments = segs
-		rt.Refresh()
-		parts = append(parts, rt)
-		segs = nil
+		objs[k] = m.partObject(p, old)
+		delete(m.col.heights, objs[k])
 	}
-	for i, b := range blocks {
-		switch b.Kind {
-		case mdCode, mdTable:
-			flush()
-			same := i < len(m.blocks) && blockEqual(m.blocks[i], b)
-			if o, ok := kept[len(parts)].(heighter); ok && same {
-				parts = append(parts, o.(fyne.CanvasObject))
-			} else if b.Kind == mdCode {
-				parts = append(parts, newCodeBlock(b.Code, b.Lang, m.onCopy))
-			} else {
-				parts = append(parts, newTableBlock(b))
-			}
-		default:
-			segs = append(segs, blockSegments(b)...)
-		}
+	for _, o := range m.box.Objects[min(len(objs), len(m.box.Objects)):] {
+		delete(m.col.heights, o)
 	}
-	if m.stats != "" {
-		segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Italic: true},
-			ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText}, Text: m.stats})
-	}
-	segs = append(segs, m.actions...)
-	flush()
-	m.blocks = blocks
-	m.box.Objects = parts
-	m.box.Refresh()
-	m.Refresh()
+	m.parts = plan
+	m.hh = 0
+	m.box.Objects = objs
+	relayout(m.box)
 }
 
-// blockEqual is whether two code or table blocks draw the same.
+// relayout lays c out again and has it drawn, without refreshing what it
+// holds (fyne.Container.Refresh refreshes every object below it: at every
+// token, the whole transcript). A theme change refreshes every object by
+// itself (Fyne walks the tree).
+func relayout(c *fyne.Container) {
+	c.Layout.Layout(c.Objects, c.Size())
+	canvas.Refresh(c)
+}
+
+// partObject is p's widget: old's rich text with new segments, or a new
+// code block or table.
+func (m *messageView) partObject(p part, old fyne.CanvasObject) fyne.CanvasObject {
+	if len(p.blocks) == 1 && p.blocks[0].Kind == mdCode {
+		return newCodeBlock(p.blocks[0].Code, p.blocks[0].Lang, m.onCopy)
+	}
+	if len(p.blocks) == 1 && p.blocks[0].Kind == mdTable {
+		return newTableBlock(p.blocks[0])
+	}
+	var segs []widget.RichTextSegment
+	if p.head {
+		segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true},
+			ColorName: theme.ColorNamePrimary}, Text: roleTitle(m.role)})
+	}
+	for _, b := range p.blocks {
+		segs = append(segs, blockSegments(b)...)
+	}
+	if p.tail {
+		if p.stats != "" {
+			segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Italic: true},
+				ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText}, Text: p.stats})
+		}
+		segs = append(segs, m.actions...)
+	}
+	rt, ok := old.(*widget.RichText)
+	if !ok {
+		rt = widget.NewRichText()
+		rt.Wrapping = fyne.TextWrapWord
+	}
+	rt.Segments = segs
+	rt.Refresh()
+	return rt
+}
+
+// partEqual is whether two parts draw the same.
+func partEqual(a, b part) bool {
+	if a.head != b.head || a.tail != b.tail || a.stats != b.stats || len(a.blocks) != len(b.blocks) {
+		return false
+	}
+	for i := range a.blocks {
+		if !blockEqual(a.blocks[i], b.blocks[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// blockEqual is whether two blocks draw the same.
 func blockEqual(a, b mdBlock) bool {
-	if a.Kind != b.Kind || a.Code != b.Code || a.Lang != b.Lang || len(a.Rows) != len(b.Rows) || len(a.Header) != len(b.Header) {
+	if a.Kind != b.Kind || a.Level != b.Level || a.Marker != b.Marker || a.Code != b.Code || a.Lang != b.Lang ||
+		!spansEqual(a.Spans, b.Spans) || len(a.Rows) != len(b.Rows) || len(a.Header) != len(b.Header) {
 		return false
 	}
 	for i, h := range a.Header {
@@ -222,15 +314,31 @@ func spansEqual(a, b []mdSpan) bool {
 
 // heightAt is the message's height at width w.
 func (m *messageView) heightAt(w float32) float32 {
+	if m.hh > 0 && m.hw == w {
+		return m.hh
+	}
 	var h float32
 	for _, o := range m.box.Objects {
-		h += heightAt(o, w)
+		h += m.col.heightAt(o, w)
 	}
+	m.hw, m.hh = w, h
 	return h
 }
 
 func (m *messageView) CreateRenderer() fyne.WidgetRenderer {
-	return &boxRenderer{box: m.box}
+	return &messageRenderer{boxRenderer{box: m.box}, m}
+}
+
+// messageRenderer measures again after a refresh (a theme change).
+type messageRenderer struct {
+	boxRenderer
+	m *messageView
+}
+
+func (r *messageRenderer) Refresh() {
+	r.m.hh = 0
+	clear(r.m.col.heights)
+	relayout(r.box)
 }
 
 // boxRenderer draws a widget that is one container.
@@ -238,7 +346,7 @@ type boxRenderer struct{ box *fyne.Container }
 
 func (r *boxRenderer) Layout(s fyne.Size)           { r.box.Resize(s) }
 func (r *boxRenderer) MinSize() fyne.Size           { return r.box.MinSize() }
-func (r *boxRenderer) Refresh()                     { r.box.Refresh() }
+func (r *boxRenderer) Refresh()                     { relayout(r.box) }
 func (r *boxRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.box} }
 func (r *boxRenderer) Destroy()                     {}
 
@@ -359,14 +467,12 @@ func (r *codeRenderer) MinSize() fyne.Size {
 	return fyne.NewSize(0, r.c.heightAt(w))
 }
 
-// Refresh takes the theme's colours (the box follows a theme switch).
+// Refresh takes the theme's colours (the box follows a theme switch; its
+// widgets are refreshed by the theme change itself).
 func (r *codeRenderer) Refresh() {
 	r.c.bg.FillColor = theme.Color(theme.ColorNameInputBackground)
 	r.c.bg.CornerRadius = theme.InputRadiusSize()
 	r.c.bg.Refresh()
-	r.c.label.Refresh()
-	r.c.copyBtn.Refresh()
-	r.c.text.Refresh()
 }
 
 func (r *codeRenderer) Objects() []fyne.CanvasObject {

@@ -176,18 +176,14 @@ func (r *tableRenderer) MinSize() fyne.Size {
 	return fyne.NewSize(0, r.t.heightAt(r.t.Size().Width))
 }
 
-// Refresh takes the theme's colours.
+// Refresh takes the theme's colours (the cells are refreshed by the theme
+// change itself).
 func (r *tableRenderer) Refresh() {
 	r.t.headBg.FillColor = theme.Color(theme.ColorNameHeaderBackground)
 	r.t.headBg.Refresh()
 	for _, l := range r.t.lines {
 		l.FillColor = theme.Color(theme.ColorNameSeparator)
 		l.Refresh()
-	}
-	for _, row := range r.t.cells {
-		for _, c := range row {
-			c.Refresh()
-		}
 	}
 }
 
