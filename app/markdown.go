@@ -124,13 +124,19 @@ func (c *mdConv) list(l *ast.List, depth int, quoted bool) {
 			k++
 		}
 		for b := it.FirstChild(); b != nil; b = b.NextSibling() {
-			switch b.(type) {
+			switch b := b.(type) {
 			case *ast.Paragraph, *ast.TextBlock:
 				c.out = append(c.out, mdBlock{Kind: mdItem, Level: depth, Marker: marker, Spans: c.inlines(b)})
 				marker = ""
-			case *ast.List:
-				c.list(b.(*ast.List), depth+1, quoted)
-			default:
+				continue
+			}
+			if marker != "" { // an item that starts with a list or code: its marker on a line of its own
+				c.out = append(c.out, mdBlock{Kind: mdItem, Level: depth, Marker: marker})
+				marker = ""
+			}
+			if l, ok := b.(*ast.List); ok {
+				c.list(l, depth+1, quoted)
+			} else {
 				c.block(b, depth, quoted)
 			}
 		}

@@ -56,6 +56,8 @@ func TestParseMarkdown(t *testing.T) {
 			[]mdBlock{{Kind: mdTable, Align: []string{"", ""}, Header: [][]mdSpan{{p("a")}, {p("b")}}, Rows: [][][]mdSpan{{{p("1")}, nil}}}}},
 		{"empty item", "- a\n- ",
 			[]mdBlock{{Kind: mdItem, Marker: "•", Spans: []mdSpan{p("a")}}, {Kind: mdItem, Marker: "•"}}},
+		{"item starting with a list", "- - a\n- b",
+			[]mdBlock{{Kind: mdItem, Marker: "•"}, {Kind: mdItem, Level: 1, Marker: "•", Spans: []mdSpan{p("a")}}, {Kind: mdItem, Marker: "•", Spans: []mdSpan{p("b")}}}},
 		{"unclosed emphasis", "some **bold",
 			[]mdBlock{{Kind: mdPara, Spans: []mdSpan{p("some **bold")}}}},
 		{"empty", "", nil},
