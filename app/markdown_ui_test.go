@@ -398,3 +398,32 @@ func TestMarkdownBlocksFollowTheTheme(t *testing.T) {
 		t.Errorf("the table's header after the switch: %v, want %v", got, want)
 	}
 }
+
+// The screenshot tour's Markdown conversation, imported into the real
+// store and opened on llama3 with the real engine: it fits the fixture's
+// cache and its reply is drawn with its table and code block.
+func TestTourMarkdownConversation(t *testing.T) {
+	u, root := newTestUI(t)
+	e, _ := u.Library.Entry(root + "/llama3-tiny-offgraph/model.pte")
+	if e.Info == nil {
+		t.Fatal("no llama3 in the library")
+	}
+	u.SelectTab(TabChat)
+	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.tourMarkdown(); err != nil {
+		t.Fatal(err)
+	}
+	u.Chat.Wait()
+	settle(u)
+	st := u.Chat.State()
+	if st.Err != "" || len(st.Messages) != 2 || st.Messages[1].Text != TourMarkdownReply {
+		t.Fatalf("opened: err %q, %d messages", st.Err, len(st.Messages))
+	}
+	codes, tables := findBlocks(u.chat)
+	if len(codes) != 1 || len(tables) != 1 || codes[0].code != "etchat run --engine cpu model.pte" || len(tables[0].cells) != 3 {
+		t.Errorf("%d code blocks, %d tables drawn", len(codes), len(tables))
+	}
+	checkTranscriptGeometry(t, "tour", u.chat)
+}

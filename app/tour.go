@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +12,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+
+	"etchat/store"
 )
 
 // TourPrompt is the message the screenshot tour sends.
@@ -19,7 +23,7 @@ const TourPrompt = "Hello! Tell me about the sea."
 // picture it writes DIR/NAME.ready and waits for the script to create
 // DIR/NAME.done. Views: models, chat, chat-small (800×600), settings,
 // benchmarks (the run form and its results), benchmarks-history,
-// benchmarks-chart, chat-light.
+// benchmarks-chart, chat-light; chat-markdown after chat-small.
 func (u *UI) Tour(dir string) error {
 	shot := func(name string) error {
 		time.Sleep(700 * time.Millisecond) // let the frame settle
@@ -102,6 +106,16 @@ func (u *UI) Tour(dir string) error {
 	}
 	fyne.DoAndWait(func() { u.Win.Resize(fyne.NewSize(1280, 800)) })
 
+	// A reply in Markdown: the fixtures' random weights write none, so the
+	// tour imports a conversation that has one (as etchat history --import
+	// would) and opens it on the same model.
+	if err := u.tourMarkdown(); err != nil {
+		return err
+	}
+	if err := shot("chat-markdown"); err != nil {
+		return err
+	}
+
 	// Settings sheet, with one invalid field to show a validation message.
 	var sheet *settingsSheet
 	fyne.DoAndWait(func() { sheet = u.chat.showSettings() })
@@ -146,4 +160,37 @@ func (u *UI) Tour(dir string) error {
 		u.SelectTab(TabChat)
 	})
 	return shot("chat-light")
+}
+
+// TourMarkdownReply is the reply of the conversation the tour imports to
+// show a reply drawn as Markdown.
+const TourMarkdownReply = "### Engines\n\n| engine | runs on | **decode** |\n|---|---|--:|\n| cpu | any CPU | 410 tok/s |\n| mlx | Metal, CUDA | 2,900 tok/s |\n\n" +
+	"Pick one with `--engine`:\n\n```sh\netchat run --engine cpu model.pte\n```\n\n- *auto* prefers **mlx**\n- see [run.md](https://example.com/run)\n"
+
+// tourMarkdown imports a conversation whose reply is Markdown and opens it.
+func (u *UI) tourMarkdown() error {
+	if u.Backend.DB == nil {
+		return errors.New("the tour needs the database")
+	}
+	now := time.Now()
+	doc := store.ExportFile{Format: store.ExportFormat, Version: store.ExportVersion, Conversations: []store.ExportConversation{{
+		UID: "tour-markdown", Title: "Which engine?", Settings: json.RawMessage("{}"), Created: now, Updated: now, CurrentLeaf: 2,
+		Messages: []store.ExportMessage{
+			{ID: 1, Role: "user", Text: "Which engine should I use?", Created: now, Updated: now},
+			{ID: 2, Parent: 1, Role: "assistant", Text: TourMarkdownReply, Created: now, Updated: now},
+		},
+	}}}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	convs, err := u.Backend.DB.ImportJSON(u.ctx, bytes.NewReader(js))
+	if err != nil {
+		return err
+	}
+	if err := u.Chat.OpenConversation(convs[0].ID); err != nil {
+		return err
+	}
+	u.Chat.Wait()
+	return nil
 }
