@@ -427,3 +427,17 @@ func TestTourMarkdownConversation(t *testing.T) {
 	}
 	checkTranscriptGeometry(t, "tour", u.chat)
 }
+
+// A transcript that shows its end still does after the window narrows
+// (its messages grow taller): the last reply stays in view.
+func TestTranscriptKeepsItsEndWhenNarrowed(t *testing.T) {
+	u, _ := newTestUI(t)
+	drawReply(u, mdReply, 1280, 800)
+	u.chat.scroll.ScrollToBottom()
+	u.Win.Resize(fyne.NewSize(800, 600))
+	settle(u)
+	sc := u.chat.scroll
+	if end := sc.Offset.Y + sc.Size().Height; end < u.chat.transcript.Size().Height-1 {
+		t.Errorf("the view ends at %.0f of %.0f after narrowing", end, u.chat.transcript.Size().Height)
+	}
+}

@@ -17,11 +17,20 @@ func (v *chatView) newTranscript() fyne.CanvasObject {
 	v.transcript = newTranscriptBox(v.messageMenuAt)
 	v.scroll = container.NewVScroll(v.transcript)
 	// A change of width changes the messages' heights: the scroll then
-	// reads the column's new height (it measured it at the old width).
+	// reads the column's new height (it measured it at the old width),
+	// and a transcript that showed its end (all of it, or scrolled to the
+	// bottom) still does: narrowing the window keeps the last reply in view.
 	v.transcript.col.onChange = func() {
-		if v.scroll.Content != nil {
-			v.scroll.Refresh()
+		if v.scroll.Content == nil {
+			return
 		}
+		v.scroll.Refresh()
+		if v.transcript.atEnd {
+			v.scroll.ScrollToBottom()
+		}
+	}
+	v.scroll.OnScrolled = func(at fyne.Position) {
+		v.transcript.atEnd = at.Y+v.scroll.Size().Height >= v.transcript.Size().Height-1
 	}
 	return v.scroll
 }
@@ -33,10 +42,11 @@ type transcriptBox struct {
 	col         *columnLayout
 	box         *fyne.Container
 	onSecondary func(at fyne.Position, abs fyne.Position)
+	atEnd       bool // the view shows the transcript's end (scrolled there, or it all fits)
 }
 
 func newTranscriptBox(onSecondary func(at, abs fyne.Position)) *transcriptBox {
-	t := &transcriptBox{col: &columnLayout{}, onSecondary: onSecondary}
+	t := &transcriptBox{col: &columnLayout{}, onSecondary: onSecondary, atEnd: true}
 	t.box = &fyne.Container{Layout: t.col}
 	t.ExtendBaseWidget(t)
 	return t
@@ -101,6 +111,7 @@ func (v *chatView) drawTranscript(st ChatState) {
 	}
 	v.scroll.Refresh()
 	v.scroll.ScrollToBottom()
+	v.transcript.atEnd = true
 }
 
 // transcriptObjects are the messages' widgets, each with its actions

@@ -28,7 +28,14 @@ func newTableBlock(b mdBlock) *tableBlock {
 		var cells []*widget.RichText
 		for j, spans := range r {
 			cells = append(cells, newCell(spans, i == 0, b.Align[j]))
-			t.natural[j] = max(t.natural[j], naturalWidth(spans, i == 0))
+			w := naturalWidth(spans, i == 0)
+			if b.Align[j] == "center" || b.Align[j] == "right" {
+				// Fyne's rich text places a right or centred line from its
+				// left edge, not from its padding: the padding is added
+				// here, or the text touches the line before it.
+				w += theme.InnerPadding()
+			}
+			t.natural[j] = max(t.natural[j], w)
 		}
 		t.cells = append(t.cells, cells)
 	}
