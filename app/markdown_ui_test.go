@@ -377,25 +377,43 @@ func BenchmarkStreamReply(b *testing.B) {
 	}
 }
 
-// A code block and a table drawn in one theme take the other's colours
-// when the theme changes (their boxes are drawn by us, not by a widget).
+// A reply drawn in one theme takes the other's colours — its text, its
+// code box, its table's header — when the theme changes, also when the
+// change comes while another tab is shown (the chat tab is then refreshed
+// from the top when it is selected again).
 func TestMarkdownBlocksFollowTheTheme(t *testing.T) {
-	u, _ := newTestUI(t)
-	u.ApplyTheme("light")
-	drawReply(u, mdReply, 800, 600)
-	codes, tables := findBlocks(u.chat)
-	if len(codes) != 1 || len(tables) != 1 {
-		t.Fatalf("%d code blocks, %d tables", len(codes), len(tables))
-	}
-	light := codes[0].bg.FillColor
-	u.ApplyTheme("dark")
-	settle(u)
-	dark := newAppTheme("dark")
-	if got, want := codes[0].bg.FillColor, dark.Color(theme.ColorNameInputBackground, theme.VariantDark); got != want || got == light {
-		t.Errorf("the code box after the switch: %v, want %v (light was %v)", got, want, light)
-	}
-	if got, want := tables[0].headBg.FillColor, dark.Color(theme.ColorNameHeaderBackground, theme.VariantDark); got != want {
-		t.Errorf("the table's header after the switch: %v, want %v", got, want)
+	for _, away := range []bool{false, true} {
+		u, _ := newTestUI(t)
+		u.ApplyTheme("light")
+		drawReply(u, mdReply, 800, 600)
+		codes, tables := findBlocks(u.chat)
+		if len(codes) != 1 || len(tables) != 1 {
+			t.Fatalf("%d code blocks, %d tables", len(codes), len(tables))
+		}
+		light := codes[0].bg.FillColor
+		if away {
+			u.SelectTab(TabModels)
+			settle(u)
+		}
+		u.ApplyTheme("dark")
+		settle(u)
+		u.SelectTab(TabChat)
+		settle(u)
+		dark := newAppTheme("dark")
+		if got, want := codes[0].bg.FillColor, dark.Color(theme.ColorNameInputBackground, theme.VariantDark); got != want || got == light {
+			t.Errorf("away %v: the code box after the switch: %v, want %v (light was %v)", away, got, want, light)
+		}
+		if got, want := tables[0].headBg.FillColor, dark.Color(theme.ColorNameHeaderBackground, theme.VariantDark); got != want {
+			t.Errorf("away %v: the table's header after the switch: %v, want %v", away, got, want)
+		}
+		fg := dark.Color(theme.ColorNameForeground, theme.VariantDark)
+		for _, o := range []fyne.CanvasObject{u.chat.views[0], u.chat.views[1], codes[0].text, tables[0].cells[1][0]} {
+			walk(o, func(o fyne.CanvasObject) {
+				if tx, ok := o.(*canvas.Text); ok && (tx.Text == "Compare the engines, with **code**." || tx.Text == "cpu" || strings.HasPrefix(tx.Text, "func main")) && tx.Color != fg {
+					t.Errorf("away %v: %q drawn in %v after the switch, want %v", away, tx.Text, tx.Color, fg)
+				}
+			})
+		}
 	}
 }
 

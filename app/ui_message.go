@@ -225,11 +225,41 @@ func (m *messageView) rebuild() {
 
 // relayout lays c out again and has it drawn, without refreshing what it
 // holds (fyne.Container.Refresh refreshes every object below it: at every
-// token, the whole transcript). A theme change refreshes every object by
-// itself (Fyne walks the tree).
+// token, the whole transcript).
 func relayout(c *fyne.Container) {
 	c.Layout.Layout(c.Objects, c.Size())
 	canvas.Refresh(c)
+}
+
+// themeSeen is the theme a renderer last drew in. A refresh after the
+// theme changed must reach every object below (the chat tab, hidden
+// while the theme changes, is refreshed from the top when shown); any
+// other refresh — one per streamed token — only lays out again.
+type themeSeen [2][4]uint32
+
+// changed reports whether the theme differs from the one last seen, and
+// remembers it.
+func (t *themeSeen) changed() bool {
+	var now themeSeen
+	for i, n := range []fyne.ThemeColorName{theme.ColorNameForeground, theme.ColorNameBackground} {
+		r, g, b, a := theme.Color(n).RGBA()
+		now[i] = [4]uint32{r, g, b, a}
+	}
+	if now == *t {
+		return false
+	}
+	*t = now
+	return true
+}
+
+// refreshBox refreshes box: everything below it after a theme change,
+// else a new layout only.
+func refreshBox(box *fyne.Container, seen *themeSeen) {
+	if seen.changed() {
+		box.Refresh()
+		return
+	}
+	relayout(box)
 }
 
 // partObject is p's widget: old's rich text with new segments, or a new
@@ -326,7 +356,9 @@ func (m *messageView) heightAt(w float32) float32 {
 }
 
 func (m *messageView) CreateRenderer() fyne.WidgetRenderer {
-	return &messageRenderer{boxRenderer{box: m.box}, m}
+	r := &messageRenderer{boxRenderer{box: m.box}, m}
+	r.seen.changed() // drawn in the theme of now
+	return r
 }
 
 // messageRenderer measures again after a refresh (a theme change).
@@ -338,15 +370,18 @@ type messageRenderer struct {
 func (r *messageRenderer) Refresh() {
 	r.m.hh = 0
 	clear(r.m.col.heights)
-	relayout(r.box)
+	refreshBox(r.box, &r.seen)
 }
 
 // boxRenderer draws a widget that is one container.
-type boxRenderer struct{ box *fyne.Container }
+type boxRenderer struct {
+	box  *fyne.Container
+	seen themeSeen
+}
 
 func (r *boxRenderer) Layout(s fyne.Size)           { r.box.Resize(s) }
 func (r *boxRenderer) MinSize() fyne.Size           { return r.box.MinSize() }
-func (r *boxRenderer) Refresh()                     { relayout(r.box) }
+func (r *boxRenderer) Refresh()                     { refreshBox(r.box, &r.seen) }
 func (r *boxRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.box} }
 func (r *boxRenderer) Destroy()                     {}
 
@@ -444,9 +479,16 @@ func (c *codeBlock) heightAt(w float32) float32 {
 	return p + c.copyBtn.MinSize().Height + heightAt(c.text, w-2*p) + p
 }
 
-func (c *codeBlock) CreateRenderer() fyne.WidgetRenderer { return &codeRenderer{c: c} }
+func (c *codeBlock) CreateRenderer() fyne.WidgetRenderer {
+	r := &codeRenderer{c: c}
+	r.seen.changed()
+	return r
+}
 
-type codeRenderer struct{ c *codeBlock }
+type codeRenderer struct {
+	c    *codeBlock
+	seen themeSeen
+}
 
 func (r *codeRenderer) Layout(s fyne.Size) {
 	c, p := r.c, theme.Padding()
@@ -467,12 +509,17 @@ func (r *codeRenderer) MinSize() fyne.Size {
 	return fyne.NewSize(0, r.c.heightAt(w))
 }
 
-// Refresh takes the theme's colours (the box follows a theme switch; its
-// widgets are refreshed by the theme change itself).
+// Refresh takes the theme's colours, and refreshes the box's widgets
+// after a theme change.
 func (r *codeRenderer) Refresh() {
 	r.c.bg.FillColor = theme.Color(theme.ColorNameInputBackground)
 	r.c.bg.CornerRadius = theme.InputRadiusSize()
 	r.c.bg.Refresh()
+	if r.seen.changed() {
+		r.c.label.Refresh()
+		r.c.copyBtn.Refresh()
+		r.c.text.Refresh()
+	}
 }
 
 func (r *codeRenderer) Objects() []fyne.CanvasObject {

@@ -137,9 +137,16 @@ func (t *tableBlock) heightAt(w float32) float32 {
 	return h
 }
 
-func (t *tableBlock) CreateRenderer() fyne.WidgetRenderer { return &tableRenderer{t: t} }
+func (t *tableBlock) CreateRenderer() fyne.WidgetRenderer {
+	r := &tableRenderer{t: t}
+	r.seen.changed()
+	return r
+}
 
-type tableRenderer struct{ t *tableBlock }
+type tableRenderer struct {
+	t    *tableBlock
+	seen themeSeen
+}
 
 func (r *tableRenderer) Layout(s fyne.Size) {
 	t := r.t
@@ -183,14 +190,21 @@ func (r *tableRenderer) MinSize() fyne.Size {
 	return fyne.NewSize(0, r.t.heightAt(r.t.Size().Width))
 }
 
-// Refresh takes the theme's colours (the cells are refreshed by the theme
-// change itself).
+// Refresh takes the theme's colours, and refreshes the cells after a
+// theme change.
 func (r *tableRenderer) Refresh() {
 	r.t.headBg.FillColor = theme.Color(theme.ColorNameHeaderBackground)
 	r.t.headBg.Refresh()
 	for _, l := range r.t.lines {
 		l.FillColor = theme.Color(theme.ColorNameSeparator)
 		l.Refresh()
+	}
+	if r.seen.changed() {
+		for _, row := range r.t.cells {
+			for _, c := range row {
+				c.Refresh()
+			}
+		}
 	}
 }
 
