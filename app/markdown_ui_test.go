@@ -304,15 +304,19 @@ func replayTokens(s string, n int) []string {
 
 // BenchmarkStreamReply streams a 2,000-token Markdown reply (mdReply
 // over and over) through the view-model's stream callback into the
-// window: the tokens come from a goroutine, the UI "thread" is the
-// benchmark's goroutine running the queued redraws. merged: tokens as
-// fast as they come (redraws merge, as in the app); each: one redraw per
-// token (an engine slower than the UI). It reports the UI thread's time
-// per token and the redraws.
+// window; the UI "thread" is the benchmark's goroutine running the queued
+// redraws (the app's fyne.Do). Modes:
+//   - paced: tokens come from a goroutine at 400 tok/s (the CPU engine's
+//     decode on the fixtures, as the chat's stats line shows it); redraws
+//     merge as in the app. lag-ms: from the last token to its drawing.
+//   - each: one redraw per token (an engine slower than the UI): the
+//     whole view's cost per token.
+//   - transcript: drawTranscript alone per token: the transcript's part.
 func BenchmarkStreamReply(b *testing.B) {
 	const tokens = 2000
 	toks := replayTokens(mdReply, tokens)
-	for _, mode := range []string{"merged", "each"} {
+	full := strings.Join(toks, "")
+	for _, mode := range []string{"paced", "each", "transcript"} {
 		b.Run(mode, func(b *testing.B) {
 			a := test.NewTempApp(b)
 			u := NewUI(a, Backend{StoreErr: errors.New("benchmark: no database")})
@@ -321,9 +325,9 @@ func BenchmarkStreamReply(b *testing.B) {
 			defer u.Close()
 			u.Win.Resize(fyne.NewSize(1180, 760))
 			u.SelectTab(TabChat)
-			var uiTime time.Duration
+			var uiTime, lag time.Duration
 			redraws := 0
-			drain := func() {
+			drain := func() int {
 				q.mu.Lock()
 				fns := q.fns
 				q.fns = nil
@@ -334,6 +338,12 @@ func BenchmarkStreamReply(b *testing.B) {
 					uiTime += time.Since(t0)
 					redraws++
 				}
+				return len(fns)
+			}
+			drawn := func() bool {
+				u.Chat.mu.Lock()
+				defer u.Chat.mu.Unlock()
+				return len(u.Chat.st.Streaming) == len(full)
 			}
 			b.ResetTimer()
 			for range b.N {
@@ -343,36 +353,55 @@ func BenchmarkStreamReply(b *testing.B) {
 				u.Chat.changed()
 				drain()
 				stream := u.Chat.streamer(context.Background(), replaySession{}, 0, tokens)
-				if mode == "each" {
+				switch mode {
+				case "each":
 					for _, tk := range toks {
 						stream(tk)
 						drain()
 					}
-					continue
-				}
-				var wg sync.WaitGroup
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				case "transcript":
+					st := u.Chat.State()
 					for _, tk := range toks {
-						stream(tk)
+						st.Streaming += tk
+						t0 := time.Now()
+						u.chat.drawTranscript(st)
+						uiTime += time.Since(t0)
+						redraws++
 					}
-				}()
-				for done := false; !done; {
-					drain()
-					done = func() bool {
-						u.Chat.mu.Lock()
-						defer u.Chat.mu.Unlock()
-						return len(u.Chat.st.Streaming) == len(strings.Join(toks, ""))
+				case "paced":
+					var wg sync.WaitGroup
+					var end time.Time
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						next := time.Now()
+						for _, tk := range toks {
+							next = next.Add(time.Second / 400)
+							time.Sleep(time.Until(next))
+							stream(tk)
+						}
+						end = time.Now()
 					}()
+					for {
+						if drain() == 0 {
+							time.Sleep(time.Millisecond)
+						}
+						if drawn() {
+							wg.Wait()
+							drain()
+							lag += time.Since(end)
+							break
+						}
+					}
 				}
-				wg.Wait()
-				drain()
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(uiTime.Nanoseconds())/float64(b.N*tokens), "ui-ns/token")
 			b.ReportMetric(float64(redraws)/float64(b.N), "redraws/op")
 			b.ReportMetric(float64(uiTime.Milliseconds())/float64(b.N), "ui-ms/op")
+			if mode == "paced" {
+				b.ReportMetric(float64(lag.Milliseconds())/float64(b.N), "lag-ms")
+			}
 		})
 	}
 }

@@ -362,7 +362,7 @@ func (v *chatView) refresh() {
 	v.errLabel.SetText(st.Err)
 	showIf(v.errLabel, st.Err != "")
 	v.header.Refresh()
-	v.main.Refresh() // lay out again: a line shown is not drawn over the messages, a hidden one leaves no band
+	relayout(v.main) // lay out again (a line shown is not drawn over the messages, a hidden one leaves no band); not Refresh: that redrew every widget below, the transcript included, at every token
 	v.refreshButtons(st)
 	v.refreshMenu()
 	v.drawTranscript(st)
