@@ -459,7 +459,7 @@ func TestTourMarkdownConversation(t *testing.T) {
 	if err := u.Chat.SetModel(context.Background(), e.Info); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.tourMarkdown(); err != nil {
+	if err := u.tourMarkdown(func(string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	u.Chat.Wait()

@@ -109,23 +109,13 @@ func (u *UI) Tour(dir string) error {
 	// A reply in Markdown: the fixtures' random weights write none, so the
 	// tour imports a conversation that has one (as etchat history --import
 	// would) and opens it on the same model.
-	if err := u.tourMarkdown(); err != nil {
-		return err
-	}
-	if err := shot("chat-markdown"); err != nil {
+	if err := u.tourMarkdown(shot); err != nil {
 		return err
 	}
 
-	// Settings sheet, with one invalid field to show a validation message.
-	var sheet *settingsSheet
-	fyne.DoAndWait(func() { sheet = u.chat.showSettings() })
-	if sheet != nil {
-		fyne.DoAndWait(func() { sheet.entries["Windows"].SetText("8,x") })
-	}
-	if err := shot("settings"); err != nil {
+	if err := u.tourSettings(shot); err != nil {
 		return err
 	}
-	fyne.DoAndWait(func() { u.chat.hideSettings() })
 
 	// Benchmarks: the run form with the chat's model picked from the
 	// library, then the history and the chart of what the script ran.
@@ -167,8 +157,22 @@ func (u *UI) Tour(dir string) error {
 const TourMarkdownReply = "### Engines\n\n| engine | runs on | **decode** |\n|---|---|--:|\n| cpu | any CPU | 410 tok/s |\n| mlx | Metal, CUDA | 2,900 tok/s |\n\n" +
 	"Pick one with `--engine`:\n\n```sh\netchat run --engine cpu model.pte\n```\n\n- *auto* prefers **mlx**\n- see [run.md](https://example.com/run)\n"
 
-// tourMarkdown imports a conversation whose reply is Markdown and opens it.
-func (u *UI) tourMarkdown() error {
+// tourSettings shows the settings sheet with one invalid field, for its
+// validation message.
+func (u *UI) tourSettings(shot func(string) error) error {
+	var sheet *settingsSheet
+	fyne.DoAndWait(func() { sheet = u.chat.showSettings() })
+	if sheet != nil {
+		fyne.DoAndWait(func() { sheet.entries["Windows"].SetText("8,x") })
+	}
+	err := shot("settings")
+	fyne.DoAndWait(func() { u.chat.hideSettings() })
+	return err
+}
+
+// tourMarkdown imports a conversation whose reply is Markdown, opens it
+// and takes its picture.
+func (u *UI) tourMarkdown(shot func(string) error) error {
 	if u.Backend.DB == nil {
 		return errors.New("the tour needs the database")
 	}
@@ -192,5 +196,5 @@ func (u *UI) tourMarkdown() error {
 		return err
 	}
 	u.Chat.Wait()
-	return nil
+	return shot("chat-markdown")
 }
