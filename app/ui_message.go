@@ -448,7 +448,7 @@ type codeBlock struct {
 	widget.BaseWidget
 	code, lang string
 	bg         *canvas.Rectangle
-	label      *widget.Label
+	label      *widget.RichText // the fence's language
 	copyBtn    *widget.Button
 	text       *widget.RichText
 }
@@ -457,9 +457,10 @@ func newCodeBlock(code, lang string, onCopy func(string)) *codeBlock {
 	c := &codeBlock{code: code, lang: lang}
 	c.bg = canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	c.bg.CornerRadius = theme.InputRadiusSize()
-	c.label = widget.NewLabel(lang)
-	c.label.Importance = widget.LowImportance
-	c.label.SizeName = theme.SizeNameCaptionText
+	// In the stats line's colour: a low-importance label was near invisible
+	// on the box's background.
+	c.label = widget.NewRichText(&widget.TextSegment{Text: lang, Style: widget.RichTextStyle{
+		ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText}})
 	c.copyBtn = widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
 		if onCopy != nil {
 			onCopy(c.code)
