@@ -117,7 +117,7 @@ func TestMessageMenuRightClick(t *testing.T) {
 
 	// Right-click on the first reply's text: its menu, and Copy copies it.
 	v.scroll.Refresh()
-	y := v.anchors[replies[0]].obj.Position().Y
+	y := v.views[replies[0]].Position().Y
 	if v.messageAt(y) != replies[0] || v.messageAt(y+30) != replies[0] || v.messageAt(-50) != -1 {
 		t.Errorf("messageAt: %d at its header, %d below it, %d above all", v.messageAt(y), v.messageAt(y+30), v.messageAt(-50))
 	}
@@ -126,7 +126,7 @@ func TestMessageMenuRightClick(t *testing.T) {
 	live.Busy, live.PendingUser, live.Streaming = true, "More?", "Well"
 	v.drawTranscript(live)
 	v.scroll.Refresh()
-	if at := v.messageAt(v.liveAnchor.obj.Position().Y + 30); at != -1 {
+	if at := v.messageAt(v.liveTop.Position().Y + 30); at != -1 {
 		t.Errorf("the streaming turn maps to message %d", at)
 	}
 	v.drawTranscript(st)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
@@ -251,14 +252,16 @@ func TestBranchControlHasItsOwnLine(t *testing.T) {
 	v.scroll.Refresh()
 	md := test.RenderObjectToMarkup(v.transcript)
 	y := func(text string) int {
-		i := strings.LastIndex(md, ">"+text+"<") // the last message's
-		if i < 0 {
+		var last fyne.CanvasObject // the last message's
+		walk(v.transcript, func(o fyne.CanvasObject) {
+			if tx, ok := o.(*canvas.Text); ok && tx.Text == text {
+				last = tx
+			}
+		})
+		if last == nil {
 			t.Fatalf("no %q in\n%s", text, md)
 		}
-		j := strings.LastIndex(md[:i], `pos="`)
-		var x, yy int
-		fmt.Sscanf(md[j:], `pos="%d,%d"`, &x, &yy)
-		return yy
+		return int(rectOf(last).y0)
 	}
 	if arrows, next := y(" 1/2 "), y("You"); next <= arrows+19 {
 		t.Errorf("the next header at y=%d, the branch control at y=%d:\n%s", next, arrows, md)
@@ -529,7 +532,7 @@ func TestCopyMessage(t *testing.T) {
 		{Role: "assistant", Text: "The sea is wide.\n"},
 	}})
 	var links []*widget.HyperlinkSegment
-	for _, s := range v.transcript.Segments {
+	for _, s := range transcriptSegs(v) {
 		if h, ok := s.(*widget.HyperlinkSegment); ok {
 			links = append(links, h)
 		}

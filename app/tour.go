@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +12,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+
+	"etchat/store"
 )
 
 // TourPrompt is the message the screenshot tour sends.
@@ -19,7 +23,7 @@ const TourPrompt = "Hello! Tell me about the sea."
 // picture it writes DIR/NAME.ready and waits for the script to create
 // DIR/NAME.done. Views: models, chat, chat-small (800×600), settings,
 // benchmarks (the run form and its results), benchmarks-history,
-// benchmarks-chart, chat-light.
+// benchmarks-chart, chat-light; chat-markdown after chat-small.
 func (u *UI) Tour(dir string) error {
 	shot := func(name string) error {
 		time.Sleep(700 * time.Millisecond) // let the frame settle
@@ -102,16 +106,16 @@ func (u *UI) Tour(dir string) error {
 	}
 	fyne.DoAndWait(func() { u.Win.Resize(fyne.NewSize(1280, 800)) })
 
-	// Settings sheet, with one invalid field to show a validation message.
-	var sheet *settingsSheet
-	fyne.DoAndWait(func() { sheet = u.chat.showSettings() })
-	if sheet != nil {
-		fyne.DoAndWait(func() { sheet.entries["Windows"].SetText("8,x") })
-	}
-	if err := shot("settings"); err != nil {
+	// A reply in Markdown: the fixtures' random weights write none, so the
+	// tour imports a conversation that has one (as etchat history --import
+	// would) and opens it on the same model.
+	if err := u.tourMarkdown(shot); err != nil {
 		return err
 	}
-	fyne.DoAndWait(func() { u.chat.hideSettings() })
+
+	if err := u.tourSettings(shot); err != nil {
+		return err
+	}
 
 	// Benchmarks: the run form with the chat's model picked from the
 	// library, then the history and the chart of what the script ran.
@@ -142,4 +146,51 @@ func (u *UI) Tour(dir string) error {
 	}
 
 	return u.tourIssue40(shot) // tour_issue40.go, then the chat in the light theme
+}
+
+// TourMarkdownReply is the reply of the conversation the tour imports to
+// show a reply drawn as Markdown.
+const TourMarkdownReply = "### Engines\n\n| engine | runs on | **decode** |\n|---|---|--:|\n| cpu | any CPU | 410 tok/s |\n| mlx | Metal, CUDA | 2,900 tok/s |\n\n" +
+	"Pick one with `--engine`:\n\n```sh\netchat run --engine cpu model.pte\n```\n\n- *auto* prefers **mlx**\n- see [run.md](https://example.com/run)\n"
+
+// tourSettings shows the settings sheet with one invalid field, for its
+// validation message.
+func (u *UI) tourSettings(shot func(string) error) error {
+	var sheet *settingsSheet
+	fyne.DoAndWait(func() { sheet = u.chat.showSettings() })
+	if sheet != nil {
+		fyne.DoAndWait(func() { sheet.entries["Windows"].SetText("8,x") })
+	}
+	err := shot("settings")
+	fyne.DoAndWait(func() { u.chat.hideSettings() })
+	return err
+}
+
+// tourMarkdown imports a conversation whose reply is Markdown, opens it
+// and takes its picture.
+func (u *UI) tourMarkdown(shot func(string) error) error {
+	if u.Backend.DB == nil {
+		return errors.New("the tour needs the database")
+	}
+	now := time.Now()
+	doc := store.ExportFile{Format: store.ExportFormat, Version: store.ExportVersion, Conversations: []store.ExportConversation{{
+		UID: "tour-markdown", Title: "Which engine?", Settings: json.RawMessage("{}"), Created: now, Updated: now, CurrentLeaf: 2,
+		Messages: []store.ExportMessage{
+			{ID: 1, Role: "user", Text: "Which engine should I use?", Created: now, Updated: now},
+			{ID: 2, Parent: 1, Role: "assistant", Text: TourMarkdownReply, Created: now, Updated: now},
+		},
+	}}}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	convs, err := u.Backend.DB.ImportJSON(u.ctx, bytes.NewReader(js))
+	if err != nil {
+		return err
+	}
+	if err := u.Chat.OpenConversation(convs[0].ID); err != nil {
+		return err
+	}
+	u.Chat.Wait()
+	return shot("chat-markdown")
 }

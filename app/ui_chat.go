@@ -41,20 +41,19 @@ type chatView struct {
 	progressIn *widget.ProgressBarInfinite
 	errLabel   *widget.Label
 
-	transcript *transcriptText
-	anchors    []*anchorSegment // per message: where it starts (nil: not drawn)
-	liveAnchor *anchorSegment   // where the turn in progress starts (nil: none)
+	transcript *transcriptBox
+	views      []*messageView    // per message: its widget (nil: not drawn)
+	liveTop    fyne.CanvasObject // where the turn in progress starts (nil: none)
+	liveView   *messageView      // the reply in progress (nil: none)
 	scroll     *container.Scroll
-	shown      int                 // messages drawn in transcript (plus the live pair)
-	live       *widget.TextSegment // the streaming reply's text
-	system     *systemBar          // the system prompt bar (ui_system_bar.go)
-	tree       dialog.Dialog       // the branch tree, while shown (ui_branch_tree.go)
+	shown      int           // messages drawn in transcript (plus the live pair)
+	system     *systemBar    // the system prompt bar (ui_system_bar.go)
+	tree       dialog.Dialog // the branch tree, while shown (ui_branch_tree.go)
 	// The model picker (ui_model_picker.go).
 	pickBtn    *widget.Button
 	modelFacts *widget.Label
 	choices    []ModelChoice
 	picker     dialog.Dialog
-	liveNote   *widget.TextSegment // its live stats line (ChatState.LiveStats)
 
 	input     *composer
 	draftNote *widget.Label
@@ -375,7 +374,7 @@ func (v *chatView) refresh() {
 	v.errLabel.SetText(st.Err)
 	showIf(v.errLabel, st.Err != "")
 	v.header.Refresh()
-	v.main.Refresh() // lay out again: a line shown is not drawn over the messages, a hidden one leaves no band
+	relayout(v.main) // lay out again (a line shown is not drawn over the messages, a hidden one leaves no band); not Refresh: that redrew every widget below, the transcript included, at every token
 	v.refreshButtons(st)
 	v.refreshMenu()
 	v.drawTranscript(st)

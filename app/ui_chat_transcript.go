@@ -2,80 +2,76 @@ package app
 
 import (
 	"fmt"
-	"image/color"
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
-// newTranscript is the messages: one rich text in a scroll.
+// newTranscript is the messages, one widget each (ui_message.go), in a
+// column that measures each at the scroll's width, in a scroll.
 func (v *chatView) newTranscript() fyne.CanvasObject {
-	v.transcript = newTranscriptText(v.messageMenuAt)
-	v.transcript.Wrapping = fyne.TextWrapWord
+	v.transcript = newTranscriptBox(v.messageMenuAt)
 	v.scroll = container.NewVScroll(v.transcript)
-
+	// A change of width changes the messages' heights: the scroll then
+	// reads the column's new height (it measured it at the old width),
+	// and a transcript that showed its end (all of it, or scrolled to the
+	// bottom) still does: narrowing the window keeps the last reply in view.
+	v.transcript.col.onChange = func() {
+		if v.scroll.Content == nil {
+			return
+		}
+		v.scroll.Refresh()
+		if v.transcript.atEnd {
+			v.scroll.ScrollToBottom()
+		}
+	}
+	v.scroll.OnScrolled = func(at fyne.Position) {
+		v.transcript.atEnd = at.Y+v.scroll.Size().Height >= v.transcript.Size().Height-1
+	}
 	return v.scroll
 }
 
-// transcriptText is the transcript's rich text with a right-click menu:
-// the menu of the message under the pointer.
-type transcriptText struct {
-	widget.RichText
+// transcriptBox is the column of messages with a right-click menu: the
+// menu of the message under the pointer.
+type transcriptBox struct {
+	widget.BaseWidget
+	col         *columnLayout
+	box         *fyne.Container
 	onSecondary func(at fyne.Position, abs fyne.Position)
+	atEnd       bool // the view shows the transcript's end (scrolled there, or it all fits)
 }
 
-func newTranscriptText(onSecondary func(at, abs fyne.Position)) *transcriptText {
-	t := &transcriptText{onSecondary: onSecondary}
-	t.Scroll = container.ScrollNone // as NewRichText: the transcript's own scroll holds it
+func newTranscriptBox(onSecondary func(at, abs fyne.Position)) *transcriptBox {
+	t := &transcriptBox{col: &columnLayout{}, onSecondary: onSecondary, atEnd: true}
+	t.box = &fyne.Container{Layout: t.col}
 	t.ExtendBaseWidget(t)
 	return t
 }
 
+func (t *transcriptBox) CreateRenderer() fyne.WidgetRenderer { return &boxRenderer{box: t.box} }
+
 // TappedSecondary opens the menu of the message at the pointer. (A click
 // on a Copy link goes to the link, which ignores the right button.)
-func (t *transcriptText) TappedSecondary(ev *fyne.PointEvent) {
+func (t *transcriptBox) TappedSecondary(ev *fyne.PointEvent) {
 	if t.onSecondary != nil {
 		t.onSecondary(ev.Position, ev.AbsolutePosition)
 	}
 }
 
-// anchorSegment marks where a message starts in the transcript: an empty
-// object at the start of its header line, whose position after layout
-// says which message a right-click is on (the rich text tells its
-// segments' places to no one else).
-type anchorSegment struct{ obj *canvas.Rectangle }
-
-// newAnchor is an anchor no wider than nothing (a rectangle is at least
-// 1×1 unless told; 0×1 keeps the header where it was).
-func newAnchor() *anchorSegment {
-	r := canvas.NewRectangle(color.Transparent)
-	r.SetMinSize(fyne.NewSize(0, 1))
-	return &anchorSegment{obj: r}
-}
-
-func (a *anchorSegment) Inline() bool              { return true }
-func (a *anchorSegment) Textual() string           { return "" }
-func (a *anchorSegment) Update(fyne.CanvasObject)  {}
-func (a *anchorSegment) Visual() fyne.CanvasObject { return a.obj }
-func (a *anchorSegment) Select(_, _ fyne.Position) {}
-func (a *anchorSegment) SelectedText() string      { return "" }
-func (a *anchorSegment) Unselect()                 {}
-
-// messageAt is the index of the message whose text is at y in the
-// transcript (-1 above the first). Its anchor sits on the header's
-// baseline, a text height below the line's top.
+// messageAt is the index of the message whose widget is at y in the
+// transcript (-1 above the first, and on the turn in progress, which has
+// no menu yet).
 func (v *chatView) messageAt(y float32) int {
-	at := -1
-	if a := v.liveAnchor; a != nil && a.obj.Position().Y <= y+theme.TextSize() {
-		return -1 // the turn in progress has no menu yet
+	if l := v.liveTop; l != nil && l.Position().Y <= y {
+		return -1
 	}
-	for i, a := range v.anchors {
-		if a != nil && a.obj.Position().Y <= y+theme.TextSize() {
+	at := -1
+	for i, m := range v.views {
+		if m != nil && m.Position().Y <= y {
 			at = i
 		}
 	}
@@ -94,79 +90,68 @@ func roleTitle(role string) string {
 	return role
 }
 
-// messageSegments are one message as rich-text paragraphs: the role, the
-// text, and the stats line of a reply. body is the text's segment.
-func messageSegments(role, text, stats string) (segs []widget.RichTextSegment, body *widget.TextSegment) {
-	body = &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: text}
-	segs = []widget.RichTextSegment{
-		&widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, ColorName: theme.ColorNamePrimary}, Text: roleTitle(role)},
-		body,
-	}
-	if stats != "" {
-		segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Italic: true},
-			ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText}, Text: stats})
-	}
-	return segs, body
-}
-
-// drawTranscript redraws the transcript (one rich text, which wraps and
-// sizes itself as a document) and the live reply while streaming.
+// drawTranscript redraws the transcript from st: every message when one
+// came or went, else only the reply in progress (its text parsed and
+// drawn again; blocks that did not change keep their widgets). Redraws
+// come merged through the UI's do (coalesce): one per batch of tokens.
 func (v *chatView) drawTranscript(st ChatState) {
 	liveOn := st.Busy && (st.PendingUser != "" || st.Streaming != "")
-	want := 2 * len(st.Messages) // a Continue draws its reply live in place of the last message: one fewer, plus the live pair
+	want := len(st.Messages) // a Continue draws its reply live in place of the last message (one fewer, plus the live one): liveView is nil then
 	if liveOn {
 		want++
 	}
-	if want != v.shown || !liveOn {
-		v.transcript.Segments = v.transcriptSegments(st, liveOn)
+	if want != v.shown || !liveOn || v.liveView == nil {
+		v.transcript.box.Objects = v.transcriptObjects(st, liveOn)
 		v.shown = want
+		v.transcript.box.Refresh()
 	}
 	if liveOn {
-		v.live.Text = st.Streaming + " ▍"
-		v.liveNote.Text = st.LiveStats
+		v.liveView.SetText(st.Streaming)
+		v.liveView.SetStats(liveStatsLine(st))
+		relayout(v.transcript.box) // the messages above keep their heights
 	}
-	v.transcript.Refresh()
+	v.scroll.Refresh()
 	v.scroll.ScrollToBottom()
+	v.transcript.atEnd = true
 }
 
-// transcriptSegments are the messages as rich text: each with its anchor,
-// header, text, note and actions line; the live pair last while a reply
+// transcriptObjects are the messages' widgets, each with its actions
+// line, a separator between them; the live pair last while a reply
 // streams.
-func (v *chatView) transcriptSegments(st ChatState, liveOn bool) []widget.RichTextSegment {
-	var segs []widget.RichTextSegment
+func (v *chatView) transcriptObjects(st ChatState, liveOn bool) []fyne.CanvasObject {
+	var objs []fyne.CanvasObject
 	if len(st.Messages) == 0 && !liveOn {
 		hint := "No messages yet."
 		if st.Loaded {
 			hint = emptyChatHint(v.u.Prefs.EnterNewline())
 		}
-		segs = append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
+		rt := widget.NewRichText(&widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: hint})
+		rt.Wrapping = fyne.TextWrapWord
+		objs = append(objs, rt)
 	}
-	v.anchors = make([]*anchorSegment, len(st.Messages))
+	v.views = make([]*messageView, len(st.Messages))
 	for i, m := range st.Messages {
 		if m.Role == "system" && m.Text == "" {
 			continue
 		}
-		v.anchors[i] = newAnchor()
-		ms, _ := messageSegments(m.Role, m.Text, MessageNote(m))
-		segs = append(segs, v.anchors[i])
-		segs = append(segs, ms...)
-		segs = append(segs, v.messageActions(i, m, st)...)
-		segs = append(segs, &widget.SeparatorSegment{})
+		v.views[i] = newMessageView(m.Role, m.Text, MessageNote(m), v.messageActions(i, m, st), v.copyText)
+		objs = append(objs, v.views[i], widget.NewSeparator())
 	}
-	v.liveAnchor = nil
+	v.liveView, v.liveTop = nil, nil
 	if liveOn {
-		v.liveAnchor = newAnchor()
-		segs = append(segs, v.liveAnchor)
 		if st.PendingUser != "" {
-			ms, _ := messageSegments("user", st.PendingUser, "")
-			segs = append(segs, ms...)
-			segs = append(segs, &widget.SeparatorSegment{})
+			user := newMessageView("user", st.PendingUser, "", nil, nil)
+			v.liveTop = user
+			objs = append(objs, user, widget.NewSeparator())
 		}
-		ms, body := messageSegments("assistant", "", " ")
-		v.live, v.liveNote = body, ms[len(ms)-1].(*widget.TextSegment)
-		segs = append(segs, ms...)
+		// The cursor is the live reply's stats line until it is stored.
+		v.liveView = newMessageView("assistant", "", "▍", nil, v.copyText)
+		if v.liveTop == nil {
+			v.liveTop = v.liveView
+		}
+		objs = append(objs, v.liveView)
 	}
-	return segs
+	return objs
 }
 
 // branchSegments are "‹ k/n ›" under message i when it has alternatives:
@@ -262,8 +247,8 @@ func (v *chatView) showMessageMenu(i int, abs fyne.Position, atPointer bool) {
 	if m == nil {
 		return
 	}
-	if !atPointer && i < len(v.anchors) && v.anchors[i] != nil {
-		abs = fyne.CurrentApp().Driver().AbsolutePositionForObject(v.anchors[i].obj)
+	if !atPointer && i < len(v.views) && v.views[i] != nil {
+		abs = fyne.CurrentApp().Driver().AbsolutePositionForObject(v.views[i])
 	}
 	widget.ShowPopUpMenuAtPosition(m, v.u.Win.Canvas(), abs)
 }
@@ -379,4 +364,13 @@ func emptyChatHint(enterNewline bool) string {
 		return "Type a message below and press Send (" + modKey() + "+Enter)."
 	}
 	return "Type a message below and press Enter (or Send)."
+}
+
+// liveStatsLine is the reply in progress's stats line: its live numbers once
+// they exist (ChatState.LiveStats), the cursor before.
+func liveStatsLine(st ChatState) string {
+	if st.LiveStats != "" {
+		return st.LiveStats
+	}
+	return "▍"
 }

@@ -698,7 +698,7 @@ func TestTranscriptMarksIncompleteReply(t *testing.T) {
 		{Role: "assistant", Text: "The sea is", IDs: []int{1, 2, 3}, StopReason: StopIncomplete},
 	}})
 	var text strings.Builder
-	for _, seg := range v.transcript.Segments {
+	for _, seg := range transcriptSegs(v) {
 		text.WriteString(seg.Textual())
 		text.WriteString("\n")
 	}

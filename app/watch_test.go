@@ -117,7 +117,7 @@ func TestOtherWindowsWritesShowUp(t *testing.T) {
 	if st.Position != want.Position || st.Position != sumTokens(st.Messages) {
 		t.Errorf("meter %d here, %d there, transcript %d tokens", st.Position, want.Position, sumTokens(st.Messages))
 	}
-	if !slices.ContainsFunc(u2.chat.transcript.Segments, func(seg widget.RichTextSegment) bool { return seg.Textual() == "And then?" }) {
+	if !slices.ContainsFunc(transcriptSegs(u2.chat), func(seg widget.RichTextSegment) bool { return seg.Textual() == "And then?" }) {
 		t.Error("the second window's transcript does not show the new turn")
 	}
 
