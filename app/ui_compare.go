@@ -77,19 +77,27 @@ func newCompareView(u *UI, vm *Compare, w fyne.Window) *compareView {
 	for _, l := range []*widget.Label{v.status, v.note, order} {
 		l.Wrapping = fyne.TextWrapWord
 	}
-	form := widget.NewForm(widget.NewFormItem("Model A", v.a), widget.NewFormItem("Model B", v.b),
-		widget.NewFormItem("Prompt", v.prompt), widget.NewFormItem("Max tokens", v.max))
-	top := container.NewVBox(order, form, container.NewHBox(v.start, v.stop), v.status)
-	var cols [2]fyne.CanvasObject
+	// Compact enough for 800×600: the two models on one row, and the
+	// budget beside the buttons, leave the replies most of the height.
+	form := widget.NewForm(widget.NewFormItem("Models", container.NewGridWithColumns(2, v.a, v.b)),
+		widget.NewFormItem("Prompt", v.prompt))
+	budget := container.NewGridWrap(fyne.NewSize(90, v.max.MinSize().Height), v.max)
+	top := container.NewVBox(order, form,
+		container.NewHBox(widget.NewLabel("Max tokens"), budget, v.start, v.stop), v.status)
+	var scrolls [2]fyne.CanvasObject
 	for i := range 2 {
 		v.heads[i] = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		v.speeds[i] = widget.NewLabel("")
 		v.speeds[i].Wrapping = fyne.TextWrapWord
 		v.texts[i] = widget.NewRichText()
 		v.texts[i].Wrapping = fyne.TextWrapWord
-		cols[i] = container.NewBorder(container.NewVBox(v.heads[i], v.speeds[i]), nil, nil, nil, container.NewVScroll(v.texts[i]))
+		scrolls[i] = container.NewVScroll(v.texts[i])
 	}
-	w.SetContent(container.NewBorder(top, v.note, nil, nil, container.NewGridWithColumns(2, cols[0], cols[1])))
+	// The heads and speeds are rows of one grid, so that a speed line that
+	// wraps in one column only still leaves both replies starting level.
+	heads := container.NewGridWithColumns(2, v.heads[0], v.heads[1], v.speeds[0], v.speeds[1])
+	cols := container.NewBorder(heads, nil, nil, nil, container.NewGridWithColumns(2, scrolls[0], scrolls[1]))
+	w.SetContent(container.NewBorder(top, v.note, nil, nil, cols))
 	vm.OnChange = func() { u.do(v.redraw) }
 	v.redraw()
 	return v
