@@ -69,7 +69,28 @@ func qDotRows4I8(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32, 
 	qDotRows4I8Go(acc, q8, d, xsv, words, wstride, scales, biases, sstride, groups, bpg, bits, mode)
 }
 
-// qDotRows4Pairs is the fast mode's 4-bit group-32 kernel, in Go here.
+//go:generate go run qkernel_int8_neon_gen.go
+
+// useDotProd: the fast mode's kernels need SDOT (FEAT_DotProd: every
+// Apple M-series core, Arm v8.4 and later).
+var useDotProd = cpu.ARM64.HasASIMDDP
+
+//go:noescape
+func qDotRows4PairsNEON(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs int, out *[32]float32)
+
+// qDotRows4Pairs sets acc[8j:8j+8] to the lanes of row j's dot with the
+// input prepared for the pair kernel (q8, dv, c16); rows wstride words
+// and sstride scales apart (0 repeats a row). The bits of
+// qDotRows4PairsGo and of amd64's qDotRows4PairsAVX2.
 func qDotRows4Pairs(acc *[32]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int) {
-	qDotRows4PairsGo(acc, q8, dv, c16, words, wstride, scales, sstride, pairs)
+	if !useNEON || !useDotProd || pairs < 1 {
+		qDotRows4PairsGo(acc, q8, dv, c16, words, wstride, scales, sstride, pairs)
+		return
+	}
+	// bounds: 64 bytes of q, 8 floats of dv and 16 int16 of c16 per pair;
+	// 8 words and 2 scales of each row per pair
+	_, _, _ = q8[64*pairs-1], dv[8*pairs-1], c16[16*pairs-1]
+	_ = words[3*wstride+8*pairs-1]
+	_ = scales[3*sstride+2*pairs-1]
+	qDotRows4PairsNEON(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, acc)
 }

@@ -14,3 +14,13 @@ func TestQKernelsNEONBitIdentical(t *testing.T) {
 	defer func(n bool) { useNEON = n }(useNEON)
 	checkQKernelsSet(t, func(on bool) { useNEON = on })
 }
+
+// TestQI8KernelsNEONBitIdentical is TestQI8KernelsBitIdentical for the
+// fast mode's NEON kernels (SDOT).
+func TestQI8KernelsNEONBitIdentical(t *testing.T) {
+	if !useNEON || !useDotProd {
+		t.Skip("this CPU has no SDOT (FEAT_DotProd)")
+	}
+	defer func(n bool) { useNEON = n }(useNEON)
+	checkQI8Kernels(t, func(on bool) { useNEON = on })
+}
