@@ -64,9 +64,38 @@ func qDotRows3(acc *[4]float32, xp []float32, words []uint32, w1, w2 int, scales
 	return false
 }
 
-// qDotRows4I8 is the fast mode's kernel, in Go here.
+//go:noescape
+func qDotRows4I8Q4NEON(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg, mode int, out *[32]float32)
+
+//go:noescape
+func qDotRows4I8Q8NEON(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg, mode int, out *[32]float32)
+
+// qDotRows4I8 sets acc[8j:8j+8] to the lanes of row j's dot with the
+// prepared input (q8, d, xsv); rows wstride words and sstride scales and
+// biases apart (0 repeats a row); biases nil unless mode reads them. The
+// bits of qDotRows4I8Go and of amd64's AVX2 kernels.
 func qDotRows4I8(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32, wstride int, scales, biases []float32, sstride, groups, bpg, bits, mode int) {
-	qDotRows4I8Go(acc, q8, d, xsv, words, wstride, scales, biases, sstride, groups, bpg, bits, mode)
+	if !useNEON || !useDotProd || groups < 1 || bpg < 1 {
+		qDotRows4I8Go(acc, q8, d, xsv, words, wstride, scales, biases, sstride, groups, bpg, bits, mode)
+		return
+	}
+	K := groups * bpg * 32
+	// bounds: the kernels read K bytes, K/32 scales d and 8·groups sums of
+	// the input, and K·bits/32
+	// words and groups scales (and biases) of each of the four rows
+	_, _, _ = q8[K-1], d[K/32-1], xsv[8*groups-1]
+	_ = words[3*wstride+K*bits/32-1]
+	_ = scales[3*sstride+groups-1]
+	bi := &scales[0]
+	if mode == qI8Bias || mode == qI8Bias128 {
+		_ = biases[3*sstride+groups-1]
+		bi = &biases[0]
+	}
+	if bits == 4 {
+		qDotRows4I8Q4NEON(&q8[0], &d[0], &xsv[0], &words[0], 4*wstride, &scales[0], bi, 4*sstride, groups, bpg, mode, acc)
+	} else {
+		qDotRows4I8Q8NEON(&q8[0], &d[0], &xsv[0], &words[0], 4*wstride, &scales[0], bi, 4*sstride, groups, bpg, mode, acc)
+	}
 }
 
 //go:generate go run qkernel_int8_neon_gen.go
