@@ -47,8 +47,20 @@ func qDotRows4(acc *[4]float32, xp []float32, words []uint32, wstride int, scale
 
 func qDequant(dst []float32, w *qMatrix, r int) { qDequantGo(dst, w, r) }
 
+//go:noescape
+func dot3x4F32NEON(x *float32, ldx int, w *float32, ldw int, n int, out *[12]float32)
+
+// qDot3x4 is prefill's dense kernel (exact mode, dequantized weight
+// rows): out[4i+j] = x[i·ldx:]·w[j·ldw:] over K for i < 3, j < 4 (a
+// stride 0 repeats a row), dot3x4Go's bits.
 func qDot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
-	dot3x4Go(x, ldx, w, ldw, K, out)
+	if !useNEON || K%8 != 0 || K < 8 {
+		dot3x4Go(x, ldx, w, ldw, K, out)
+		return
+	}
+	_ = x[2*ldx+K-1]
+	_ = w[3*ldw+K-1]
+	dot3x4F32NEON(&x[0], ldx, &w[0], ldw, K, out)
 }
 
 var useAVX512 = false // settable, as on amd64, for the tests

@@ -2,7 +2,8 @@
 
 // Generates qkernel_neon_arm64.s: go run qkernel_neon_gen.go
 //
-// The exact mode's NEON decode kernels: qkernel_amd64.s's AVX2 kernels
+// The exact mode's NEON kernels: prefill's 3×4 fp32 micro-kernel
+// (dot3x4F32NEON, below), and the decode kernels: qkernel_amd64.s's AVX2 kernels
 // (qDotRows4Q4AVX2, qDotRows4Q8AVX2) with each eight-lane YMM register
 // held as two four-lane V registers (lanes 0–3 and 4–7). Every lane does
 // the same operations in the same order — the group's first product a
@@ -134,6 +135,58 @@ func gen(bits int) {
 	p("RET")
 }
 
+// dot3x4 is dot3x4F32NEON, dot_amd64.s's dot3x4F32AVX2 (the prefill
+// micro-kernel, dot3x4Go's order): out[4i+j] = x row i · w row j over n
+// (a multiple of 8), each of the twelve sums one eight-lane fused
+// accumulator, then its lanes summed as hsum8. Registers: R0–R2 the
+// three x rows, R3–R6 the four w rows, R7 steps left, R8 a temporary.
+// V0–V23 the sums (x row i, w row j: V8i+2j lanes 0–3, V8i+2j+1 lanes
+// 4–7), V24–V29 the x rows' eight values, V30–V31 a w row's.
+func dot3x4() {
+	fmt.Fprintf(&b, "\n// func dot3x4F32NEON(x *float32, ldx int, w *float32, ldw int, n int, out *[12]float32)\n")
+	fmt.Fprintf(&b, "TEXT ·dot3x4F32NEON(SB), NOSPLIT, $0-48\n")
+	p("MOVD x+0(FP), R0")
+	p("MOVD ldx+8(FP), R8")
+	p("ADD R8<<2, R0, R1")
+	p("ADD R8<<2, R1, R2")
+	p("MOVD w+16(FP), R3")
+	p("MOVD ldw+24(FP), R8")
+	p("ADD R8<<2, R3, R4")
+	p("ADD R8<<2, R4, R5")
+	p("ADD R8<<2, R5, R6")
+	p("MOVD n+32(FP), R7")
+	p("LSR $3, R7, R7")
+	for i := 0; i < 24; i++ {
+		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
+	p("CBZ R7, d3x4done")
+	label("d3x4loop")
+	for i, r := range []string{"R0", "R1", "R2"} {
+		p("VLD1.P 32(%s), [V%d.S4, V%d.S4]", r, 24+2*i, 25+2*i)
+	}
+	for j, r := range []string{"R3", "R4", "R5", "R6"} {
+		p("VLD1.P 32(%s), [V30.S4, V31.S4]", r)
+		for i := 0; i < 3; i++ {
+			p("VFMLA V%d.S4, V30.S4, V%d.S4", 24+2*i, 8*i+2*j)
+			p("VFMLA V%d.S4, V31.S4, V%d.S4", 25+2*i, 8*i+2*j+1)
+		}
+	}
+	p("SUBS $1, R7, R7")
+	p("BNE d3x4loop")
+	label("d3x4done")
+	p("MOVD out+40(FP), R8")
+	for i := 0; i < 3; i++ {
+		for j := 0; j < 4; j++ {
+			a := 8*i + 2*j
+			word(enc.FADD4S(30, a, a+1))
+			word(enc.FADDP4S(30, 30, 30))
+			word(enc.FADDPS(30, 30))
+			p("FMOVS F30, %d(R8)", 4*(4*i+j))
+		}
+	}
+	p("RET")
+}
+
 func masks(bits int) {
 	m := uint32(1)<<bits - 1
 	for pl := 0; pl < 4; pl++ {
@@ -151,6 +204,7 @@ func main() {
 	masks(8)
 	gen(4)
 	gen(8)
+	dot3x4()
 	if err := os.WriteFile("qkernel_neon_arm64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
