@@ -45,7 +45,31 @@ func qDotRows4(acc *[4]float32, xp []float32, words []uint32, wstride int, scale
 	}
 }
 
-func qDequant(dst []float32, w *qMatrix, r int) { qDequantGo(dst, w, r) }
+//go:noescape
+func qDequantQ4NEON(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
+
+//go:noescape
+func qDequantQ8NEON(dst *float32, words *uint32, scales, biases *float32, groups, gs int)
+
+// qDequant writes row r of w into dst (Q·scale + bias, fused), as
+// qDequantGo; groups of a multiple of 32 elements (qFast's) on NEON.
+func qDequant(dst []float32, w *qMatrix, r int) {
+	G, wpr := w.groups(), w.wordsPerRow()
+	if !useNEON || w.GroupSize%32 != 0 {
+		qDequantGo(dst, w, r)
+		return
+	}
+	_ = dst[w.Cols-1]
+	words := w.Packed[r*wpr : (r+1)*wpr]
+	var buf, sbuf [256]float32 // a folded row's biases, computed; bf16 scales widened
+	sb := sbuf[:]
+	sc, bi := w.scalesOf(r*G, (r+1)*G, &sb), w.rowBiases(r, buf[:])
+	if w.Bits == 4 {
+		qDequantQ4NEON(&dst[0], &words[0], &sc[0], &bi[0], G, w.GroupSize)
+	} else {
+		qDequantQ8NEON(&dst[0], &words[0], &sc[0], &bi[0], G, w.GroupSize)
+	}
+}
 
 //go:noescape
 func dot3x4F32NEON(x *float32, ldx int, w *float32, ldw int, n int, out *[12]float32)

@@ -2,8 +2,9 @@
 
 // Generates qkernel_neon_arm64.s: go run qkernel_neon_gen.go
 //
-// The exact mode's NEON kernels: prefill's 3×4 fp32 micro-kernel
-// (dot3x4F32NEON, below), and the decode kernels: qkernel_amd64.s's AVX2 kernels
+// The exact mode's NEON kernels: prefill's dequantization of weight rows
+// (qDequantQ*NEON) and 3×4 fp32 micro-kernel (dot3x4F32NEON), below, and
+// the decode kernels: qkernel_amd64.s's AVX2 kernels
 // (qDotRows4Q4AVX2, qDotRows4Q8AVX2) with each eight-lane YMM register
 // held as two four-lane V registers (lanes 0–3 and 4–7). Every lane does
 // the same operations in the same order — the group's first product a
@@ -187,6 +188,66 @@ func dot3x4() {
 	p("RET")
 }
 
+// dequant is qDequantQ{4,8}NEON, qkernel_amd64.s's qDequantQ*AVX2 (the
+// exact mode's prefill): a row's elements in order, each s·Q + b fused
+// (FMLA onto b, as fma32). Registers: R0 dst, R1 words, R2 scales, R3
+// biases, R4 groups left, R5 blocks per group, R6 blocks left. V0 the
+// block's bytes (4-bit: V1 low, V2 high nibbles), V3–V4 its 32 elements
+// as bytes in order, V5–V8 as uint16, V10–V17 as uint32 then fp32,
+// V18–V25 the results, V29 b, V30 s, V31 the nibble mask.
+func dequant(bits int) {
+	name := fmt.Sprintf("qDequantQ%dNEON", bits)
+	l := fmt.Sprintf("dq%d", bits)
+	fmt.Fprintf(&b, "\n// func %s(dst *float32, words *uint32, scales, biases *float32, groups, gs int)\n", name)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-48\n", name)
+	p("MOVD dst+0(FP), R0")
+	p("MOVD words+8(FP), R1")
+	p("MOVD scales+16(FP), R2")
+	p("MOVD biases+24(FP), R3")
+	p("MOVD groups+32(FP), R4")
+	p("MOVD gs+40(FP), R5")
+	p("LSR $5, R5, R5")
+	p("VMOVI $15, V31.B16")
+	p("CBZ R4, %sdone", l)
+	p("CBZ R5, %sdone", l)
+	label(l + "group")
+	p("VLD1R.P 4(R2), [V30.S4]")
+	p("VLD1R.P 4(R3), [V29.S4]")
+	p("MOVD R5, R6")
+	label(l + "block")
+	if bits == 4 {
+		// byte j holds elements 2j (low nibble) and 2j+1 (high)
+		p("VLD1.P 16(R1), [V0.B16]")
+		p("VAND V31.B16, V0.B16, V1.B16")
+		p("VUSHR $4, V0.B16, V2.B16")
+		p("VZIP1 V2.B16, V1.B16, V3.B16")
+		p("VZIP2 V2.B16, V1.B16, V4.B16")
+	} else {
+		p("VLD1.P 32(R1), [V3.B16, V4.B16]") // byte k is element k
+	}
+	p("VUXTL V3.B8, V5.H8")
+	p("VUXTL2 V3.B16, V6.H8")
+	p("VUXTL V4.B8, V7.H8")
+	p("VUXTL2 V4.B16, V8.H8")
+	for i := 0; i < 4; i++ {
+		p("VUXTL V%d.H4, V%d.S4", 5+i, 10+2*i)
+		p("VUXTL2 V%d.H8, V%d.S4", 5+i, 11+2*i)
+	}
+	for i := 0; i < 8; i++ {
+		word(enc.UCVTF4S(10+i, 10+i))
+		p("VMOV V29.B16, V%d.B16", 18+i)
+		p("VFMLA V30.S4, V%d.S4, V%d.S4", 10+i, 18+i)
+	}
+	p("VST1.P [V18.S4, V19.S4, V20.S4, V21.S4], 64(R0)")
+	p("VST1.P [V22.S4, V23.S4, V24.S4, V25.S4], 64(R0)")
+	p("SUBS $1, R6, R6")
+	p("BNE %sblock", l)
+	p("SUBS $1, R4, R4")
+	p("BNE %sgroup", l)
+	label(l + "done")
+	p("RET")
+}
+
 func masks(bits int) {
 	m := uint32(1)<<bits - 1
 	for pl := 0; pl < 4; pl++ {
@@ -205,6 +266,8 @@ func main() {
 	gen(4)
 	gen(8)
 	dot3x4()
+	dequant(4)
+	dequant(8)
 	if err := os.WriteFile("qkernel_neon_arm64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

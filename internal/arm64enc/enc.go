@@ -78,6 +78,9 @@ func FADDPS(d, n int) Inst {
 // SCVTF Vd.4S, Vn.4S (SCVTF (vector, integer), Q=1 sz=0).
 func SCVTF4S(d, n int) Inst { return two(0x4e21d800, "SCVTF", "4S", "4S", d, n) }
 
+// UCVTF Vd.4S, Vn.4S (UCVTF (vector, integer), Q=1 sz=0).
+func UCVTF4S(d, n int) Inst { return two(0x6e21d800, "UCVTF", "4S", "4S", d, n) }
+
 // SDOT Vd.4S, Vn.16B, Vm.16B (SDOT (vector), FEAT_DotProd):
 // lane i += Σ_{j<4} n[4i+j]·m[4i+j], signed bytes.
 func SDOT(d, n, m int) Inst { return three(0x4e809400, "SDOT", "4S", d, n, m, "16B", "16B") }
