@@ -1,7 +1,8 @@
 // Package arm64enc encodes the few AArch64 Advanced SIMD instructions that
-// Go's arm64 assembler does not know (vector FMUL, FADD, FADDP, SCVTF,
-// SDOT, SMMLA, …), for the generators of inference/cpu's NEON kernels,
-// which emit them as WORD directives. Encodings from the Arm Architecture
+// Go's arm64 assembler does not know (vector FMUL, FADD, FADDP, FCMGT,
+// SCVTF, UCVTF, SADDLP, SDOT, SMMLA), for the generators of the NEON
+// kernels (inference/cpu, inference/sampler), which emit them as WORD
+// directives. Encodings from the Arm Architecture
 // Reference Manual for A-profile (DDI 0487), section C7.2 (Alphabetical
 // list of A64 Advanced SIMD and floating-point instructions); the tests
 // hold each one to the words GNU as writes for the same instruction.
@@ -74,6 +75,10 @@ func FADDPS(d, n int) Inst {
 	check(d, n)
 	return Inst{0x7e30d800 | uint32(n)<<5 | uint32(d), fmt.Sprintf("FADDP S%d, V%d.2S", d, n)}
 }
+
+// FCMGT Vd.4S, Vn.4S, Vm.4S (FCMGT (register), Q=1 sz=0): all ones in
+// each lane where n > m (false for a NaN in either).
+func FCMGT4S(d, n, m int) Inst { return three(0x6ea0e400, "FCMGT", "4S", d, n, m, "4S", "4S") }
 
 // SCVTF Vd.4S, Vn.4S (SCVTF (vector, integer), Q=1 sz=0).
 func SCVTF4S(d, n int) Inst { return two(0x4e21d800, "SCVTF", "4S", "4S", d, n) }

@@ -19,6 +19,8 @@ func TestEncodings(t *testing.T) {
 		{FSUB4S(5, 6, 7), 0x4ea7d4c5, "FSUB V5.4S, V6.4S, V7.4S"},
 		{FADDP4S(9, 10, 11), 0x6e2bd549, "FADDP V9.4S, V10.4S, V11.4S"},
 		{FADDPS(3, 4), 0x7e30d883, "FADDP S3, V4.2S"},
+		{FCMGT4S(8, 4, 0), 0x6ea0e488, "FCMGT V8.4S, V4.4S, V0.4S"},
+		{FCMGT4S(31, 17, 2), 0x6ea2e63f, "FCMGT V31.4S, V17.4S, V2.4S"},
 		{SCVTF4S(12, 13), 0x4e21d9ac, "SCVTF V12.4S, V13.4S"},
 		{UCVTF4S(10, 11), 0x6e21d96a, "UCVTF V10.4S, V11.4S"},
 		{SDOT(14, 15, 16), 0x4e9095ee, "SDOT V14.4S, V15.16B, V16.16B"},
