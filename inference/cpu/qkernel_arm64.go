@@ -9,7 +9,7 @@ import "golang.org/x/sys/cpu"
 // missing here the Go twin of qkernel_fast.go or qkernel_int8.go runs;
 // the kernels and the twins give the same bits.
 
-//go:generate go run qkernel_neon_gen.go
+//go:generate env -u GOARCH -u GOOS go run qkernel_neon_gen.go
 
 func init() { qMatMulRange = qMatMulRangeFast }
 
@@ -134,7 +134,7 @@ func qDotRows4I8(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32, 
 	}
 }
 
-//go:generate go run qkernel_int8_neon_gen.go
+//go:generate env -u GOARCH -u GOOS go run qkernel_int8_neon_gen.go
 
 // useDotProd: the fast mode's kernels need SDOT (FEAT_DotProd: every
 // Apple M-series core, Arm v8.4 and later).

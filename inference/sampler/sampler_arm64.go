@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-//go:generate go run sampler_neon_gen.go
+//go:generate env -u GOARCH -u GOOS go run sampler_neon_gen.go
 
 //go:noescape
 func maxNEON(x *float32, n int, out *[16]float32)
