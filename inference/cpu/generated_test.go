@@ -14,6 +14,7 @@ func TestNEONGenerated(t *testing.T) {
 	checkGenerated(t, map[string]string{
 		"qkernel_neon_gen.go":      "qkernel_neon_arm64.s",
 		"qkernel_int8_neon_gen.go": "qkernel_int8_neon_arm64.s",
+		"dot_neon_gen.go":          "dot_arm64.s",
 	})
 }
 
