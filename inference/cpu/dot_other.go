@@ -4,10 +4,6 @@ package cpu
 
 var useAVX2 = false
 
-func dotF32(a, b []float32) float32 { return dotF32Go(a, b) }
-
-func dotBF16(x []float32, w []uint16) float32 { return dotBF16Go(x, w) }
-
 func dot4(x []float32, K int, w []float32) (float32, float32, float32, float32) {
 	return dot4Go(x, K, w)
 }
@@ -22,8 +18,6 @@ func gemv(out, x []float32, w *wmat, n0, n1 int, prepped bool) bool { return fal
 func gemvPrep(x []float32, w *wmat, xp []float32) ([]float32, bool) { return x, false }
 
 func readSum(p []uint64) uint64 { return readSumGo(p) }
-
-func axpy(y, x []float32, a float32) { axpyGo(y, x, a) }
 
 func widenBF16(dst []float32, src []uint16) { widenBF16Go(dst, src) }
 

@@ -8,8 +8,7 @@ import "testing"
 // dispatcher that skips elements when its kernel is off (widenBF16 once
 // did) would fail here rather than on a user's machine.
 func TestWithoutSIMD(t *testing.T) {
-	defer func(a2, a512 bool) { useAVX2, useAVX512 = a2, a512 }(useAVX2, useAVX512)
-	useAVX2, useAVX512 = false, false
+	defer setSIMD(false)() // amd64's AVX2 and AVX-512, arm64's NEON
 	for name, test := range map[string]func(*testing.T){
 		"WidenBF16": TestWidenBF16, "MatmulRows": TestMatmulRows, "Elementwise": TestElementwiseBitIdentical,
 		"Attend": TestAttendBitIdentical, "KVDTypes": TestKVDTypes, "QuantizedKVDTypes": TestQuantizedKVDTypes,

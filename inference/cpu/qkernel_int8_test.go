@@ -13,6 +13,13 @@ import (
 func TestQI8KernelsBitIdentical(t *testing.T) {
 	defer func(a2 bool) { useAVX2 = a2 }(useAVX2)
 	hasAVX2 := useAVX2
+	checkQI8Kernels(t, func(on bool) { useAVX2 = on && hasAVX2 })
+}
+
+// checkQI8Kernels is TestQI8KernelsBitIdentical for the kernels that
+// set(true) turns on and set(false) off (arm64's NEON:
+// qkernel_arm64_test.go).
+func checkQI8Kernels(t *testing.T, set func(on bool)) {
 	rng := rand.New(rand.NewPCG(38, 8))
 	for _, bits := range []int{4, 8} {
 		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {16, 128, 64}, {9, 256, 128}, {12, 96, 96},
@@ -29,10 +36,10 @@ func TestQI8KernelsBitIdentical(t *testing.T) {
 				for _, n := range []int{1, 2, 5} {
 					x := randMat(rng, n*c.cols)
 					x[3] = 0
-					useAVX2 = false
+					set(false)
 					portable := make([]float32, n*c.rows)
 					qMatMulRangeFast(portable, x, n, w, 0, c.rows)
-					useAVX2 = hasAVX2
+					set(true)
 					got := make([]float32, n*c.rows)
 					for r0 := 0; r0 < c.rows; r0 += 11 { // the workers' splits
 						qMatMulRangeFast(got, x, n, w, r0, min(r0+11, c.rows))

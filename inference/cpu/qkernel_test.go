@@ -243,6 +243,12 @@ func TestQKernelsBitIdentical(t *testing.T) {
 // checkQKernels compares the kernels chosen by avx2 and avx512 with the Go
 // twins (both off), bit for bit, and with the definition.
 func checkQKernels(t *testing.T, avx2, avx512 bool) {
+	checkQKernelsSet(t, func(on bool) { useAVX2, useAVX512 = on && avx2, on && avx512 })
+}
+
+// checkQKernelsSet is checkQKernels for the kernels that set(true) turns
+// on and set(false) off (arm64's NEON: qkernel_arm64_test.go).
+func checkQKernelsSet(t *testing.T, set func(on bool)) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, bits := range []int{4, 8} {
 		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {16, 128, 64}, {9, 256, 128}, {12, 96, 96},
@@ -258,18 +264,18 @@ func checkQKernels(t *testing.T, avx2, avx512 bool) {
 			a32, a16 := bf16Scaled(w)
 			s32, s16 := bf16Scaled(sym)
 			for _, pair := range [][2]*qMatrix{{a32, a16}, {s32, s16}} {
-				checkBF16Scales(t, rng, pair[0], pair[1], avx2, avx512)
+				checkBF16Scales(t, rng, pair[0], pair[1], set)
 			}
 			for _, w := range []*qMatrix{w, sym, a16, s16} {
 				for _, n := range []int{1, 2, 4, 7} {
 					x := randMat(rng, n*c.cols)
-					useAVX2, useAVX512 = avx2, avx512
+					set(true)
 					fast := make([]float32, n*c.rows)
 					qMatMulRangeFast(fast, x, n, w, 0, c.rows)
-					useAVX2, useAVX512 = false, false
+					set(false)
 					portable := make([]float32, n*c.rows)
 					qMatMulRangeFast(portable, x, n, w, 0, c.rows)
-					useAVX2, useAVX512 = avx2, avx512
+					set(true)
 					want := make([]float32, n*c.rows)
 					qMatMulRef(want, x, n, w)
 					for i := range fast {
@@ -313,9 +319,9 @@ func bf16Scaled(w *qMatrix) (f32, bf *qMatrix) {
 
 // checkBF16Scales: scales held as bf16 give the bits of the same scales
 // widened to fp32, at decode and prefill, whole and split over rows.
-func checkBF16Scales(t *testing.T, rng *rand.Rand, f32, bf *qMatrix, avx2, avx512 bool) {
+func checkBF16Scales(t *testing.T, rng *rand.Rand, f32, bf *qMatrix, set func(on bool)) {
 	t.Helper()
-	useAVX2, useAVX512 = avx2, avx512
+	set(true)
 	for _, n := range []int{1, 3, 7} {
 		x := randMat(rng, n*f32.Cols)
 		want, got := make([]float32, n*f32.Rows), make([]float32, n*f32.Rows)

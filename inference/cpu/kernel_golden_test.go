@@ -1,0 +1,167 @@
+package cpu
+
+import (
+	"bufio"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The quantized kernels' bits on every architecture are amd64's: the
+// goldens in testdata/kernel-goldens.txt were written on amd64 (AVX2,
+// with the Go twins agreeing) by
+//
+//	ETCHAT_UPDATE_GOLDENS=1 go test -run TestQKernelGoldens ./inference/cpu
+//
+// and every build — amd64 with or without AVX2, arm64's NEON kernels and
+// its Go twins (which Go's arm64 compiler could otherwise fuse
+// differently), under qemu in scripts/test — must reproduce them. Each
+// golden is an FNV-64a hash of the outputs' bits; the inputs are made
+// from integers only (no library math), so they are the same everywhere.
+
+const goldenFile = "testdata/kernel-goldens.txt"
+
+// goldenCases are the weights and inputs: 4- and 8-bit, groups of 32 to
+// 128 and per-channel, affine and folded biases, fp32 and bf16 scales;
+// decode (n = 1) and prefill (n = 3), exact and fast numerics.
+func goldenCases() (names []string, run []func() []float32) {
+	for _, bits := range []int{4, 8} {
+		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {16, 128, 64}, {9, 256, 128}, {12, 96, 96}, {20, 512, 32}} {
+			for _, kind := range []string{"affine", "folded", "bf16"} {
+				for _, fast := range []bool{false, true} {
+					for _, n := range []int{1, 3} {
+						mode := "exact"
+						if fast {
+							mode = "fast"
+						}
+						if fast && c.gs%32 != 0 {
+							continue
+						}
+						name := fmt.Sprintf("q%d-g%d-%dx%d-%s-%s-n%d", bits, c.gs, c.rows, c.cols, kind, mode, n)
+						seed := uint64(len(names) + 1)
+						bits, c, kind, fast, n := bits, c, kind, fast, n
+						names = append(names, name)
+						run = append(run, func() []float32 {
+							rng := rand.New(rand.NewPCG(seed, 41))
+							w := goldenMatrix(rng, bits, c.rows, c.cols, c.gs, kind)
+							w.Int8 = fast
+							x := make([]float32, n*c.cols)
+							for i := range x {
+								x[i] = goldenFloat(rng)
+							}
+							out := make([]float32, n*c.rows)
+							for r0 := 0; r0 < c.rows; r0 += 13 { // as the workers split
+								qMatMulRangeFast(out, x, n, w, r0, min(r0+13, c.rows))
+							}
+							return out
+						})
+					}
+				}
+			}
+		}
+	}
+	return names, run
+}
+
+// goldenFloat is a float in (−1, 1) from 24 random bits (exact).
+func goldenFloat(rng *rand.Rand) float32 {
+	return float32(int32(rng.Uint32())>>8) * (1.0 / (1 << 23))
+}
+
+// goldenMatrix is a random quantized matrix: random words, scales in
+// (0, 2^−4) (as bf16 values for kind bf16), biases in (−1, 1) or folded.
+func goldenMatrix(rng *rand.Rand, bits, rows, cols, gs int, kind string) *qMatrix {
+	w := &qMatrix{Bits: bits, GroupSize: gs, Rows: rows, Cols: cols, Packed: make([]uint32, rows*cols*bits/32)}
+	for i := range w.Packed {
+		w.Packed[i] = rng.Uint32()
+	}
+	G := rows * cols / gs
+	w.Scales = make([]float32, G)
+	for i := range w.Scales {
+		w.Scales[i] = float32(rng.Uint32()>>8+1) * (1.0 / (1 << 28))
+	}
+	switch kind {
+	case "affine":
+		w.Biases = make([]float32, G)
+		for i := range w.Biases {
+			w.Biases[i] = goldenFloat(rng)
+		}
+	case "folded":
+		w.BiasMul = -float32(int(1) << (bits - 1))
+	case "bf16":
+		w.ScalesBF16 = make([]uint16, G)
+		for i, s := range w.Scales {
+			w.ScalesBF16[i] = f32ToBF16(s)
+		}
+		w.Scales = nil
+		w.BiasMul = -float32(int(1) << (bits - 1))
+	}
+	return w
+}
+
+func goldenHash(out []float32) string {
+	h := fnv.New64a()
+	for _, v := range out {
+		b := math.Float32bits(v)
+		h.Write([]byte{byte(b), byte(b >> 8), byte(b >> 16), byte(b >> 24)})
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+func readGoldens(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(goldenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" && !strings.HasPrefix(line, "#") {
+			name, hash, _ := strings.Cut(line, " ")
+			m[name] = hash
+		}
+	}
+	return m
+}
+
+// TestQKernelGoldens runs the cases on the kernels in use and on the Go
+// twins (every SIMD switch off) and holds both to amd64's goldens.
+func TestQKernelGoldens(t *testing.T) {
+	names, run := goldenCases()
+	if os.Getenv("ETCHAT_UPDATE_GOLDENS") != "" {
+		if !useAVX2 {
+			t.Fatal("the goldens are amd64's: write them on an AVX2 machine")
+		}
+		var b strings.Builder
+		b.WriteString("# qMatMulRangeFast's outputs (FNV-64a of their bits), written on amd64 by TestQKernelGoldens\n")
+		for i, name := range names {
+			fmt.Fprintf(&b, "%s %s\n", name, goldenHash(run[i]()))
+		}
+		if err := os.MkdirAll(filepath.Dir(goldenFile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goldenFile, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := readGoldens(t)
+	if len(want) != len(names) {
+		t.Fatalf("%s has %d goldens, the test %d cases", goldenFile, len(want), len(names))
+	}
+	for _, simd := range []bool{true, false} {
+		restore := setSIMD(simd)
+		for i, name := range names {
+			if got := goldenHash(run[i]()); got != want[name] {
+				t.Errorf("%s (SIMD %v): %s, amd64's %s", name, simd, got, want[name])
+			}
+		}
+		restore()
+	}
+}

@@ -1,0 +1,225 @@
+//go:build ignore
+
+// Generates qkernel_int8_neon_arm64.s: go run qkernel_int8_neon_gen.go
+//
+// The fast mode's NEON decode kernels (qkernel_int8.go describes the
+// arithmetic), four weight rows against one input quantized to 8 bits
+// per block, with SDOT (FEAT_DotProd): each int32 lane sums the products
+// of four signed bytes, which is what AVX2's VPMADDUBSW + VPMADDWD give a
+// lane (exactly: integers), so the lanes are converted (SCVTF) and
+// multiplied into the rows' fp32 sums with the AVX2 kernels' fused
+// operations in their order, and the results are their bits. The eight
+// fp32 lanes of a row are two V registers (lanes 0–3, 4–7); the caller
+// sums them (hsum8). Go's assembler has no SDOT, SADDLP, vector FMUL or
+// SCVTF: they are WORDs from internal/arm64enc.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	enc "etchat/internal/arm64enc"
+)
+
+var b strings.Builder
+
+func p(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
+func label(s string)            { fmt.Fprintf(&b, "%s:\n", s) }
+func word(i enc.Inst)           { p("%s", i.Directive()) }
+
+var (
+	words  = []string{"R4", "R5", "R6", "R7"}
+	scales = []string{"R8", "R9", "R10", "R11"}
+	biases = []string{"R12", "R13", "R14", "R15"}
+)
+
+// pairs is qDotRows4PairsNEON (4-bit, group 32, folded biases; two blocks
+// per pass, qDotPairsGo's order). Registers: R0 q, R1 dv, R2 c16, R3
+// pairs left, R4–R7 the rows' words, R8–R11 their scales, R16 a
+// temporary. V0–V7 the rows' sums (row j: V2j, V2j+1), V8–V11 the row's
+// nibbles, V12–V13 its int32 lanes, V14–V15 d·s, V16–V19 the input's
+// bytes (low nibbles' first block, second block, high nibbles' first,
+// second), V20–V21 dv, V22–V23 −c (int32), V24–V25 the row's words,
+// V26–V27 its scales, V30 zero, V31 the nibble mask.
+func pairs() {
+	name := "qDotRows4PairsNEON"
+	fmt.Fprintf(&b, "\n// func %s(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs int, out *[32]float32)\n", name)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	p("MOVD q8+0(FP), R0")
+	p("MOVD dv+8(FP), R1")
+	p("MOVD c16+16(FP), R2")
+	p("MOVD words+24(FP), R4")
+	p("MOVD wstride+32(FP), R16")
+	for j := 1; j < 4; j++ {
+		p("ADD R16, %s, %s", words[j-1], words[j])
+	}
+	p("MOVD scales+40(FP), R8")
+	p("MOVD sstride+48(FP), R16")
+	for j := 1; j < 4; j++ {
+		p("ADD R16, %s, %s", scales[j-1], scales[j])
+	}
+	p("MOVD pairs+56(FP), R3")
+	p("VMOVI $15, V31.B16")
+	p("VEOR V30.B16, V30.B16, V30.B16")
+	for i := 0; i < 8; i++ {
+		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
+	p("CBZ R3, pairsdone")
+	label("pairsloop")
+	p("VLD1.P 64(R0), [V16.B16, V17.B16, V18.B16, V19.B16]")
+	p("VLD1.P 32(R1), [V20.S4, V21.S4]")
+	p("VLD1.P 32(R2), [V22.H8, V23.H8]")
+	// the folded bias term per int32 lane, c[2m] + c[2m+1], negated
+	word(enc.SADDLP4S(22, 22))
+	word(enc.SADDLP4S(23, 23))
+	p("VSUB V22.S4, V30.S4, V22.S4")
+	p("VSUB V23.S4, V30.S4, V23.S4")
+	for j := 0; j < 4; j++ {
+		p("VLD1.P 32(%s), [V24.B16, V25.B16]", words[j])
+		p("VAND V31.B16, V24.B16, V8.B16")
+		p("VUSHR $4, V24.B16, V10.B16")
+		p("VAND V31.B16, V25.B16, V9.B16")
+		p("VUSHR $4, V25.B16, V11.B16")
+		p("VMOV V22.B16, V12.B16")
+		p("VMOV V23.B16, V13.B16")
+		word(enc.SDOT(12, 8, 16))  // first block's low nibbles
+		word(enc.SDOT(12, 10, 18)) // and high ones
+		word(enc.SDOT(13, 9, 17))  // second block's
+		word(enc.SDOT(13, 11, 19))
+		word(enc.SCVTF4S(12, 12))
+		word(enc.SCVTF4S(13, 13))
+		p("VLD1R.P 4(%s), [V26.S4]", scales[j])
+		p("VLD1R.P 4(%s), [V27.S4]", scales[j])
+		word(enc.FMUL4S(14, 20, 26)) // d·s, rounded as qDotPairsGo's
+		word(enc.FMUL4S(15, 21, 27))
+		p("VFMLA V14.S4, V12.S4, V%d.S4", 2*j)
+		p("VFMLA V15.S4, V13.S4, V%d.S4", 2*j+1)
+	}
+	p("SUBS $1, R3, R3")
+	p("BNE pairsloop")
+	label("pairsdone")
+	store(64)
+}
+
+// store writes the four rows' eight lanes to out[0:32].
+func store(off int) {
+	p("MOVD out+%d(FP), R16", off)
+	p("VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R16)")
+	p("VST1 [V4.S4, V5.S4, V6.S4, V7.S4], (R16)")
+	p("RET")
+}
+
+// gen is qDotRows4I8Q{4,8}NEON (any group of whole blocks, every bias
+// mode; qDotI8Go's order). Registers: R0 q, R1 d, R2 xsv, R3 groups
+// left, R4–R7 the rows' words, R8–R11 their scales, R12–R15 their
+// biases, R16 mode, R17 blocks left. V0–V7 the rows' sums, V8–V9 the
+// row's weight bytes as signed (8-bit: Q−128; 4-bit: low nibbles, high
+// nibbles), V12–V13 its int32 lanes, V14 d·s, V16–V17 the input block's
+// bytes, V18 d, V20–V23 the rows' group scales, V24–V25 words, V26–V27
+// the group's lane sums xsv, V28 the bias factor, V29 128.0, V31 the byte
+// mask (4-bit 0x0f, 8-bit 0x80).
+func gen(bits int) {
+	name := fmt.Sprintf("qDotRows4I8Q%dNEON", bits)
+	l := fmt.Sprintf("i8q%d", bits)
+	fmt.Fprintf(&b, "\n// func %s(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg, mode int, out *[32]float32)\n", name)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-96\n", name)
+	p("MOVD q8+0(FP), R0")
+	p("MOVD d+8(FP), R1")
+	p("MOVD xsv+16(FP), R2")
+	p("MOVD words+24(FP), R4")
+	p("MOVD wstride+32(FP), R16")
+	for j := 1; j < 4; j++ {
+		p("ADD R16, %s, %s", words[j-1], words[j])
+	}
+	p("MOVD scales+40(FP), R8")
+	p("MOVD biases+48(FP), R12")
+	p("MOVD sstride+56(FP), R16")
+	for j := 1; j < 4; j++ {
+		p("ADD R16, %s, %s", scales[j-1], scales[j])
+		p("ADD R16, %s, %s", biases[j-1], biases[j])
+	}
+	p("MOVD groups+64(FP), R3")
+	p("MOVD mode+80(FP), R16")
+	p("MOVD $0x43000000, R17") // 128.0
+	p("VDUP R17, V29.S4")
+	if bits == 4 {
+		p("VMOVI $15, V31.B16")
+	} else {
+		p("VMOVI $128, V31.B16")
+	}
+	for i := 0; i < 8; i++ {
+		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
+	p("CBZ R3, %sdone", l)
+	label(l + "group")
+	for j := 0; j < 4; j++ {
+		p("VLD1R.P 4(%s), [V%d.S4]", scales[j], 20+j)
+	}
+	p("MOVD bpg+72(FP), R17")
+	label(l + "block")
+	p("VLD1.P 32(R0), [V16.B16, V17.B16]")
+	p("VLD1R.P 4(R1), [V18.S4]")
+	for j := 0; j < 4; j++ {
+		if bits == 4 {
+			p("VLD1.P 16(%s), [V24.B16]", words[j])
+			p("VAND V31.B16, V24.B16, V8.B16")
+			p("VUSHR $4, V24.B16, V9.B16")
+		} else {
+			p("VLD1.P 32(%s), [V24.B16, V25.B16]", words[j])
+			p("VEOR V31.B16, V24.B16, V8.B16") // Q−128 as a signed byte
+			p("VEOR V31.B16, V25.B16, V9.B16")
+		}
+		p("VEOR V12.B16, V12.B16, V12.B16")
+		p("VEOR V13.B16, V13.B16, V13.B16")
+		word(enc.SDOT(12, 8, 16))
+		word(enc.SDOT(13, 9, 17))
+		word(enc.SCVTF4S(12, 12))
+		word(enc.SCVTF4S(13, 13))
+		word(enc.FMUL4S(14, 18, 20+j)) // d·s, rounded as qDotI8Go's
+		p("VFMLA V14.S4, V12.S4, V%d.S4", 2*j)
+		p("VFMLA V14.S4, V13.S4, V%d.S4", 2*j+1)
+	}
+	p("SUBS $1, R17, R17")
+	p("BNE %sblock", l)
+	// the group's bias term by mode: none, s, b, b + 128·s (fused, as fma32)
+	p("CBZ R16, %snext", l)
+	p("VLD1.P 32(R2), [V26.S4, V27.S4]")
+	p("CMP $1, R16")
+	p("BNE %sbias", l)
+	for j := 0; j < 4; j++ {
+		p("VFMLA V%d.S4, V26.S4, V%d.S4", 20+j, 2*j)
+		p("VFMLA V%d.S4, V27.S4, V%d.S4", 20+j, 2*j+1)
+	}
+	p("B %snext", l)
+	label(l + "bias")
+	for j := 0; j < 4; j++ {
+		p("VLD1R.P 4(%s), [V28.S4]", biases[j])
+		p("CMP $3, R16")
+		p("BNE %sb%d", l, j)
+		p("VFMLA V29.S4, V%d.S4, V28.S4", 20+j)
+		label(fmt.Sprintf("%sb%d", l, j))
+		p("VFMLA V28.S4, V26.S4, V%d.S4", 2*j)
+		p("VFMLA V28.S4, V27.S4, V%d.S4", 2*j+1)
+	}
+	label(l + "next")
+	p("SUBS $1, R3, R3")
+	p("BNE %sgroup", l)
+	label(l + "done")
+	store(88)
+}
+
+func main() {
+	out := "qkernel_int8_neon_arm64.s" // or the path given (TestNEONGenerated)
+	if len(os.Args) > 1 {
+		out = os.Args[1]
+	}
+	b.WriteString("// Code generated by qkernel_int8_neon_gen.go; DO NOT EDIT.\n\n//go:build arm64 && !purego\n\n#include \"textflag.h\"\n")
+	pairs()
+	gen(4)
+	gen(8)
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
