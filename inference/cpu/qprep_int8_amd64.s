@@ -9,7 +9,11 @@
 // as trunc(v + copysign(0.49999997, v)) (equal to Go's float64
 // trunc(v ± 0.5) for every float32 v: see TestQPrepPairsRowBitIdentical),
 // clamped to ±127; NaN lanes (0·Inf when d is 0 or denormal enough that
-// 1/d overflows) become 0 as Go's int8(NaN) does on amd64.
+// 1/d overflows, or ∞·0 when the block holds ±Inf) become 0 as Go's
+// int8(NaN) does on amd64. max|x| is taken on the bits as unsigned
+// integers (VPMAXUD): the order of non-negative floats, and a NaN's |bits|
+// are above +Inf's, so a NaN input makes d NaN and the block's q 0 as Go's
+// max does, rather than a NaN quietly dropped.
 
 DATA qpi8c<>+0(SB)/4, $0x7fffffff  // |x| mask
 DATA qpi8c<>+4(SB)/4, $0x80000000  // sign mask
@@ -65,17 +69,17 @@ GLOBL qpi8ones<>(SB), RODATA|NOPTR, $32
 	VMOVUPS      off+96(SI), Y3; \
 	VANDPS       Y15, Y0, Y4; \
 	VANDPS       Y15, Y1, Y5; \
-	VMAXPS       Y5, Y4, Y4; \
+	VPMAXUD      Y5, Y4, Y4; \
 	VANDPS       Y15, Y2, Y5; \
 	VANDPS       Y15, Y3, Y6; \
-	VMAXPS       Y6, Y5, Y5; \
-	VMAXPS       Y5, Y4, Y4; \
+	VPMAXUD      Y6, Y5, Y5; \
+	VPMAXUD      Y5, Y4, Y4; \
 	VEXTRACTF128 $1, Y4, X5; \
-	VMAXPS       X5, X4, X4; \
+	VPMAXUD      X5, X4, X4; \
 	VPERMILPS    $0x4e, X4, X5; \
-	VMAXPS       X5, X4, X4; \
+	VPMAXUD      X5, X4, X4; \
 	VPERMILPS    $0xb1, X4, X5; \
-	VMAXPS       X5, X4, X4; \
+	VPMAXUD      X5, X4, X4; \
 	VDIVSS       X12, X4, D; \
 	VMOVSS       qpi8c<>+20(SB), X4; \
 	VDIVSS       D, X4, X4; \

@@ -9,7 +9,7 @@ import (
 // TestQPrepPairsRowBitIdentical holds the pair kernel's input quantizer
 // (qPrepPairsRow, AVX2 on amd64) to its Go twin bit for bit, on random
 // rows of every magnitude and on the edges: zero and −0 blocks, ±MaxFloat32,
-// a lone nonzero, denormal blocks (1/d overflows: 0·Inf lanes), and, with
+// a lone nonzero, denormal blocks (1/d overflows: 0·Inf lanes), ±Inf and NaN, and, with
 // d = 1, every k+0.5 for |k| ≤ 127 and the floats around it (the rounding
 // half away from zero). Each result is also checked against what Q8_0
 // means (|q| ≤ 127, |x − d·q| ≤ d/2 + rounding), so the test is not only
@@ -47,6 +47,13 @@ func TestQPrepPairsRowBitIdentical(t *testing.T) {
 		edge[320+i] = float32(i%7-3) * math.Float32frombits(0x00800000+uint32(i)<<18)
 	}
 	rows = append(rows, edge)
+	// ±Inf and NaN (not what a model should produce, but a NaN must not be
+	// dropped): d = Inf or NaN, the block's q 0 or ±127
+	odd := randMat(rng, 64*4)
+	odd[3], odd[40] = float32(math.Inf(1)), float32(math.Inf(-1))
+	odd[64+7] = float32(math.NaN())
+	odd[128+1], odd[128+2], odd[128+33] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
+	rows = append(rows, odd)
 	// d = 1 (each block starts with 127): v = x, around every k + 0.5
 	var half []float32
 	for k := -128; k <= 127; k++ {
@@ -87,7 +94,7 @@ func TestQPrepPairsRowBitIdentical(t *testing.T) {
 			}
 		}
 		for i := range wdv {
-			if math.Float32bits(dv[i]) != math.Float32bits(wdv[i]) {
+			if math.Float32bits(dv[i]) != math.Float32bits(wdv[i]) && !(isNaN32(dv[i]) && isNaN32(wdv[i])) { // a NaN's payload may differ
 				t.Fatalf("row %d: dv[%d] = %g, Go %g", ri, i, dv[i], wdv[i])
 			}
 		}
@@ -100,6 +107,8 @@ func TestQPrepPairsRowBitIdentical(t *testing.T) {
 	}
 }
 
+func isNaN32(v float32) bool { return v != v }
+
 // checkQ8Pairs checks one prepared row against Q8_0's meaning.
 func checkQ8Pairs(t *testing.T, ri int, x []float32, q []int8, dv []float32, c []int16) {
 	t.Helper()
@@ -109,6 +118,9 @@ func checkQ8Pairs(t *testing.T, ri int, x []float32, q []int8, dv []float32, c [
 			var amax float64
 			for _, v := range x[64*p+32*h : 64*p+32*h+32] {
 				amax = max(amax, math.Abs(float64(v)))
+			}
+			if math.IsNaN(amax) || math.IsInf(amax, 0) {
+				continue
 			}
 			if math.Abs(d-amax/127) > max(1e-6*amax/127, 0x1p-149) { // d may be denormal
 				t.Fatalf("row %d block %d: d = %g, max|x|/127 = %g", ri, 2*p+h, d, amax/127)
