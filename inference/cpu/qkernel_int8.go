@@ -119,6 +119,9 @@ func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
 			}
 		}
 	}
+	if qI8Q8Gemm(w) {
+		q.packQ8(n, K)
+	}
 }
 
 // quantBlockI8 quantizes one block of x into dst (in the kernels' byte
@@ -233,6 +236,10 @@ func qDotRows4I8Go(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32
 func qMatMulI8(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 	if n >= 4 && qI8Pairs(w) {
 		qMatMulPairsGemm(out, p, n, w, r0, r1, sbuf)
+		return
+	}
+	if n >= 4 && qI8Q8Gemm(w) {
+		qMatMulQ8Gemm(out, p, n, w, r0, r1, sbuf)
 		return
 	}
 	G, wpr, bpg, K := w.groups(), w.wordsPerRow(), w.GroupSize/32, w.Cols
