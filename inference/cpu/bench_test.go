@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -431,6 +432,20 @@ func BenchmarkPrefillMatmulRealSize(b *testing.B) {
 				w.Int8 = fast
 				var job mmJob
 				benchMACs(b, macs, func() { qMatMulJob(&job, out, x, rows, w, 1) })
+			})
+		}
+		// 8-bit weights in groups of 32 (folded): the fast mode's 8-bit tile
+		var q8 *qMatrix // made by the first q8 run only
+		for _, fast := range []bool{false, true} {
+			b.Run(fmt.Sprintf("q8-%s/%s-K%d-N%d", numericsName(fast), s.name, s.k, s.n), func(b *testing.B) {
+				if q8 == nil {
+					q8 = quantizeSymmetric(randMat(rand.New(rand.NewPCG(8, uint64(s.k))), s.n*s.k), s.n, s.k, 8, 32)
+					q8.foldBiases()
+					b.ResetTimer()
+				}
+				q8.Int8 = fast
+				var job mmJob
+				benchMACs(b, macs, func() { qMatMulJob(&job, out, x, rows, q8, 1) })
 			})
 		}
 		b.Run(fmt.Sprintf("bf16/%s-K%d-N%d", s.name, s.k, s.n), func(b *testing.B) {

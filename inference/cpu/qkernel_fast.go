@@ -42,6 +42,7 @@ type qPrep struct {
 	pq8  []int8
 	pdv  []float32
 	pc16 []int16
+	pxsv []float32 // 8-bit weights' prefill (packQ8): pq8, pdv and these
 }
 
 // qPrepStride is the floats of one prepared input row.

@@ -119,6 +119,9 @@ func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
 			}
 		}
 	}
+	if qI8Q8Gemm(w) {
+		q.packQ8(n, K)
+	}
 }
 
 // quantBlockI8 quantizes one block of x into dst (in the kernels' byte
@@ -235,6 +238,10 @@ func qMatMulI8(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]f
 		qMatMulPairsGemm(out, p, n, w, r0, r1, sbuf)
 		return
 	}
+	if n >= 4 && qI8Q8Gemm(w) {
+		qMatMulQ8Gemm(out, p, n, w, r0, r1, sbuf)
+		return
+	}
 	G, wpr, bpg, K := w.groups(), w.wordsPerRow(), w.GroupSize/32, w.Cols
 	nb, mode := K/32, qI8ModeOf(w)
 	var acc [32]float32
@@ -295,30 +302,40 @@ func qI8Pairs(w *qMatrix) bool {
 }
 
 // preparePairs is prepareI8 for the pair kernel: per input row K bytes of
-// q, K/8 floats of dv and K/4 int16 of c16.
+// q, K/8 floats of dv and K/4 int16 of c16 (qPrepPairsRow).
 func (q *qPrep) preparePairs(x []float32, n int, w *qMatrix) {
 	K := w.Cols
 	q.q8, q.d, q.c16 = grow(q.q8, n*K), grow(q.d, n*K/8), grow(q.c16, n*K/4)
-	var blk [2][32]int8
 	for i := 0; i < n; i++ {
-		for p := 0; p < K/64; p++ {
-			at := i*K + 64*p
-			var d [2]float32
-			for h := range blk {
-				d[h] = quantBlockI8(&blk[h], (*[32]float32)(x[at+32*h:]), 8) // natural order
-			}
-			qs, dv, c := q.q8[at:at+64], q.d[at/8:at/8+8], q.c16[at/4:at/4+16]
-			for j := 0; j < 16; j++ {
-				qs[j], qs[16+j] = blk[0][2*j], blk[1][2*j]        // low nibbles: even elements
-				qs[32+j], qs[48+j] = blk[0][2*j+1], blk[1][2*j+1] // high nibbles: odd elements
-			}
-			for m := 0; m < 8; m++ {
-				dv[m] = d[m/4]
-			}
-			for k := 0; k < 16; k++ {
-				sum := int32(qs[2*k]) + int32(qs[2*k+1]) + int32(qs[32+2*k]) + int32(qs[32+2*k+1])
-				c[k] = int16(8 * sum) // −BiasMul = 8
-			}
+		at := i * K
+		qPrepPairsRow(q.q8[at:at+K], q.d[at/8:at/8+K/8], q.c16[at/4:at/4+K/4], x[at:at+K])
+	}
+}
+
+// qPrepPairsRowGo quantizes one input row x (len a multiple of 64) for
+// the pair kernel, pair of blocks by pair of blocks: 64 bytes of q8 (the
+// two blocks' even elements, the low nibbles' partners, then their odd
+// ones), 8 floats of dv (each block's d four times) and 16 int16 of c16
+// (−BiasMul = 8 times the sums of the q each lane pairs with a nibble).
+// qPrepPairsRow is this in AVX2 where there is AVX2, with the same bits.
+func qPrepPairsRowGo(q8 []int8, dv []float32, c16 []int16, x []float32) {
+	var blk [2][32]int8
+	for p := 0; p < len(x)/64; p++ {
+		var d [2]float32
+		for h := range blk {
+			d[h] = quantBlockI8(&blk[h], (*[32]float32)(x[64*p+32*h:]), 8) // natural order
+		}
+		qs, dvp, c := q8[64*p:64*p+64], dv[8*p:8*p+8], c16[16*p:16*p+16]
+		for j := 0; j < 16; j++ {
+			qs[j], qs[16+j] = blk[0][2*j], blk[1][2*j]        // low nibbles: even elements
+			qs[32+j], qs[48+j] = blk[0][2*j+1], blk[1][2*j+1] // high nibbles: odd elements
+		}
+		for m := 0; m < 8; m++ {
+			dvp[m] = d[m/4]
+		}
+		for k := 0; k < 16; k++ {
+			sum := int32(qs[2*k]) + int32(qs[2*k+1]) + int32(qs[32+2*k]) + int32(qs[32+2*k+1])
+			c[k] = int16(8 * sum) // −BiasMul = 8
 		}
 	}
 }

@@ -293,6 +293,88 @@ func genGemmPairs() {
 	p("RET")
 }
 
+// genGemmQ8 is the 8-bit group-32 prefill tile (qkernel_int8_q8gemm.go):
+// two weight rows against four packed inputs. Registers: SI q8, DX d, BX
+// xsv, DI words, AX words stride, R10 scales, R13 biases, R14 scales
+// stride, R8 mode, CX blocks left; Y0–Y7 the sums (4·row + input), Y8 the
+// row's Q−128, Y9 its |Q−128|, Y10 the input times its sign, Y11 the
+// products, Y12 d·s (then the bias factor), Y13 s, Y14 int16 ones, Y15
+// the sign bytes.
+func genGemmQ8() {
+	name := "qGemmQ8x2x4AVX2"
+	fmt.Fprintf(&b, "\n// func %s(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, blocks, mode, accum int, out *[64]float32)\n", name)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-96\n", name)
+	p("MOVQ q8+0(FP), SI")
+	p("MOVQ d+8(FP), DX")
+	p("MOVQ xsv+16(FP), BX")
+	p("MOVQ words+24(FP), DI")
+	p("MOVQ wstride+32(FP), AX")
+	p("MOVQ scales+40(FP), R10")
+	p("MOVQ biases+48(FP), R13")
+	p("MOVQ sstride+56(FP), R14")
+	p("MOVQ mode+72(FP), R8")
+	p("VMOVDQU qi8ones<>(SB), Y14")
+	p("VMOVDQU qi8sign<>(SB), Y15")
+	// accum ≠ 0 continues the sums in out (a later part of K)
+	p("MOVQ out+88(FP), CX")
+	p("CMPQ accum+80(FP), $0")
+	p("JEQ %s_zero", name)
+	for j := 0; j < 8; j++ {
+		p("VMOVUPS %d(CX), Y%d", 32*j, j)
+	}
+	p("JMP %s_start", name)
+	label(name + "_zero")
+	for j := 0; j < 8; j++ {
+		p("VXORPS Y%d, Y%d, Y%d", j, j, j)
+	}
+	label(name + "_start")
+	p("MOVQ blocks+64(FP), CX")
+	label(name + "_block")
+	for j := 0; j < 2; j++ {
+		w, s, bi := "(DI)", "(R10)", "(R13)"
+		if j == 1 {
+			w, s, bi = "(DI)(AX*1)", "(R10)(R14*1)", "(R13)(R14*1)"
+		}
+		p("VMOVDQU %s, Y8", w)
+		p("VPXOR Y15, Y8, Y8")
+		p("VPABSB Y8, Y9")
+		p("VBROADCASTSS %s, Y13", s)
+		for i := 0; i < 4; i++ {
+			p("VMOVDQU %d(SI), Y10", 32*i)
+			p("VPSIGNB Y8, Y10, Y10")
+			p("VPMADDUBSW Y10, Y9, Y11")
+			p("VPMADDWD Y14, Y11, Y11")
+			p("VCVTDQ2PS Y11, Y11")
+			p("VBROADCASTSS %d(DX), Y12", 4*i)
+			p("VMULPS Y13, Y12, Y12")
+			p("VFMADD231PS Y12, Y11, Y%d", 4*j+i)
+		}
+		// the group's (block's) bias term: Σ·(b + 128·s)
+		p("CMPQ R8, $%d", 3)
+		p("JNE %s_nobias%d", name, j)
+		p("VBROADCASTSS %s, Y12", bi)
+		p("VFMADD231PS qi8c128<>(SB), Y13, Y12")
+		for i := 0; i < 4; i++ {
+			p("VFMADD231PS %d(BX), Y12, Y%d", 32*i, 4*j+i)
+		}
+		label(fmt.Sprintf("%s_nobias%d", name, j))
+	}
+	p("ADDQ $128, SI")
+	p("ADDQ $16, DX")
+	p("ADDQ $128, BX")
+	p("ADDQ $32, DI")
+	p("ADDQ $4, R10")
+	p("ADDQ $4, R13")
+	p("DECQ CX")
+	p("JNZ %s_block", name)
+	p("MOVQ out+88(FP), DI")
+	for j := 0; j < 8; j++ {
+		p("VMOVUPS Y%d, %d(DI)", j, 32*j)
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
 func data(name string, word uint32) {
 	for i := 0; i < 8; i++ {
 		fmt.Fprintf(&b, "DATA %s<>+%d(SB)/4, $0x%08x\n", name, 4*i, word)
@@ -309,7 +391,8 @@ func main() {
 
 // The fast mode's AVX2 kernels (qkernel_int8.go): four rows of 4- or
 // 8-bit weights against one input quantized to 8 bits per block, and the
-// 4-bit pair layout's prefill tile, two rows against four inputs.
+// 4-bit pair layout's and the 8-bit group-32 prefill tiles, two rows
+// against four inputs.
 
 `)
 	data("qi8nib", 0x0f0f0f0f)
@@ -324,6 +407,7 @@ func main() {
 	gen(8)
 	genPairs()
 	genGemmPairs()
+	genGemmQ8()
 	if err := os.WriteFile("qkernel_int8_amd64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
