@@ -54,3 +54,13 @@ func axpy(y, x []float32, a float32) {
 	axpyNEON(&y[0], &x[0], n, a)
 	axpyGo(y[n:], x[n:], a)
 }
+
+// float3x4 says float prefill (several rows) runs on the 3×4 NEON kernel,
+// as amd64's does on AVX2: twelve dots share each load of x and w.
+func float3x4() bool { return useNEON }
+
+// dot3x4 is qDot3x4 (dot3x4F32NEON, dot3x4Go's bits), which the exact
+// mode's quantized prefill also runs.
+func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
+	qDot3x4(x, ldx, w, ldw, K, out)
+}

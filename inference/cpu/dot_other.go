@@ -20,7 +20,3 @@ func gemvPrep(x []float32, w *wmat, xp []float32) ([]float32, bool) { return x, 
 func readSum(p []uint64) uint64 { return readSumGo(p) }
 
 func widenBF16(dst []float32, src []uint16) { widenBF16Go(dst, src) }
-
-func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
-	dot3x4Go(x, ldx, w, ldw, K, out)
-}
