@@ -16,6 +16,8 @@ func axpy(y, x []float32, a float32) { axpyGo(y, x, a) }
 // the bits, not for speed), so the dot4x2 loop runs.
 func float3x4() bool { return false }
 
+func gemv(out, x []float32, w *wmat, n0, n1 int, prepped bool) bool { return false }
+
 func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
 	dot3x4Go(x, ldx, w, ldw, K, out)
 }
