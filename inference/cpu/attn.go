@@ -168,7 +168,7 @@ type kvRows struct {
 // q is [Hq][T][D], k and v hold [Hkv][S][D]; query t sits at logical
 // position qBase+t, key j at kBase+j; a query sees keys at positions ≤ its
 // own and, with window > 0, greater than its position − window. bf16 rows
-// are read only with the AVX2 kernels (direct reports whether they apply).
+// are read only with the SIMD kernels (attendDirect reports whether they apply).
 //
 // With threads > 1 and enough work the heads are shared with the matmul
 // workers through job (nil: a fresh one), each head computed as on one
@@ -219,10 +219,10 @@ func (a *attnArgs) runBlocks(h0, h1 int) {
 	attendHeads(a.out, a.q, a.k, a.v, a.hq, a.hkv, a.T, a.S, a.D, a.qBase, a.kBase, a.window, a.scale, h0, h1, a.scores[h0*a.S:h1*a.S])
 }
 
-// attendDirect reports whether attend's AVX2 paths apply to head size D:
-// the scores by gemv (bit for bit dotF32) and the weighted sum by
-// wsumRows (bit for bit axpy), reading bf16 rows in place.
-func attendDirect(D int) bool { return useAVX2 && D > 0 && D%8 == 0 }
+// attendDirect reports whether attend's SIMD paths (AVX2, NEON: attendSIMD)
+// apply to head size D: the scores by gemv (bit for bit dotF32) and the
+// weighted sum by wsumRows (bit for bit axpy), reading bf16 rows in place.
+func attendDirect(D int) bool { return D > 0 && attendSIMD(D) }
 
 // attendHeads is attend for heads [h0, h1) with scores as scratch (S
 // floats, or 2·S and 4·S where two and four heads can go together).

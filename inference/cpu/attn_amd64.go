@@ -11,6 +11,10 @@ var (
 	useAttn2 = useAVX2
 )
 
+// attendSIMD says attend's direct paths run for head size D (attendDirect):
+// gemv and wsumRows take rows of a multiple of 8.
+func attendSIMD(D int) bool { return useAVX2 && D%8 == 0 }
+
 //go:noescape
 func attnScores4BF16AVX512(q *float32, qs int, k *uint16, d, rows int, out *float32, os int)
 

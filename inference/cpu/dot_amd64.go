@@ -15,6 +15,9 @@ func dotF32AVX2(x, y *float32, n int) float32
 
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// float3x4 says float prefill (several rows) runs on the 3×4 kernel.
+func float3x4() bool { return useAVX2 }
+
 func dotF32(a, b []float32) float32 {
 	b = b[:len(a)]
 	n := len(a) &^ 7

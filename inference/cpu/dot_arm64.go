@@ -16,6 +16,9 @@ func dotBF16NEON(x *float32, w *uint16, n int) float32
 //go:noescape
 func axpyNEON(y, x *float32, n int, a float32)
 
+//go:noescape
+func axpyBF16NEON(y *float32, x *uint16, n int, a float32)
+
 func dotF32(a, b []float32) float32 {
 	b = b[:len(a)]
 	n := len(a) &^ 15
@@ -53,4 +56,37 @@ func axpy(y, x []float32, a float32) {
 	}
 	axpyNEON(&y[0], &x[0], n, a)
 	axpyGo(y[n:], x[n:], a)
+}
+
+// float3x4 says float prefill (several rows) runs on the 3×4 NEON kernel,
+// as amd64's does on AVX2: twelve dots share each load of x and w.
+func float3x4() bool { return useNEON }
+
+// dot3x4 is qDot3x4 (dot3x4F32NEON, dot3x4Go's bits), which the exact
+// mode's quantized prefill also runs.
+func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
+	qDot3x4(x, ldx, w, ldw, K, out)
+}
+
+// gemv computes out[n0:n1] for the single row x from fp32 rows, or bf16
+// rows of a multiple of 16 read in place by dotBF16NEON (the bits of
+// dotF32 on the widened row: the same lanes and order), and reports false
+// where the caller must fall back (fp16, other bf16 widths, NEON off). It
+// gives matmulRange's own loop's bits; attention's scores take it for the
+// KV rows (attendDirect).
+func gemv(out, x []float32, w *wmat, n0, n1 int, prepped bool) bool {
+	K := w.k
+	if !useNEON || K == 0 || n1 <= n0 || w.fp16 || (w.h != nil && K%16 != 0) {
+		return false
+	}
+	x = x[:K]
+	for n := n0; n < n1; n++ {
+		base := w.off + n*w.ld
+		if w.f != nil {
+			out[n] = dotF32(x, w.f[base:base+K])
+		} else {
+			out[n] = dotBF16NEON(&x[0], &w.h[base : base+K][0], K)
+		}
+	}
+	return true
 }

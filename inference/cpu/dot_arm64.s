@@ -88,3 +88,32 @@ axpyloop:
 	SUBS $1, R2, R2
 	BNE axpyloop
 	RET
+
+// func axpyBF16NEON(y *float32, x *uint16, n int, a float32)
+// y[i] += a·bf16(x[i]), fused; n a positive multiple of 16.
+TEXT ·axpyBF16NEON(SB), NOSPLIT, $0-28
+	MOVD y+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD n+16(FP), R2
+	LSR $4, R2, R2
+	FMOVS a+24(FP), F16
+	VDUP V16.S[0], V16.S4
+axpybf16loop:
+	VLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 32(R1), [V12.H8, V13.H8]
+	VUXTL V12.H4, V4.S4
+	VUXTL2 V12.H8, V5.S4
+	VUXTL V13.H4, V6.S4
+	VUXTL2 V13.H8, V7.S4
+	VSHL $16, V4.S4, V4.S4
+	VSHL $16, V5.S4, V5.S4
+	VSHL $16, V6.S4, V6.S4
+	VSHL $16, V7.S4, V7.S4
+	VFMLA V16.S4, V4.S4, V0.S4
+	VFMLA V16.S4, V5.S4, V1.S4
+	VFMLA V16.S4, V6.S4, V2.S4
+	VFMLA V16.S4, V7.S4, V3.S4
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	SUBS $1, R2, R2
+	BNE axpybf16loop
+	RET

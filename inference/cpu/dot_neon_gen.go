@@ -7,7 +7,7 @@
 // ((0+1)+(2+3)) by register then pairwise; like amd64's AVX2 dots they are
 // held to the exact sums by a tolerance, not to the Go loop's bits) and
 // axpyNEON (y += a·x, fused per element as Go's arm64 compiler fuses
-// axpyGo, so the same bits). Go's assembler has no vector FADD or FADDP:
+// axpyGo, so the same bits) with axpyBF16NEON (x bf16, widened first). Go's assembler has no vector FADD or FADDP:
 // WORDs from internal/arm64enc.
 package main
 
@@ -106,6 +106,35 @@ func main() {
 	p("VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)")
 	p("SUBS $1, R2, R2")
 	p("BNE axpyloop")
+	p("RET")
+
+	// attention's weighted sum over bf16 value rows read in place: each
+	// row widened as dotBF16NEON widens it, then axpyNEON's fused steps,
+	// so axpyNEON's bits on the widened row
+	b.WriteString("\n// func axpyBF16NEON(y *float32, x *uint16, n int, a float32)\n// y[i] += a·bf16(x[i]), fused; n a positive multiple of 16.\n")
+	b.WriteString("TEXT ·axpyBF16NEON(SB), NOSPLIT, $0-28\n")
+	p("MOVD y+0(FP), R0")
+	p("MOVD x+8(FP), R1")
+	p("MOVD n+16(FP), R2")
+	p("LSR $4, R2, R2")
+	p("FMOVS a+24(FP), F16")
+	p("VDUP V16.S[0], V16.S4")
+	b.WriteString("axpybf16loop:\n")
+	p("VLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]")
+	p("VLD1.P 32(R1), [V12.H8, V13.H8]")
+	p("VUXTL V12.H4, V4.S4")
+	p("VUXTL2 V12.H8, V5.S4")
+	p("VUXTL V13.H4, V6.S4")
+	p("VUXTL2 V13.H8, V7.S4")
+	for i := 0; i < 4; i++ {
+		p("VSHL $16, V%d.S4, V%d.S4", 4+i, 4+i)
+	}
+	for i := 0; i < 4; i++ {
+		p("VFMLA V16.S4, V%d.S4, V%d.S4", 4+i, i)
+	}
+	p("VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)")
+	p("SUBS $1, R2, R2")
+	p("BNE axpybf16loop")
 	p("RET")
 
 	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {

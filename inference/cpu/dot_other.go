@@ -13,14 +13,8 @@ func dot4x2(x []float32, K int, w0, w1 []float32, out *[8]float32) {
 	out[1], out[3], out[5], out[7] = dot4Go(x[:4*K], K, w1)
 }
 
-func gemv(out, x []float32, w *wmat, n0, n1 int, prepped bool) bool { return false }
-
 func gemvPrep(x []float32, w *wmat, xp []float32) ([]float32, bool) { return x, false }
 
 func readSum(p []uint64) uint64 { return readSumGo(p) }
 
 func widenBF16(dst []float32, src []uint16) { widenBF16Go(dst, src) }
-
-func dot3x4(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
-	dot3x4Go(x, ldx, w, ldw, K, out)
-}

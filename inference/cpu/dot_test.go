@@ -269,7 +269,7 @@ func TestMatmulRows(t *testing.T) {
 				}
 			}
 		}
-		if useAVX2 && K%8 == 0 {
+		if float3x4() && K%8 == 0 {
 			xs := make([]float32, 3*K)
 			for i := range xs {
 				xs[i] = r.Float32() - 0.5
@@ -279,6 +279,58 @@ func TestMatmulRows(t *testing.T) {
 			dot3x4Go(xs, K, wf, ld, K, &want)
 			if got != want {
 				t.Errorf("K=%d: dot3x4 %v, Go order %v", K, got, want)
+			}
+		}
+	}
+}
+
+// TestMatmul3x4BitIdentical holds float prefill (several rows, fp32, bf16
+// and fp16 weights, N off the kernel's four-column step) where the 3×4
+// kernel runs (AVX2, NEON) to dot3x4Go's bits, each output computed on its
+// own (strides 0) as the reference: a matmul that takes the dot4 loop
+// instead, or a tile that mixes up rows or columns, fails. Rows stay
+// under gemmMinRows (the AVX-512 GEMM's own test holds those).
+func TestMatmul3x4BitIdentical(t *testing.T) {
+	if !float3x4() {
+		t.Skip("no 3×4 kernel in this build")
+	}
+	r := rand.New(rand.NewSource(11))
+	for _, K := range []int{8, 64, 264} {
+		N, ld := 23, K+8
+		wf := make([]float32, 5+N*ld)
+		wh, wp := make([]uint16, len(wf)), make([]uint16, len(wf))
+		for i := range wf {
+			wf[i] = r.Float32() - 0.5
+			wh[i], wp[i] = f32ToBF16(wf[i]), f32ToF16(wf[i])
+		}
+		for _, rows := range []int{2, 3, 4, 5} {
+			x := make([]float32, rows*K)
+			for i := range x {
+				x[i] = r.Float32() - 0.5
+			}
+			for _, w := range []wmat{
+				{f: wf, n: N, k: K, ld: ld, off: 5},
+				{h: wh, n: N, k: K, ld: ld, off: 5},
+				{h: wp, fp16: true, n: N, k: K, ld: ld, off: 5},
+			} {
+				out := make([]float32, rows*N)
+				matmul(nil, out, x, rows, &w, 2)
+				wr := make([]float32, K)
+				for n := 0; n < N; n++ {
+					base := w.off + n*w.ld
+					if w.f != nil {
+						copy(wr, w.f[base:base+K])
+					} else {
+						convertRow(wr, w.h[base:base+K], w.fp16)
+					}
+					for i := 0; i < rows; i++ {
+						var o [12]float32
+						dot3x4Go(x[i*K:], 0, wr, 0, K, &o)
+						if got := out[i*N+n]; math.Float32bits(got) != math.Float32bits(o[0]) {
+							t.Fatalf("K=%d rows=%d fp16=%v bf16=%v: out[%d][%d] = %v, dot3x4Go %v", K, rows, w.fp16, w.h != nil && !w.fp16, i, n, got, o[0])
+						}
+					}
+				}
 			}
 		}
 	}

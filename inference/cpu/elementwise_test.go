@@ -550,11 +550,11 @@ func TestUnaryOnSharedBitIdentical(t *testing.T) {
 }
 
 // Decode heads of one KV head taken together, four (AVX-512, head sizes
-// of a multiple of 64) or two (AVX2, of 32), give the bits of one head at
+// of a multiple of 64) or two (AVX2, of 32; NEON, of 16), give the bits of one head at
 // a time and of the reference, windows and shared heads included.
 func TestAttendGroupsBitIdentical(t *testing.T) {
 	if !useAttn2 {
-		t.Skip("no AVX2 on this CPU (or build)")
+		t.Skip("no two-head attention kernel on this CPU (or build)")
 	}
 	defer func(a4, a2 bool) { useAttn4, useAttn2 = a4, a2 }(useAttn4, useAttn2)
 	has4 := useAttn4

@@ -150,7 +150,7 @@ func matmulRange(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []floa
 		matmulRangeWide(out, x, rows, w, n0, n1)
 		return
 	}
-	if useAVX2 && K%8 == 0 && K > 0 && n1-n0 >= 4 {
+	if float3x4() && K%8 == 0 && K > 0 && n1-n0 >= 4 {
 		matmulRange3x4(out, x, rows, w, n0, n1, scratch)
 		return
 	}
@@ -234,7 +234,7 @@ func matmulRange3x4(out, x []float32, rows int, w *wmat, n0, n1 int, scratch []f
 	}
 }
 
-// dot3x4Go is dot3x4F32AVX2's order in Go: each of the twelve sums one
+// dot3x4Go is dot3x4F32AVX2's (and dot3x4F32NEON's) order in Go: each of the twelve sums one
 // eight-lane fused accumulator over K (a multiple of 8), then hsum8.
 func dot3x4Go(x []float32, ldx int, w []float32, ldw, K int, out *[12]float32) {
 	for i := 0; i < 3; i++ {
