@@ -27,16 +27,8 @@ func (db *DB) SwitchToAt(ctx context.Context, convID int64, seen *Revision, msgI
 		} else if err != nil {
 			return err
 		}
-		leaf, err := latestLeaf(ctx, tx, msgID)
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ? RETURNING revision",
-			leaf, db.nowMS(), convID).Scan(&rev.N); err != nil {
-			return err
-		}
-		rev.Leaf = leaf
-		out, err = db.pathTo(ctx, tx, leaf)
+		var err error
+		out, rev, err = db.switchUnderTx(ctx, tx, convID, msgID)
 		return err
 	})
 	return out, rev, err

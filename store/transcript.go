@@ -410,18 +410,27 @@ func (db *DB) SwitchBranchAt(ctx context.Context, convID int64, seen *Revision, 
 		if k < 0 || k >= len(sib) {
 			return invalid("there is no other branch that way (%d of %d)", k+1-step, len(sib))
 		}
-		leaf, err := latestLeaf(ctx, tx, sib[k].ID)
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ? RETURNING revision",
-			leaf, db.nowMS(), convID).Scan(&rev.N); err != nil {
-			return err
-		}
-		rev.Leaf = leaf
-		out, err = db.pathTo(ctx, tx, leaf)
+		out, rev, err = db.switchUnderTx(ctx, tx, convID, sib[k].ID)
 		return err
 	})
+	return out, rev, err
+}
+
+// switchUnderTx makes the latest path through message id (down to its
+// newest leaf) the conversation's current one, bumping its revision, and
+// returns that path and the revision after it: what every branch switch
+// (to a neighbour or to any message of the tree) ends with.
+func (db *DB) switchUnderTx(ctx context.Context, tx *sql.Tx, convID, id int64) ([]Message, Revision, error) {
+	leaf, err := latestLeaf(ctx, tx, id)
+	if err != nil {
+		return nil, Revision{}, err
+	}
+	rev := Revision{Leaf: leaf}
+	if err := tx.QueryRowContext(ctx, "UPDATE conversations SET current_leaf_id = ?, updated_ms = ?, revision = revision + 1 WHERE id = ? RETURNING revision",
+		leaf, db.nowMS(), convID).Scan(&rev.N); err != nil {
+		return nil, Revision{}, err
+	}
+	out, err := db.pathTo(ctx, tx, leaf)
 	return out, rev, err
 }
 
