@@ -88,18 +88,3 @@ func parseLlamaCalls(reply string) (string, []ToolCall, error) {
 	}
 	return "", calls, nil
 }
-
-// formatLlamaCalls writes calls as a Llama 3.x model does, one per line.
-func formatLlamaCalls(calls []ToolCall) string {
-	var b strings.Builder
-	for _, c := range calls {
-		name, _ := json.Marshal(c.Name)
-		args := c.Arguments
-		if !json.Valid([]byte(args)) {
-			a, _ := json.Marshal(args)
-			args = string(a)
-		}
-		fmt.Fprintf(&b, "\n{\"name\": %s, \"parameters\": %s}", name, args)
-	}
-	return b.String()
-}

@@ -100,12 +100,18 @@ func HoldFrom(format, s string) int {
 // FormatToolCalls writes calls as the model writes them in format (what
 // ParseToolCalls reads back): for a transcript kept as text.
 func FormatToolCalls(format string, calls []ToolCall) string {
-	if format == ToolFormatLlama3JSON {
-		return formatLlamaCalls(calls)
+	switch format {
+	case ToolFormatLlama3JSON:
+		return formatCalls(calls, "\n{\"name\": %s, \"parameters\": %s}") // one per line
+	case ToolFormatHermes:
+		return formatCalls(calls, "\n<tool_call>\n{\"name\": %s, \"arguments\": %s}\n</tool_call>")
 	}
-	if format != ToolFormatHermes {
-		return ""
-	}
+	return ""
+}
+
+// formatCalls writes each call through layout, which takes the name and
+// the arguments as JSON (arguments that are not JSON go in as a string).
+func formatCalls(calls []ToolCall, layout string) string {
 	var b strings.Builder
 	for _, c := range calls {
 		name, _ := json.Marshal(c.Name)
@@ -114,7 +120,7 @@ func FormatToolCalls(format string, calls []ToolCall) string {
 			a, _ := json.Marshal(args)
 			args = string(a)
 		}
-		fmt.Fprintf(&b, "\n<tool_call>\n{\"name\": %s, \"arguments\": %s}\n</tool_call>", name, args)
+		fmt.Fprintf(&b, layout, name, args)
 	}
 	return b.String()
 }
