@@ -83,15 +83,7 @@ func (c *Conversation) Continue(ctx context.Context, onToken func(Token) error) 
 	c.flight = &flight{full: whole[:prev.Start], bounds: bounds, prior: whole[prev.Start:]}
 	defer func() { c.flight = nil }()
 
-	opts := c.gen
-	opts.Sampler, opts.Decoder = c.sampler, c.tok
-	opts.OnToken = func(t Token) error {
-		c.flight.gen = append(c.flight.gen, t.ID)
-		if onToken != nil {
-			return onToken(t)
-		}
-		return nil
-	}
+	opts := c.flightOptions(onToken)
 	res, err := Generate(ctx, c.sess, whole[end-1:], opts)
 	var gen []int
 	stop := prev.StopReason

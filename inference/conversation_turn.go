@@ -156,15 +156,7 @@ func (c *Conversation) respond(ctx context.Context, onToken func(Token) error) (
 	}
 	c.assign(full, bounds, len(c.cache))
 
-	opts := c.gen
-	opts.Sampler, opts.Decoder = c.sampler, c.tok
-	opts.OnToken = func(t Token) error {
-		c.flight.gen = append(c.flight.gen, t.ID)
-		if onToken != nil {
-			return onToken(t)
-		}
-		return nil
-	}
+	opts := c.flightOptions(onToken)
 	res, err := Generate(ctx, c.sess, full[reuse:], opts)
 	if res == nil {
 		c.assign(full, bounds, min(c.sess.Len(), len(full)))
@@ -199,4 +191,20 @@ func (c *Conversation) respond(ctx context.Context, onToken func(Token) error) (
 	reply.Message = msg
 	reply.Result = res
 	return reply, err
+}
+
+// flightOptions are the conversation's generation options for the reply in
+// flight: its sampler and decoder, and each token recorded in c.flight
+// (what a Stop or an error keeps) before onToken sees it.
+func (c *Conversation) flightOptions(onToken func(Token) error) Options {
+	opts := c.gen
+	opts.Sampler, opts.Decoder = c.sampler, c.tok
+	opts.OnToken = func(t Token) error {
+		c.flight.gen = append(c.flight.gen, t.ID)
+		if onToken != nil {
+			return onToken(t)
+		}
+		return nil
+	}
+	return opts
 }
