@@ -536,3 +536,21 @@ func qPairsDecode(out []float32, p *qPrep, i int, w *qMatrix, sc []float32, r0, 
 		r += m
 	}
 }
+
+// qI8Operands checks, before an assembly kernel of qDotRows4I8 reads them,
+// that its operands hold what it reads — K bytes of input, K/32 scales d
+// and 8·groups sums of it, and K·bits/32 words and groups scales (and
+// biases) of each of the four rows — and returns the biases' first
+// element (the scales' when mode reads no biases). A short slice panics
+// here, in Go, rather than being read past in assembly.
+func qI8Operands(q8 []int8, d, xsv []float32, words []uint32, wstride int, scales, biases []float32, sstride, groups, bpg, bits, mode int) *float32 {
+	K := groups * bpg * 32
+	_, _, _ = q8[K-1], d[K/32-1], xsv[8*groups-1]
+	_ = words[3*wstride+K*bits/32-1]
+	_ = scales[3*sstride+groups-1]
+	if mode == qI8Bias || mode == qI8Bias128 {
+		_ = biases[3*sstride+groups-1]
+		return &biases[0]
+	}
+	return &scales[0]
+}

@@ -21,18 +21,7 @@ func qDotRows4I8(acc *[32]float32, q8 []int8, d, xsv []float32, words []uint32, 
 		qDotRows4I8Go(acc, q8, d, xsv, words, wstride, scales, biases, sstride, groups, bpg, bits, mode)
 		return
 	}
-	K := groups * bpg * 32
-	// bounds: the kernels read K bytes, K/32 scales d and 8·groups sums of
-	// the input, and K·bits/32 words and groups scales (and biases) of
-	// each of the four rows
-	_, _, _ = q8[K-1], d[K/32-1], xsv[8*groups-1]
-	_ = words[3*wstride+K*bits/32-1]
-	_ = scales[3*sstride+groups-1]
-	bi := &scales[0]
-	if mode == qI8Bias || mode == qI8Bias128 {
-		_ = biases[3*sstride+groups-1]
-		bi = &biases[0]
-	}
+	bi := qI8Operands(q8, d, xsv, words, wstride, scales, biases, sstride, groups, bpg, bits, mode)
 	if bits == 4 {
 		qDotRows4I8Q4AVX2(&q8[0], &d[0], &xsv[0], &words[0], 4*wstride, &scales[0], bi, 4*sstride, groups, bpg, mode, acc)
 	} else {
