@@ -16,17 +16,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	enc "etchat/internal/arm64enc"
 )
 
-var b strings.Builder
-
-func p(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
-func label(s string)            { fmt.Fprintf(&b, "%s:\n", s) }
-func word(i enc.Inst)           { p("%s", i.Directive()) }
+// asm is the file being written.
+var asm = enc.NewFile("qkernel_int8_neon_gen.go")
 
 var (
 	words  = []string{"R4", "R5", "R6", "R7"}
@@ -44,70 +39,69 @@ var (
 // V26–V27 its scales, V30 zero, V31 the nibble mask.
 func pairs() {
 	name := "qDotRows4PairsNEON"
-	fmt.Fprintf(&b, "\n// func %s(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs int, out *[32]float32)\n", name)
-	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
-	p("MOVD q8+0(FP), R0")
-	p("MOVD dv+8(FP), R1")
-	p("MOVD c16+16(FP), R2")
-	p("MOVD words+24(FP), R4")
-	p("MOVD wstride+32(FP), R16")
+	asm.Func(name+"(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs int, out *[32]float32)", 72)
+	asm.Op("MOVD q8+0(FP), R0")
+	asm.Op("MOVD dv+8(FP), R1")
+	asm.Op("MOVD c16+16(FP), R2")
+	asm.Op("MOVD words+24(FP), R4")
+	asm.Op("MOVD wstride+32(FP), R16")
 	for j := 1; j < 4; j++ {
-		p("ADD R16, %s, %s", words[j-1], words[j])
+		asm.Op("ADD R16, %s, %s", words[j-1], words[j])
 	}
-	p("MOVD scales+40(FP), R8")
-	p("MOVD sstride+48(FP), R16")
+	asm.Op("MOVD scales+40(FP), R8")
+	asm.Op("MOVD sstride+48(FP), R16")
 	for j := 1; j < 4; j++ {
-		p("ADD R16, %s, %s", scales[j-1], scales[j])
+		asm.Op("ADD R16, %s, %s", scales[j-1], scales[j])
 	}
-	p("MOVD pairs+56(FP), R3")
-	p("VMOVI $15, V31.B16")
-	p("VEOR V30.B16, V30.B16, V30.B16")
+	asm.Op("MOVD pairs+56(FP), R3")
+	asm.Op("VMOVI $15, V31.B16")
+	asm.Op("VEOR V30.B16, V30.B16, V30.B16")
 	for i := 0; i < 8; i++ {
-		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+		asm.Op("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
 	}
-	p("CBZ R3, pairsdone")
-	label("pairsloop")
-	p("VLD1.P 64(R0), [V16.B16, V17.B16, V18.B16, V19.B16]")
-	p("VLD1.P 32(R1), [V20.S4, V21.S4]")
-	p("VLD1.P 32(R2), [V22.H8, V23.H8]")
+	asm.Op("CBZ R3, pairsdone")
+	asm.Label("pairsloop")
+	asm.Op("VLD1.P 64(R0), [V16.B16, V17.B16, V18.B16, V19.B16]")
+	asm.Op("VLD1.P 32(R1), [V20.S4, V21.S4]")
+	asm.Op("VLD1.P 32(R2), [V22.H8, V23.H8]")
 	// the folded bias term per int32 lane, c[2m] + c[2m+1], negated
-	word(enc.SADDLP4S(22, 22))
-	word(enc.SADDLP4S(23, 23))
-	p("VSUB V22.S4, V30.S4, V22.S4")
-	p("VSUB V23.S4, V30.S4, V23.S4")
+	asm.Word(enc.SADDLP4S(22, 22))
+	asm.Word(enc.SADDLP4S(23, 23))
+	asm.Op("VSUB V22.S4, V30.S4, V22.S4")
+	asm.Op("VSUB V23.S4, V30.S4, V23.S4")
 	for j := 0; j < 4; j++ {
-		p("VLD1.P 32(%s), [V24.B16, V25.B16]", words[j])
-		p("VAND V31.B16, V24.B16, V8.B16")
-		p("VUSHR $4, V24.B16, V10.B16")
-		p("VAND V31.B16, V25.B16, V9.B16")
-		p("VUSHR $4, V25.B16, V11.B16")
-		p("VMOV V22.B16, V12.B16")
-		p("VMOV V23.B16, V13.B16")
-		word(enc.SDOT(12, 8, 16))  // first block's low nibbles
-		word(enc.SDOT(12, 10, 18)) // and high ones
-		word(enc.SDOT(13, 9, 17))  // second block's
-		word(enc.SDOT(13, 11, 19))
-		word(enc.SCVTF4S(12, 12))
-		word(enc.SCVTF4S(13, 13))
-		p("VLD1R.P 4(%s), [V26.S4]", scales[j])
-		p("VLD1R.P 4(%s), [V27.S4]", scales[j])
-		word(enc.FMUL4S(14, 20, 26)) // d·s, rounded as qDotPairsGo's
-		word(enc.FMUL4S(15, 21, 27))
-		p("VFMLA V14.S4, V12.S4, V%d.S4", 2*j)
-		p("VFMLA V15.S4, V13.S4, V%d.S4", 2*j+1)
+		asm.Op("VLD1.P 32(%s), [V24.B16, V25.B16]", words[j])
+		asm.Op("VAND V31.B16, V24.B16, V8.B16")
+		asm.Op("VUSHR $4, V24.B16, V10.B16")
+		asm.Op("VAND V31.B16, V25.B16, V9.B16")
+		asm.Op("VUSHR $4, V25.B16, V11.B16")
+		asm.Op("VMOV V22.B16, V12.B16")
+		asm.Op("VMOV V23.B16, V13.B16")
+		asm.Word(enc.SDOT(12, 8, 16))  // first block's low nibbles
+		asm.Word(enc.SDOT(12, 10, 18)) // and high ones
+		asm.Word(enc.SDOT(13, 9, 17))  // second block's
+		asm.Word(enc.SDOT(13, 11, 19))
+		asm.Word(enc.SCVTF4S(12, 12))
+		asm.Word(enc.SCVTF4S(13, 13))
+		asm.Op("VLD1R.P 4(%s), [V26.S4]", scales[j])
+		asm.Op("VLD1R.P 4(%s), [V27.S4]", scales[j])
+		asm.Word(enc.FMUL4S(14, 20, 26)) // d·s, rounded as qDotPairsGo's
+		asm.Word(enc.FMUL4S(15, 21, 27))
+		asm.Op("VFMLA V14.S4, V12.S4, V%d.S4", 2*j)
+		asm.Op("VFMLA V15.S4, V13.S4, V%d.S4", 2*j+1)
 	}
-	p("SUBS $1, R3, R3")
-	p("BNE pairsloop")
-	label("pairsdone")
+	asm.Op("SUBS $1, R3, R3")
+	asm.Op("BNE pairsloop")
+	asm.Label("pairsdone")
 	store(64)
 }
 
 // store writes the four rows' eight lanes to out[0:32].
 func store(off int) {
-	p("MOVD out+%d(FP), R16", off)
-	p("VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R16)")
-	p("VST1 [V4.S4, V5.S4, V6.S4, V7.S4], (R16)")
-	p("RET")
+	asm.Op("MOVD out+%d(FP), R16", off)
+	asm.Op("VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R16)")
+	asm.Op("VST1 [V4.S4, V5.S4, V6.S4, V7.S4], (R16)")
+	asm.Op("RET")
 }
 
 // gen is qDotRows4I8Q{4,8}NEON (any group of whole blocks, every bias
@@ -122,104 +116,95 @@ func store(off int) {
 func gen(bits int) {
 	name := fmt.Sprintf("qDotRows4I8Q%dNEON", bits)
 	l := fmt.Sprintf("i8q%d", bits)
-	fmt.Fprintf(&b, "\n// func %s(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg, mode int, out *[32]float32)\n", name)
-	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-96\n", name)
-	p("MOVD q8+0(FP), R0")
-	p("MOVD d+8(FP), R1")
-	p("MOVD xsv+16(FP), R2")
-	p("MOVD words+24(FP), R4")
-	p("MOVD wstride+32(FP), R16")
+	asm.Func(name+"(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg, mode int, out *[32]float32)", 96)
+	asm.Op("MOVD q8+0(FP), R0")
+	asm.Op("MOVD d+8(FP), R1")
+	asm.Op("MOVD xsv+16(FP), R2")
+	asm.Op("MOVD words+24(FP), R4")
+	asm.Op("MOVD wstride+32(FP), R16")
 	for j := 1; j < 4; j++ {
-		p("ADD R16, %s, %s", words[j-1], words[j])
+		asm.Op("ADD R16, %s, %s", words[j-1], words[j])
 	}
-	p("MOVD scales+40(FP), R8")
-	p("MOVD biases+48(FP), R12")
-	p("MOVD sstride+56(FP), R16")
+	asm.Op("MOVD scales+40(FP), R8")
+	asm.Op("MOVD biases+48(FP), R12")
+	asm.Op("MOVD sstride+56(FP), R16")
 	for j := 1; j < 4; j++ {
-		p("ADD R16, %s, %s", scales[j-1], scales[j])
-		p("ADD R16, %s, %s", biases[j-1], biases[j])
+		asm.Op("ADD R16, %s, %s", scales[j-1], scales[j])
+		asm.Op("ADD R16, %s, %s", biases[j-1], biases[j])
 	}
-	p("MOVD groups+64(FP), R3")
-	p("MOVD mode+80(FP), R16")
-	p("MOVD $0x43000000, R17") // 128.0
-	p("VDUP R17, V29.S4")
+	asm.Op("MOVD groups+64(FP), R3")
+	asm.Op("MOVD mode+80(FP), R16")
+	asm.Op("MOVD $0x43000000, R17") // 128.0
+	asm.Op("VDUP R17, V29.S4")
 	if bits == 4 {
-		p("VMOVI $15, V31.B16")
+		asm.Op("VMOVI $15, V31.B16")
 	} else {
-		p("VMOVI $128, V31.B16")
+		asm.Op("VMOVI $128, V31.B16")
 	}
 	for i := 0; i < 8; i++ {
-		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+		asm.Op("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
 	}
-	p("CBZ R3, %sdone", l)
-	label(l + "group")
+	asm.Op("CBZ R3, %sdone", l)
+	asm.Label(l + "group")
 	for j := 0; j < 4; j++ {
-		p("VLD1R.P 4(%s), [V%d.S4]", scales[j], 20+j)
+		asm.Op("VLD1R.P 4(%s), [V%d.S4]", scales[j], 20+j)
 	}
-	p("MOVD bpg+72(FP), R17")
-	label(l + "block")
-	p("VLD1.P 32(R0), [V16.B16, V17.B16]")
-	p("VLD1R.P 4(R1), [V18.S4]")
+	asm.Op("MOVD bpg+72(FP), R17")
+	asm.Label(l + "block")
+	asm.Op("VLD1.P 32(R0), [V16.B16, V17.B16]")
+	asm.Op("VLD1R.P 4(R1), [V18.S4]")
 	for j := 0; j < 4; j++ {
 		if bits == 4 {
-			p("VLD1.P 16(%s), [V24.B16]", words[j])
-			p("VAND V31.B16, V24.B16, V8.B16")
-			p("VUSHR $4, V24.B16, V9.B16")
+			asm.Op("VLD1.P 16(%s), [V24.B16]", words[j])
+			asm.Op("VAND V31.B16, V24.B16, V8.B16")
+			asm.Op("VUSHR $4, V24.B16, V9.B16")
 		} else {
-			p("VLD1.P 32(%s), [V24.B16, V25.B16]", words[j])
-			p("VEOR V31.B16, V24.B16, V8.B16") // Q−128 as a signed byte
-			p("VEOR V31.B16, V25.B16, V9.B16")
+			asm.Op("VLD1.P 32(%s), [V24.B16, V25.B16]", words[j])
+			asm.Op("VEOR V31.B16, V24.B16, V8.B16") // Q−128 as a signed byte
+			asm.Op("VEOR V31.B16, V25.B16, V9.B16")
 		}
-		p("VEOR V12.B16, V12.B16, V12.B16")
-		p("VEOR V13.B16, V13.B16, V13.B16")
-		word(enc.SDOT(12, 8, 16))
-		word(enc.SDOT(13, 9, 17))
-		word(enc.SCVTF4S(12, 12))
-		word(enc.SCVTF4S(13, 13))
-		word(enc.FMUL4S(14, 18, 20+j)) // d·s, rounded as qDotI8Go's
-		p("VFMLA V14.S4, V12.S4, V%d.S4", 2*j)
-		p("VFMLA V14.S4, V13.S4, V%d.S4", 2*j+1)
+		asm.Op("VEOR V12.B16, V12.B16, V12.B16")
+		asm.Op("VEOR V13.B16, V13.B16, V13.B16")
+		asm.Word(enc.SDOT(12, 8, 16))
+		asm.Word(enc.SDOT(13, 9, 17))
+		asm.Word(enc.SCVTF4S(12, 12))
+		asm.Word(enc.SCVTF4S(13, 13))
+		asm.Word(enc.FMUL4S(14, 18, 20+j)) // d·s, rounded as qDotI8Go's
+		asm.Op("VFMLA V14.S4, V12.S4, V%d.S4", 2*j)
+		asm.Op("VFMLA V14.S4, V13.S4, V%d.S4", 2*j+1)
 	}
-	p("SUBS $1, R17, R17")
-	p("BNE %sblock", l)
+	asm.Op("SUBS $1, R17, R17")
+	asm.Op("BNE %sblock", l)
 	// the group's bias term by mode: none, s, b, b + 128·s (fused, as fma32)
-	p("CBZ R16, %snext", l)
-	p("VLD1.P 32(R2), [V26.S4, V27.S4]")
-	p("CMP $1, R16")
-	p("BNE %sbias", l)
+	asm.Op("CBZ R16, %snext", l)
+	asm.Op("VLD1.P 32(R2), [V26.S4, V27.S4]")
+	asm.Op("CMP $1, R16")
+	asm.Op("BNE %sbias", l)
 	for j := 0; j < 4; j++ {
-		p("VFMLA V%d.S4, V26.S4, V%d.S4", 20+j, 2*j)
-		p("VFMLA V%d.S4, V27.S4, V%d.S4", 20+j, 2*j+1)
+		asm.Op("VFMLA V%d.S4, V26.S4, V%d.S4", 20+j, 2*j)
+		asm.Op("VFMLA V%d.S4, V27.S4, V%d.S4", 20+j, 2*j+1)
 	}
-	p("B %snext", l)
-	label(l + "bias")
+	asm.Op("B %snext", l)
+	asm.Label(l + "bias")
 	for j := 0; j < 4; j++ {
-		p("VLD1R.P 4(%s), [V28.S4]", biases[j])
-		p("CMP $3, R16")
-		p("BNE %sb%d", l, j)
-		p("VFMLA V29.S4, V%d.S4, V28.S4", 20+j)
-		label(fmt.Sprintf("%sb%d", l, j))
-		p("VFMLA V28.S4, V26.S4, V%d.S4", 2*j)
-		p("VFMLA V28.S4, V27.S4, V%d.S4", 2*j+1)
+		asm.Op("VLD1R.P 4(%s), [V28.S4]", biases[j])
+		asm.Op("CMP $3, R16")
+		asm.Op("BNE %sb%d", l, j)
+		asm.Op("VFMLA V29.S4, V%d.S4, V28.S4", 20+j)
+		asm.Label(fmt.Sprintf("%sb%d", l, j))
+		asm.Op("VFMLA V28.S4, V26.S4, V%d.S4", 2*j)
+		asm.Op("VFMLA V28.S4, V27.S4, V%d.S4", 2*j+1)
 	}
-	label(l + "next")
-	p("SUBS $1, R3, R3")
-	p("BNE %sgroup", l)
-	label(l + "done")
+	asm.Label(l + "next")
+	asm.Op("SUBS $1, R3, R3")
+	asm.Op("BNE %sgroup", l)
+	asm.Label(l + "done")
 	store(88)
 }
 
 func main() {
-	out := "qkernel_int8_neon_arm64.s" // or the path given (TestNEONGenerated)
-	if len(os.Args) > 1 {
-		out = os.Args[1]
-	}
-	b.WriteString("// Code generated by qkernel_int8_neon_gen.go; DO NOT EDIT.\n\n//go:build arm64 && !purego\n\n#include \"textflag.h\"\n")
 	pairs()
 	gen(4)
 	gen(8)
-	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	asm.Save("qkernel_int8_neon_arm64.s") // or the path given (TestNEONGenerated)
 }
