@@ -28,40 +28,50 @@ const goldenFile = "testdata/kernel-goldens.txt"
 
 // goldenCases are the weights and inputs: 4- and 8-bit, groups of 32 to
 // 128 and per-channel, affine and folded biases, fp32 and bf16 scales;
-// decode (n = 1) and prefill (n = 3), exact and fast numerics.
+// decode (n = 1) and prefill (n = 3), exact and fast numerics; then the
+// fast mode's prefill tiles (n = 5: a tile of four inputs and one decoded;
+// groups of 32, K over qGemmCols too, so a tile continues its sums).
 func goldenCases() (names []string, run []func() []float32) {
+	add := func(bits, rows, cols, gs int, kind string, fast bool, n int) {
+		mode := "exact"
+		if fast {
+			mode = "fast"
+		}
+		names = append(names, fmt.Sprintf("q%d-g%d-%dx%d-%s-%s-n%d", bits, gs, rows, cols, kind, mode, n))
+		seed := uint64(len(names)) // the cases' order fixes their seeds: add new ones last
+		run = append(run, func() []float32 {
+			rng := rand.New(rand.NewPCG(seed, 41))
+			w := goldenMatrix(rng, bits, rows, cols, gs, kind)
+			w.Int8 = fast
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = goldenFloat(rng)
+			}
+			out := make([]float32, n*rows)
+			for r0 := 0; r0 < rows; r0 += 13 { // as the workers split
+				qMatMulRangeFast(out, x, n, w, r0, min(r0+13, rows))
+			}
+			return out
+		})
+	}
+	kinds := []string{"affine", "folded", "bf16"}
 	for _, bits := range []int{4, 8} {
 		for _, c := range []struct{ rows, cols, gs int }{{37, 64, 32}, {16, 128, 64}, {9, 256, 128}, {12, 96, 96}, {20, 512, 32}} {
-			for _, kind := range []string{"affine", "folded", "bf16"} {
+			for _, kind := range kinds {
 				for _, fast := range []bool{false, true} {
 					for _, n := range []int{1, 3} {
-						mode := "exact"
-						if fast {
-							mode = "fast"
+						if !fast || c.gs%32 == 0 {
+							add(bits, c.rows, c.cols, c.gs, kind, fast, n)
 						}
-						if fast && c.gs%32 != 0 {
-							continue
-						}
-						name := fmt.Sprintf("q%d-g%d-%dx%d-%s-%s-n%d", bits, c.gs, c.rows, c.cols, kind, mode, n)
-						seed := uint64(len(names) + 1)
-						bits, c, kind, fast, n := bits, c, kind, fast, n
-						names = append(names, name)
-						run = append(run, func() []float32 {
-							rng := rand.New(rand.NewPCG(seed, 41))
-							w := goldenMatrix(rng, bits, c.rows, c.cols, c.gs, kind)
-							w.Int8 = fast
-							x := make([]float32, n*c.cols)
-							for i := range x {
-								x[i] = goldenFloat(rng)
-							}
-							out := make([]float32, n*c.rows)
-							for r0 := 0; r0 < c.rows; r0 += 13 { // as the workers split
-								qMatMulRangeFast(out, x, n, w, r0, min(r0+13, c.rows))
-							}
-							return out
-						})
 					}
 				}
+			}
+		}
+	}
+	for _, bits := range []int{4, 8} {
+		for _, c := range []struct{ rows, cols int }{{37, 64}, {20, 512}, {7, qGemmCols + 128}} {
+			for _, kind := range kinds {
+				add(bits, c.rows, c.cols, 32, kind, true, 5)
 			}
 		}
 	}

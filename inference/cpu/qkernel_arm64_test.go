@@ -29,6 +29,20 @@ func TestQI8KernelsNEONBitIdentical(t *testing.T) {
 	checkQI8Kernels(t, func(on bool) { useNEON = on })
 }
 
+// TestQGemmNEONBitIdentical is TestQGemmPairsBitIdentical and
+// TestQGemmQ8BitIdentical for the NEON prefill tiles (SDOT): each tile
+// has its Go twin's bits, and a prefill has decoding's, with the tiles
+// and without.
+func TestQGemmNEONBitIdentical(t *testing.T) {
+	if !useNEON || !useDotProd {
+		t.Skip("this CPU has no SDOT (FEAT_DotProd)")
+	}
+	defer func(n bool) { useNEON = n }(useNEON)
+	set := func(on bool) { useNEON = on }
+	t.Run("pairs", func(t *testing.T) { checkQGemmPairs(t, set) })
+	t.Run("q8", func(t *testing.T) { checkQGemmQ8(t, set) })
+}
+
 // TestDot3x4NEONBitIdentical: prefill's 3×4 micro-kernel gives dot3x4Go's
 // bits, with strides that repeat a row (0) and with distinct rows.
 func TestDot3x4NEONBitIdentical(t *testing.T) {

@@ -537,6 +537,24 @@ func qPairsDecode(out []float32, p *qPrep, i int, w *qMatrix, sc []float32, r0, 
 	}
 }
 
+// qGemmPairsOperands checks, before an assembly tile of qGemmPairs reads
+// them, that its operands hold what it reads: per pair 256 bytes of q, 32
+// floats of dv and 64 int16 of c16 (four packed inputs), and 8 words and
+// 2 scales of each of the two rows. A short slice panics here, in Go.
+func qGemmPairsOperands(q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int) {
+	_, _, _ = q8[256*pairs-1], dv[32*pairs-1], c16[64*pairs-1]
+	_ = words[wstride+8*pairs-1]
+	_ = scales[sstride+2*pairs-1]
+}
+
+// b2i is 1 for true: the assembly tiles' accum argument.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // qI8Operands checks, before an assembly kernel of qDotRows4I8 reads them,
 // that its operands hold what it reads — K bytes of input, K/32 scales d
 // and 8·groups sums of it, and K·bits/32 words and groups scales (and

@@ -202,9 +202,201 @@ func gen(bits int) {
 	store(88)
 }
 
+// The prefill tiles (qGemmPairs, qGemmQ8): two weight rows against four
+// inputs packed side by side (packPairs, packQ8), the 64 fp32 sums of
+// the tile (row j, input i: lanes 8(4j+i)…, as qGemmPairsGo's acc) in
+// V0–V15, V(8j+2i) lanes 0–3 and V(8j+2i+1) lanes 4–7. A row's block is
+// loaded and made signed bytes once for the four inputs (the decode
+// kernels do that per input); per input and row the operations of the
+// decode kernel in its order, so each lane has decoding's bits. The rows
+// take turns (row 0's four inputs, then row 1's), so the inputs are read
+// twice from L1 but the 32 registers hold the 16 sums.
+
+// tileAccs loads the tile's sums from out (accum ≠ 0: a later part of K
+// continues them, the same fused operations in the same order as one
+// call over all of K) or zeroes them; R8 keeps out.
+func tileAccs(l string, outOff, accumOff int) {
+	asm.Op("MOVD out+%d(FP), R8", outOff)
+	asm.Op("MOVD accum+%d(FP), R16", accumOff)
+	asm.Op("CBZ R16, %szero", l)
+	asm.Op("MOVD R8, R16")
+	for r := 0; r < 16; r += 4 {
+		asm.Op("VLD1.P 64(R16), [V%d.S4, V%d.S4, V%d.S4, V%d.S4]", r, r+1, r+2, r+3)
+	}
+	asm.Op("B %sstart", l)
+	asm.Label(l + "zero")
+	for r := 0; r < 16; r++ {
+		asm.Op("VEOR V%d.B16, V%d.B16, V%d.B16", r, r, r)
+	}
+	asm.Label(l + "start")
+}
+
+// tileStore writes the tile's sums back to out (R8).
+func tileStore() {
+	for r := 0; r < 16; r += 4 {
+		asm.Op("VST1.P [V%d.S4, V%d.S4, V%d.S4, V%d.S4], 64(R8)", r, r+1, r+2, r+3)
+	}
+	asm.Op("RET")
+}
+
+// gemmPairs is qGemmPairs2x4NEON (qGemmPairsGo's tile; per input and row
+// qDotRows4PairsNEON's operations). Registers: R0 q, R1 dv, R2 c16 (row
+// 1 reads them through R0–R2, advancing them a pair; row 0 through
+// copies in R9–R11), R3 pairs left, R4/R5 the rows' words, R6/R7 their
+// scales, R8 out. V16–V17 the row's low nibbles (first block, second),
+// V18–V19 its high ones, V20–V21 its two scales, V22–V25 an input's
+// bytes, V26–V27 its int32 lanes (from −c), V28–V29 dv, then d·s, V30
+// zero, V31 the nibble mask.
+func gemmPairs() {
+	l := "gp"
+	asm.Func("qGemmPairs2x4NEON(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs, accum int, out *[64]float32)", 80)
+	asm.Op("MOVD q8+0(FP), R0")
+	asm.Op("MOVD dv+8(FP), R1")
+	asm.Op("MOVD c16+16(FP), R2")
+	asm.Op("MOVD words+24(FP), R4")
+	asm.Op("MOVD wstride+32(FP), R16")
+	asm.Op("ADD R16, R4, R5")
+	asm.Op("MOVD scales+40(FP), R6")
+	asm.Op("MOVD sstride+48(FP), R16")
+	asm.Op("ADD R16, R6, R7")
+	asm.Op("MOVD pairs+56(FP), R3")
+	asm.Op("VMOVI $15, V31.B16")
+	asm.Op("VEOR V30.B16, V30.B16, V30.B16")
+	tileAccs(l, 72, 64)
+	asm.Op("CBZ R3, %sdone", l)
+	asm.Label(l + "loop")
+	for j := 0; j < 2; j++ {
+		q, dv, c := "R9", "R10", "R11"
+		if j == 0 {
+			asm.Op("MOVD R0, R9")
+			asm.Op("MOVD R1, R10")
+			asm.Op("MOVD R2, R11")
+		} else {
+			q, dv, c = "R0", "R1", "R2"
+		}
+		asm.Op("VLD1.P 32(R%d), [V18.B16, V19.B16]", 4+j)
+		asm.Op("VAND V31.B16, V18.B16, V16.B16")
+		asm.Op("VUSHR $4, V18.B16, V18.B16")
+		asm.Op("VAND V31.B16, V19.B16, V17.B16")
+		asm.Op("VUSHR $4, V19.B16, V19.B16")
+		asm.Op("VLD1R.P 4(R%d), [V20.S4]", 6+j)
+		asm.Op("VLD1R.P 4(R%d), [V21.S4]", 6+j)
+		for i := 0; i < 4; i++ {
+			asm.Op("VLD1.P 64(%s), [V22.B16, V23.B16, V24.B16, V25.B16]", q)
+			asm.Op("VLD1.P 32(%s), [V26.H8, V27.H8]", c)
+			asm.Op("VLD1.P 32(%s), [V28.S4, V29.S4]", dv)
+			// the folded bias term per int32 lane, c[2m] + c[2m+1], negated
+			asm.Word(enc.SADDLP4S(26, 26))
+			asm.Word(enc.SADDLP4S(27, 27))
+			asm.Op("VSUB V26.S4, V30.S4, V26.S4")
+			asm.Op("VSUB V27.S4, V30.S4, V27.S4")
+			asm.Word(enc.SDOT(26, 16, 22)) // first block's low nibbles
+			asm.Word(enc.SDOT(26, 18, 24)) // and high ones
+			asm.Word(enc.SDOT(27, 17, 23)) // second block's
+			asm.Word(enc.SDOT(27, 19, 25))
+			asm.Word(enc.SCVTF4S(26, 26))
+			asm.Word(enc.SCVTF4S(27, 27))
+			asm.Word(enc.FMUL4S(28, 28, 20)) // d·s, rounded as qPairGo's
+			asm.Word(enc.FMUL4S(29, 29, 21))
+			acc := 8*j + 2*i
+			asm.Op("VFMLA V28.S4, V26.S4, V%d.S4", acc)
+			asm.Op("VFMLA V29.S4, V27.S4, V%d.S4", acc+1)
+		}
+	}
+	asm.Op("SUBS $1, R3, R3")
+	asm.Op("BNE %sloop", l)
+	asm.Label(l + "done")
+	tileStore()
+}
+
+// gemmQ8 is qGemmQ8x2x4NEON (qGemmQ8Go's tile; per input and row
+// qDotRows4I8Q8NEON's operations, a group being one block), one loop
+// for mode qI8NoBias and one for qI8Bias128. Registers: R0 q, R1 d, R2
+// xsv (row 1 reads them through R0–R2, advancing them a block; row 0
+// through copies in R10, R11, R14), R3 blocks left, R4/R5 the rows'
+// words, R6/R7 their scales, R12/R13 their biases, R8 out, R9 mode. V16–
+// V17 the row's Q−128, V18–V19 an input's lane sums xsv, V20 s, V21 the
+// bias factor b + 128·s, V22–V23 an input's bytes, V24 d, then d·s,
+// V26–V27 the int32 lanes, V29 128.0, V31 the sign bytes.
+func gemmQ8() {
+	l := "gq"
+	asm.Func("qGemmQ8x2x4NEON(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, blocks, mode, accum int, out *[64]float32)", 96)
+	asm.Op("MOVD q8+0(FP), R0")
+	asm.Op("MOVD d+8(FP), R1")
+	asm.Op("MOVD xsv+16(FP), R2")
+	asm.Op("MOVD words+24(FP), R4")
+	asm.Op("MOVD wstride+32(FP), R16")
+	asm.Op("ADD R16, R4, R5")
+	asm.Op("MOVD scales+40(FP), R6")
+	asm.Op("MOVD biases+48(FP), R12")
+	asm.Op("MOVD sstride+56(FP), R16")
+	asm.Op("ADD R16, R6, R7")
+	asm.Op("ADD R16, R12, R13")
+	asm.Op("MOVD blocks+64(FP), R3")
+	asm.Op("MOVD mode+72(FP), R9")
+	asm.Op("MOVD $0x43000000, R16") // 128.0
+	asm.Op("VDUP R16, V29.S4")
+	asm.Op("VMOVI $128, V31.B16")
+	tileAccs(l, 88, 80)
+	asm.Op("CBZ R3, %sdone", l)
+	asm.Op("CMP $%d, R9", 3) // qI8Bias128
+	asm.Op("BEQ %sbias", l)
+	gemmQ8Loop(l+"loop", false)
+	asm.Op("B %sdone", l)
+	gemmQ8Loop(l+"bias", true)
+	asm.Label(l + "done")
+	tileStore()
+}
+
+// gemmQ8Loop is gemmQ8's loop over blocks, with the bias term or not.
+func gemmQ8Loop(l string, bias bool) {
+	asm.Label(l)
+	for j := 0; j < 2; j++ {
+		q, d, xs := "R10", "R11", "R14"
+		if j == 0 {
+			asm.Op("MOVD R0, R10")
+			asm.Op("MOVD R1, R11")
+			asm.Op("MOVD R2, R14")
+		} else {
+			q, d, xs = "R0", "R1", "R2"
+		}
+		asm.Op("VLD1.P 32(R%d), [V16.B16, V17.B16]", 4+j)
+		asm.Op("VEOR V31.B16, V16.B16, V16.B16") // Q−128 as a signed byte
+		asm.Op("VEOR V31.B16, V17.B16, V17.B16")
+		asm.Op("VLD1R.P 4(R%d), [V20.S4]", 6+j)
+		if bias {
+			asm.Op("VLD1R.P 4(R%d), [V21.S4]", 12+j)
+			asm.Op("VFMLA V29.S4, V20.S4, V21.S4") // b + 128·s, fused as fma32
+		}
+		for i := 0; i < 4; i++ {
+			asm.Op("VLD1.P 32(%s), [V22.B16, V23.B16]", q)
+			asm.Op("VLD1R.P 4(%s), [V24.S4]", d)
+			asm.Op("VEOR V26.B16, V26.B16, V26.B16")
+			asm.Op("VEOR V27.B16, V27.B16, V27.B16")
+			asm.Word(enc.SDOT(26, 16, 22))
+			asm.Word(enc.SDOT(27, 17, 23))
+			asm.Word(enc.SCVTF4S(26, 26))
+			asm.Word(enc.SCVTF4S(27, 27))
+			asm.Word(enc.FMUL4S(24, 24, 20)) // d·s, rounded as qGemmQ8Go's
+			acc := 8*j + 2*i
+			asm.Op("VFMLA V24.S4, V26.S4, V%d.S4", acc)
+			asm.Op("VFMLA V24.S4, V27.S4, V%d.S4", acc+1)
+			if bias {
+				asm.Op("VLD1.P 32(%s), [V18.S4, V19.S4]", xs)
+				asm.Op("VFMLA V21.S4, V18.S4, V%d.S4", acc)
+				asm.Op("VFMLA V21.S4, V19.S4, V%d.S4", acc+1)
+			}
+		}
+	}
+	asm.Op("SUBS $1, R3, R3")
+	asm.Op("BNE %s", l)
+}
+
 func main() {
 	pairs()
 	gen(4)
 	gen(8)
+	gemmPairs()
+	gemmQ8()
 	asm.Save("qkernel_int8_neon_arm64.s") // or the path given (TestNEONGenerated)
 }
