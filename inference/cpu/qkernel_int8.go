@@ -88,7 +88,7 @@ func qI8ModeOf(w *qMatrix) int {
 func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
 	if qI8Pairs(w) {
 		q.preparePairs(x, n, w)
-		q.packPairs(n, w.Cols)
+		q.packPairsTiles(n, w.Cols)
 		return
 	}
 	K, G, bpg := w.Cols, w.groups(), w.GroupSize/32
@@ -468,7 +468,7 @@ func (q *qPrep) packPairs(n, K int) {
 // time; a last odd row and the last n%4 inputs take the decode kernel.
 func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 	K, G, wpr := w.Cols, w.groups(), w.wordsPerRow()
-	nt := n / 4
+	nt, tile := n/4, qGemmPairsTile(p)
 	ab := qGemmAccs.Get().(*[]float32)
 	for r0 < r1 {
 		end := min(r1, r0+qGemmRows)
@@ -482,7 +482,7 @@ func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sb
 				for j := 0; j < np; j++ {
 					r := r0 + 2*j
 					acc := (*[64]float32)((*ab)[(t*np+j)*64:])
-					qGemmPairs(acc, q8, dv, c16, w.Packed[r*wpr+k0/8:], wpr, sc[(r-r0)*G+k0/32:], G, pairs, k0 > 0)
+					tile(acc, q8, dv, c16, w.Packed[r*wpr+k0/8:], wpr, sc[(r-r0)*G+k0/32:], G, pairs, k0 > 0)
 				}
 			}
 		}
@@ -506,6 +506,10 @@ func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sb
 	}
 	qGemmAccs.Put(ab)
 }
+
+// qGemmPairsFunc is a pair layout prefill tile (qGemmPairsGo's
+// arguments), as qGemmPairsTile picks it for the packing.
+type qGemmPairsFunc func(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int, accum bool)
 
 // qGemmAccs hold prefill's tile sums between parts of K.
 var qGemmAccs = sync.Pool{New: func() any { return new([]float32) }}

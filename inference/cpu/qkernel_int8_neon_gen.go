@@ -392,11 +392,143 @@ func gemmQ8Loop(l string, bias bool) {
 	asm.Op("BNE %s", l)
 }
 
+// gemmPairsSMMLA is qGemmPairsSMMLA2x4NEON (qkernel_int8_smmla_arm64.go:
+// the pair layout's tile with SMMLA, on inputs packed by packPairsSMMLA).
+// Its sums are held per input pair P, block h and lane m as SMMLA's 2×2
+// result (row 0 × inputs 2P, 2P+1, row 1 × the same) in V(8P+4h+m), and
+// transposed from and to qGemmPairsGo's lanes at the ends (tileSMMLAT).
+// Per pair: the two rows' nibbles, made signed (Q − 8), zipped into the
+// eight 2×8 matrices A(h, m) (row 0's four low-nibble bytes of lane m and
+// its four high-nibble bytes, then row 1's) in V24–V31; the scales as
+// S(h) = (s0, s0, s1, s1) in V16–V17; then per P and h the inputs' four
+// 8×2 matrices in V18–V21 and d·S(h) in V22, and per m SMMLA into the
+// zeroed V23, converted and multiplied into the sums. Registers: R0 q,
+// R1 dv, R3 pairs left, R4/R5 the rows' words, R6/R7 their scales, R8
+// out; the nibbles' zips in V16–V23 (row 0, row 1), the masks 0x0f and 8
+// in V30–V31 before A overwrites them.
+func gemmPairsSMMLA() {
+	l := "gs"
+	asm.Func("qGemmPairsSMMLA2x4NEON(q8 *int8, dv *float32, words *uint32, wstride int, scales *float32, sstride, pairs, accum int, out *[64]float32)", 72)
+	asm.Op("MOVD q8+0(FP), R0")
+	asm.Op("MOVD dv+8(FP), R1")
+	asm.Op("MOVD words+16(FP), R4")
+	asm.Op("MOVD wstride+24(FP), R16")
+	asm.Op("ADD R16, R4, R5")
+	asm.Op("MOVD scales+32(FP), R6")
+	asm.Op("MOVD sstride+40(FP), R16")
+	asm.Op("ADD R16, R6, R7")
+	asm.Op("MOVD pairs+48(FP), R3")
+	asm.Op("MOVD out+64(FP), R8")
+	asm.Op("MOVD accum+56(FP), R16")
+	asm.Op("CBZ R16, %szero", l)
+	for P := 0; P < 2; P++ {
+		for h := 0; h < 2; h++ {
+			for c := 0; c < 4; c++ {
+				asm.Op("FMOVQ %d(R8), F%d", tileSMMLAOffset(P, h, c), 16+c)
+			}
+			tileSMMLAT([4]int{16, 17, 18, 19}, [4]int{8*P + 4*h, 8*P + 4*h + 1, 8*P + 4*h + 2, 8*P + 4*h + 3})
+		}
+	}
+	asm.Op("B %sloop", l)
+	asm.Label(l + "zero")
+	for r := 0; r < 16; r++ {
+		asm.Op("VEOR V%d.B16, V%d.B16, V%d.B16", r, r, r)
+	}
+	asm.Label(l + "loop") // pairs ≥ 1 (qGemmPairsSMMLA)
+	smmlaRows()
+	for P := 0; P < 2; P++ {
+		for h := 0; h < 2; h++ {
+			asm.Op("VLD1.P 64(R0), [V18.B16, V19.B16, V20.B16, V21.B16]")
+			asm.Op("VLD1.P 16(R1), [V22.S4]")
+			asm.Word(enc.FMUL4S(22, 22, 16+h)) // d·s, rounded as qPairGo's
+			for m := 0; m < 4; m++ {
+				asm.Op("VEOR V23.B16, V23.B16, V23.B16")
+				asm.Word(enc.SMMLA(23, 24+4*h+m, 18+m))
+				asm.Word(enc.SCVTF4S(23, 23))
+				asm.Op("VFMLA V22.S4, V23.S4, V%d.S4", 8*P+4*h+m)
+			}
+		}
+	}
+	asm.Op("ADD $64, R1") // the pair's 16 dv slots not read
+	asm.Op("SUBS $1, R3, R3")
+	asm.Op("BNE %sloop", l)
+	for P := 0; P < 2; P++ {
+		for h := 0; h < 2; h++ {
+			tileSMMLAT([4]int{8*P + 4*h, 8*P + 4*h + 1, 8*P + 4*h + 2, 8*P + 4*h + 3}, [4]int{16, 17, 18, 19})
+			for c := 0; c < 4; c++ {
+				asm.Op("FMOVQ F%d, %d(R8)", 16+c, tileSMMLAOffset(P, h, c))
+			}
+		}
+	}
+	asm.Op("RET")
+}
+
+// smmlaRows is gemmPairsSMMLA's per pair work on the two rows: their
+// nibbles, signed, as the matrices A(h, m) in V24–V31, their scales as
+// S(0), S(1) in V16–V17.
+func smmlaRows() {
+	asm.Op("VMOVI $15, V30.B16")
+	asm.Op("VMOVI $8, V31.B16")
+	for j := 0; j < 2; j++ {
+		asm.Op("VLD1.P 32(R%d), [V24.B16, V25.B16]", 4+j)
+		asm.Op("VAND V30.B16, V24.B16, V26.B16") // first block's low nibbles
+		asm.Op("VUSHR $4, V24.B16, V24.B16")     // and high ones
+		asm.Op("VAND V30.B16, V25.B16, V27.B16") // second block's
+		asm.Op("VUSHR $4, V25.B16, V25.B16")
+		for _, v := range []int{26, 24, 27, 25} {
+			asm.Op("VSUB V31.B16, V%d.B16, V%d.B16", v, v) // Q − 8
+		}
+		// per block, lanes (m0, m1) and (m2, m3): each lane's four low
+		// nibbles, then its four high ones
+		z := 16 + 4*j
+		asm.Op("VZIP1 V24.S4, V26.S4, V%d.S4", z)
+		asm.Op("VZIP2 V24.S4, V26.S4, V%d.S4", z+1)
+		asm.Op("VZIP1 V25.S4, V27.S4, V%d.S4", z+2)
+		asm.Op("VZIP2 V25.S4, V27.S4, V%d.S4", z+3)
+	}
+	for h := 0; h < 2; h++ {
+		for m := 0; m < 4; m++ {
+			z0, z1, op := 16+2*h+m/2, 20+2*h+m/2, "VZIP1"
+			if m%2 == 1 {
+				op = "VZIP2"
+			}
+			asm.Op("%s V%d.D2, V%d.D2, V%d.D2", op, z1, z0, 24+4*h+m) // A(h, m): row 0's 8 bytes, row 1's
+		}
+	}
+	asm.Op("FMOVD (R6), F16")
+	asm.Op("FMOVD (R7), F17")
+	asm.Op("ADD $8, R6")
+	asm.Op("ADD $8, R7")
+	asm.Op("VZIP1 V17.S4, V16.S4, V18.S4") // (s0 h0, s1 h0, s0 h1, s1 h1)
+	asm.Op("VZIP1 V18.S4, V18.S4, V16.S4") // S(0)
+	asm.Op("VZIP2 V18.S4, V18.S4, V17.S4") // S(1)
+}
+
+// tileSMMLAOffset is the byte offset in out (qGemmPairsGo's acc) of the
+// four lanes m of block h for row c/2 and input 2P + c%2.
+func tileSMMLAOffset(P, h, c int) int {
+	return 4 * (8*(4*(c/2)+2*P+c%2) + 4*h)
+}
+
+// tileSMMLAT writes the transpose of the 4×4 matrix in registers src
+// (rows) to dst, through V20–V23: TRN1/TRN2 of lanes, then of halves.
+func tileSMMLAT(src, dst [4]int) {
+	asm.Op("VTRN1 V%d.S4, V%d.S4, V20.S4", src[1], src[0])
+	asm.Op("VTRN2 V%d.S4, V%d.S4, V21.S4", src[1], src[0])
+	asm.Op("VTRN1 V%d.S4, V%d.S4, V22.S4", src[3], src[2])
+	asm.Op("VTRN2 V%d.S4, V%d.S4, V23.S4", src[3], src[2])
+	asm.Op("VTRN1 V22.D2, V20.D2, V%d.D2", dst[0])
+	asm.Op("VTRN1 V23.D2, V21.D2, V%d.D2", dst[1])
+	asm.Op("VTRN2 V22.D2, V20.D2, V%d.D2", dst[2])
+	asm.Op("VTRN2 V23.D2, V21.D2, V%d.D2", dst[3])
+}
+
 func main() {
 	pairs()
 	gen(4)
 	gen(8)
 	gemmPairs()
 	gemmQ8()
+	gemmPairsSMMLA()
 	asm.Save("qkernel_int8_neon_arm64.s") // or the path given (TestNEONGenerated)
 }
