@@ -444,7 +444,8 @@ func qGemmPairsGo(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words 
 // in place, the four inputs' rows would be K bytes apart, at K = 8192 a
 // multiple of 4 KiB, so that they and their dv and c16 all fell on the
 // same L1 sets. Done once per input, in prepare: the workers' blocks of
-// rows all read it.
+// rows all read it. (arm64's SMMLA tile reads its own packing:
+// packPairsTiles picks.)
 func (q *qPrep) packPairs(n, K int) {
 	nt := n / 4
 	q.pq8, q.pdv, q.pc16 = grow(q.pq8, nt*4*K), grow(q.pdv, nt*K/2), grow(q.pc16, nt*K)
