@@ -27,6 +27,19 @@ func TestEncodings(t *testing.T) {
 		{SDOT(31, 30, 29), 0x4e9d97df, "SDOT V31.4S, V30.16B, V29.16B"},
 		{SMMLA(20, 21, 22), 0x4e96a6b4, "SMMLA V20.4S, V21.16B, V22.16B"},
 		{SADDLP4S(1, 2), 0x4e602841, "SADDLP V1.4S, V2.8H"},
+		// these from LLVM's assembler (llvm-mc -triple=aarch64
+		// -show-encoding), which agrees with GNU as on the ones above
+		{FCVTAS4S(1, 2), 0x4e21c841, "FCVTAS V1.4S, V2.4S"},
+		{FCVTAS4S(31, 0), 0x4e21c81f, "FCVTAS V31.4S, V0.4S"},
+		{SQXTN4H(3, 4), 0x0e614883, "SQXTN V3.4H, V4.4S"},
+		{SQXTN28H(3, 4), 0x4e614883, "SQXTN2 V3.8H, V4.4S"},
+		{SQXTN8B(5, 6), 0x0e2148c5, "SQXTN V5.8B, V6.8H"},
+		{SQXTN216B(5, 6), 0x4e2148c5, "SQXTN2 V5.16B, V6.8H"},
+		{SMAX16B(7, 8, 9), 0x4e296507, "SMAX V7.16B, V8.16B, V9.16B"},
+		{SMAX16B(31, 17, 2), 0x4e22663f, "SMAX V31.16B, V17.16B, V2.16B"},
+		{SADDLP8H(10, 11), 0x4e20296a, "SADDLP V10.8H, V11.16B"},
+		{SADALP8H(10, 11), 0x4e20696a, "SADALP V10.8H, V11.16B"},
+		{UMAXVS(12, 13), 0x6eb0a9ac, "UMAXV S12, V13.4S"},
 	} {
 		if c.got.Word != c.want || c.got.Text != c.text {
 			t.Errorf("%s: %#08x %q, want %#08x", c.text, c.got.Word, c.got.Text, c.want)
