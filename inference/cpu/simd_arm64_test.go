@@ -43,4 +43,9 @@ func TestARM64Features(t *testing.T) {
 }
 
 // qPrepPairsKernel names the input quantizer qPrepPairsRow runs.
-func qPrepPairsKernel() string { return "Go" }
+func qPrepPairsKernel() string {
+	if useNEON {
+		return "NEON"
+	}
+	return "Go"
+}
