@@ -5,7 +5,8 @@
 // inference/sampler), which emit them as WORD directives. Encodings from the Arm Architecture
 // Reference Manual for A-profile (DDI 0487), section C7.2 (Alphabetical
 // list of A64 Advanced SIMD and floating-point instructions); the tests
-// hold each one to the words GNU as writes for the same instruction.
+// hold each one to the words GNU as (or, for the input quantizer's, LLVM's
+// assembler) writes for the same instruction.
 package arm64enc
 
 import "fmt"
