@@ -16,6 +16,7 @@ func TestNEONGenerated(t *testing.T) {
 		"qkernel_int8_neon_gen.go": "qkernel_int8_neon_arm64.s",
 		"dot_neon_gen.go":          "dot_arm64.s",
 		"attn_neon_gen.go":         "attn_arm64.s",
+		"qprep_int8_neon_gen.go":   "qprep_int8_neon_arm64.s",
 	})
 }
 

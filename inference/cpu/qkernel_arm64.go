@@ -134,3 +134,51 @@ func qDotRows4Pairs(acc *[32]float32, q8 []int8, dv []float32, c16 []int16, word
 	_ = scales[3*sstride+2*pairs-1]
 	qDotRows4PairsNEON(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, acc)
 }
+
+//go:noescape
+func qGemmPairs2x4NEON(q8 *int8, dv *float32, c16 *int16, words *uint32, wstride int, scales *float32, sstride, pairs, accum int, out *[64]float32)
+
+// qGemmPairs is the pair layout's prefill tile (qGemmPairsGo's arguments
+// and bits): two weight rows against four packed inputs.
+func qGemmPairs(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int, accum bool) {
+	if !useNEON || !useDotProd || pairs < 1 {
+		qGemmPairsGo(acc, q8, dv, c16, words, wstride, scales, sstride, pairs, accum)
+		return
+	}
+	qGemmPairsOperands(q8, dv, c16, words, wstride, scales, sstride, pairs)
+	qGemmPairs2x4NEON(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, b2i(accum), acc)
+}
+
+//go:noescape
+func qGemmQ8x2x4NEON(q8 *int8, d, xsv *float32, words *uint32, wstride int, scales, biases *float32, sstride, blocks, mode, accum int, out *[64]float32)
+
+// qGemmQ8 is the 8-bit group-32 prefill tile (qGemmQ8Go's arguments and
+// bits): two weight rows against four packed inputs.
+func qGemmQ8(acc *[64]float32, q8 []int8, d, xsv []float32, words []uint32, wstride int, scales, biases []float32, sstride, blocks, mode int, accum bool) {
+	if !useNEON || !useDotProd || blocks < 1 {
+		qGemmQ8Go(acc, q8, d, xsv, words, wstride, scales, biases, sstride, blocks, mode, accum)
+		return
+	}
+	xs, bi := qGemmQ8Operands(q8, d, xsv, words, wstride, scales, biases, sstride, blocks, mode)
+	qGemmQ8x2x4NEON(&q8[0], &d[0], xs, &words[0], 4*wstride, &scales[0], bi, 4*sstride, blocks, mode, b2i(accum), acc)
+}
+
+//go:generate env -u GOARCH -u GOOS go run qprep_int8_neon_gen.go
+
+//go:noescape
+func qPrepPairsNEON(x *float32, q8 *int8, dv *float32, c16 *int16, pairs int)
+
+// qPrepPairsRow is qPrepPairsRowGo (its arguments and bits) in NEON
+// (qprep_int8_neon_arm64.s, as amd64's AVX2 one: the Go quantizer was
+// 15–18 % of amd64's real-size prefill). Plain Advanced SIMD, no SDOT:
+// only useNEON switches it.
+func qPrepPairsRow(q8 []int8, dv []float32, c16 []int16, x []float32) {
+	pairs := len(x) / 64
+	if !useNEON || pairs < 1 {
+		qPrepPairsRowGo(q8, dv, c16, x)
+		return
+	}
+	// bounds: per pair 64 inputs, 64 bytes of q, 8 floats of dv, 16 int16
+	_, _, _ = q8[64*pairs-1], dv[8*pairs-1], c16[16*pairs-1]
+	qPrepPairsNEON(&x[0], &q8[0], &dv[0], &c16[0], pairs)
+}

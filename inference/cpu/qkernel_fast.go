@@ -43,6 +43,9 @@ type qPrep struct {
 	pdv  []float32
 	pc16 []int16
 	pxsv []float32 // 8-bit weights' prefill (packQ8): pq8, pdv and these
+	// smmla: pq8 and pdv hold the pair layout's inputs as arm64's SMMLA
+	// tile reads them (packPairsSMMLA), not as packPairs lays them out
+	smmla bool
 }
 
 // qPrepStride is the floats of one prepared input row.

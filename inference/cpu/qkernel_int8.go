@@ -88,7 +88,7 @@ func qI8ModeOf(w *qMatrix) int {
 func (q *qPrep) prepareI8(x []float32, n int, w *qMatrix) {
 	if qI8Pairs(w) {
 		q.preparePairs(x, n, w)
-		q.packPairs(n, w.Cols)
+		q.packPairsTiles(n, w.Cols)
 		return
 	}
 	K, G, bpg := w.Cols, w.groups(), w.GroupSize/32
@@ -444,7 +444,8 @@ func qGemmPairsGo(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words 
 // in place, the four inputs' rows would be K bytes apart, at K = 8192 a
 // multiple of 4 KiB, so that they and their dv and c16 all fell on the
 // same L1 sets. Done once per input, in prepare: the workers' blocks of
-// rows all read it.
+// rows all read it. (arm64's SMMLA tile reads its own packing:
+// packPairsTiles picks.)
 func (q *qPrep) packPairs(n, K int) {
 	nt := n / 4
 	q.pq8, q.pdv, q.pc16 = grow(q.pq8, nt*4*K), grow(q.pdv, nt*K/2), grow(q.pc16, nt*K)
@@ -468,7 +469,7 @@ func (q *qPrep) packPairs(n, K int) {
 // time; a last odd row and the last n%4 inputs take the decode kernel.
 func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf *[]float32) {
 	K, G, wpr := w.Cols, w.groups(), w.wordsPerRow()
-	nt := n / 4
+	nt, tile := n/4, qGemmPairsTile(p)
 	ab := qGemmAccs.Get().(*[]float32)
 	for r0 < r1 {
 		end := min(r1, r0+qGemmRows)
@@ -482,7 +483,7 @@ func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sb
 				for j := 0; j < np; j++ {
 					r := r0 + 2*j
 					acc := (*[64]float32)((*ab)[(t*np+j)*64:])
-					qGemmPairs(acc, q8, dv, c16, w.Packed[r*wpr+k0/8:], wpr, sc[(r-r0)*G+k0/32:], G, pairs, k0 > 0)
+					tile(acc, q8, dv, c16, w.Packed[r*wpr+k0/8:], wpr, sc[(r-r0)*G+k0/32:], G, pairs, k0 > 0)
 				}
 			}
 		}
@@ -506,6 +507,10 @@ func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sb
 	}
 	qGemmAccs.Put(ab)
 }
+
+// qGemmPairsFunc is a pair layout prefill tile (qGemmPairsGo's
+// arguments), as qGemmPairsTile picks it for the packing.
+type qGemmPairsFunc func(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int, accum bool)
 
 // qGemmAccs hold prefill's tile sums between parts of K.
 var qGemmAccs = sync.Pool{New: func() any { return new([]float32) }}
@@ -535,6 +540,24 @@ func qPairsDecode(out []float32, p *qPrep, i int, w *qMatrix, sc []float32, r0, 
 		}
 		r += m
 	}
+}
+
+// qGemmPairsOperands checks, before an assembly tile of qGemmPairs reads
+// them, that its operands hold what it reads: per pair 256 bytes of q, 32
+// floats of dv and 64 int16 of c16 (four packed inputs), and 8 words and
+// 2 scales of each of the two rows. A short slice panics here, in Go.
+func qGemmPairsOperands(q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int) {
+	_, _, _ = q8[256*pairs-1], dv[32*pairs-1], c16[64*pairs-1]
+	_ = words[wstride+8*pairs-1]
+	_ = scales[sstride+2*pairs-1]
+}
+
+// b2i is 1 for true: the assembly tiles' accum argument.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // qI8Operands checks, before an assembly kernel of qDotRows4I8 reads them,

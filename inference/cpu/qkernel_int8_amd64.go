@@ -58,16 +58,8 @@ func qGemmPairs(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words []
 		qGemmPairsGo(acc, q8, dv, c16, words, wstride, scales, sstride, pairs, accum)
 		return
 	}
-	// bounds: per pair 256 bytes of q, 32 floats of dv and 64 int16 of
-	// c16; 8 words and 2 scales of each of the two rows
-	_, _, _ = q8[256*pairs-1], dv[32*pairs-1], c16[64*pairs-1]
-	_ = words[wstride+8*pairs-1]
-	_ = scales[sstride+2*pairs-1]
-	a := 0
-	if accum {
-		a = 1
-	}
-	qGemmPairs2x4AVX2(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, a, acc)
+	qGemmPairsOperands(q8, dv, c16, words, wstride, scales, sstride, pairs)
+	qGemmPairs2x4AVX2(&q8[0], &dv[0], &c16[0], &words[0], 4*wstride, &scales[0], 4*sstride, pairs, b2i(accum), acc)
 }
 
 //go:noescape
@@ -97,19 +89,6 @@ func qGemmQ8(acc *[64]float32, q8 []int8, d, xsv []float32, words []uint32, wstr
 		qGemmQ8Go(acc, q8, d, xsv, words, wstride, scales, biases, sstride, blocks, mode, accum)
 		return
 	}
-	// bounds: per block 128 bytes of q, 4 floats of d (and 32 of xsv);
-	// 8 words and a scale (and bias) of each of the two rows
-	_, _ = q8[128*blocks-1], d[4*blocks-1]
-	_ = words[wstride+8*blocks-1]
-	_ = scales[sstride+blocks-1]
-	xs, bi := &d[0], &scales[0] // not read without the bias term
-	if mode == qI8Bias128 {
-		_, _ = xsv[32*blocks-1], biases[sstride+blocks-1]
-		xs, bi = &xsv[0], &biases[0]
-	}
-	a := 0
-	if accum {
-		a = 1
-	}
-	qGemmQ8x2x4AVX2(&q8[0], &d[0], xs, &words[0], 4*wstride, &scales[0], bi, 4*sstride, blocks, mode, a, acc)
+	xs, bi := qGemmQ8Operands(q8, d, xsv, words, wstride, scales, biases, sstride, blocks, mode)
+	qGemmQ8x2x4AVX2(&q8[0], &d[0], xs, &words[0], 4*wstride, &scales[0], bi, 4*sstride, blocks, mode, b2i(accum), acc)
 }

@@ -1,9 +1,9 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package cpu
 
 // qGemmPairs is the pair layout's prefill tile, in Go here (amd64 has it
-// in assembly; an arm64 kernel would take this file's place there).
+// and arm64 in assembly).
 func qGemmPairs(acc *[64]float32, q8 []int8, dv []float32, c16 []int16, words []uint32, wstride int, scales []float32, sstride, pairs int, accum bool) {
 	qGemmPairsGo(acc, q8, dv, c16, words, wstride, scales, sstride, pairs, accum)
 }

@@ -68,6 +68,23 @@ func qGemmQ8Go(acc *[64]float32, q8 []int8, d, xsv []float32, words []uint32, ws
 	}
 }
 
+// qGemmQ8Operands checks, before an assembly tile of qGemmQ8 reads them,
+// that its operands hold what it reads — per block 128 bytes of q and 4
+// floats of d (and 32 of xsv), and 8 words and a scale (and bias) of each
+// of the two rows — and returns the xsv and biases to pass: d's and the
+// scales' first elements where mode has no bias term (not read then). A
+// short slice panics here, in Go.
+func qGemmQ8Operands(q8 []int8, d, xsv []float32, words []uint32, wstride int, scales, biases []float32, sstride, blocks, mode int) (xs, bi *float32) {
+	_, _ = q8[128*blocks-1], d[4*blocks-1]
+	_ = words[wstride+8*blocks-1]
+	_ = scales[sstride+blocks-1]
+	if mode == qI8Bias128 {
+		_, _ = xsv[32*blocks-1], biases[sstride+blocks-1]
+		return &xsv[0], &biases[0]
+	}
+	return &d[0], &scales[0]
+}
+
 // qMatMulQ8Gemm is qMatMulI8 for 8-bit weights in groups of 32 and n ≥ 4
 // inputs, blocked as qMatMulPairsGemm: per block of qGemmRows rows and
 // part of qGemmCols columns, the inputs four at a time against the rows

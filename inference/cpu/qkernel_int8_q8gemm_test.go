@@ -14,6 +14,13 @@ import (
 func TestQGemmQ8BitIdentical(t *testing.T) {
 	defer func(a2 bool) { useAVX2 = a2 }(useAVX2)
 	hasAVX2 := useAVX2
+	checkQGemmQ8(t, func(on bool) { useAVX2 = on && hasAVX2 })
+}
+
+// checkQGemmQ8 is TestQGemmQ8BitIdentical for the tile that set(true)
+// turns on and set(false) off (arm64's: qkernel_arm64_test.go).
+func checkQGemmQ8(t *testing.T, set func(on bool)) {
+	set(true)
 	rng := rand.New(rand.NewPCG(38, 10))
 	for _, c := range []struct{ rows, cols int }{{2, 32}, {37, 96}, {64, 512}, {13, 2048}, {6, 4128}} {
 		sym := quantizeSymmetric(randMat(rng, c.rows*c.cols), c.rows, c.cols, 8, 32)
@@ -60,10 +67,10 @@ func TestQGemmQ8BitIdentical(t *testing.T) {
 				for r0 := 0; r0 < c.rows; r0 += 11 { // the workers' splits
 					qMatMulRangeFast(got, x, n, w, r0, min(r0+11, c.rows))
 				}
-				useAVX2 = false
+				set(false)
 				portable := make([]float32, n*c.rows)
 				qMatMulRangeFast(portable, x, n, w, 0, c.rows)
-				useAVX2 = hasAVX2
+				set(true)
 				for i := 0; i < n; i++ {
 					dec := make([]float32, c.rows)
 					qMatMulRangeFast(dec, x[i*c.cols:(i+1)*c.cols], 1, w, 0, c.rows)

@@ -97,12 +97,25 @@ func TestQuantBlockI8(t *testing.T) {
 }
 
 // The pair layout's prefill GEMM (two weight rows × four inputs a tile):
-// the AVX2 tile has its Go twin's bits, and a whole prefill (any chunk
-// size, odd row counts, the workers' splits, fp32 and bf16 scales) has
-// the bits of decoding its inputs one at a time.
+// the assembly tile in use (AVX2; arm64's NEON, SMMLA where there is
+// I8MM) has its Go twin's bits, and a whole prefill (any chunk size, odd
+// row counts, the workers' splits, fp32 and bf16 scales) has the bits of
+// decoding its inputs one at a time.
 func TestQGemmPairsBitIdentical(t *testing.T) {
-	defer func(a2 bool) { useAVX2 = a2 }(useAVX2)
-	hasAVX2 := useAVX2
+	restore := setSIMD(true) // as detected: restored when done
+	defer restore()
+	checkQGemmPairs(t, func(on bool) {
+		restore()
+		if !on {
+			setSIMD(false)
+		}
+	})
+}
+
+// checkQGemmPairs is TestQGemmPairsBitIdentical for the tile that
+// set(true) turns on and set(false) off (arm64's: qkernel_arm64_test.go).
+func checkQGemmPairs(t *testing.T, set func(on bool)) {
+	set(true)
 	rng := rand.New(rand.NewPCG(38, 9))
 	for _, c := range []struct{ rows, cols int }{{2, 64}, {37, 128}, {64, 512}, {13, 2048}, {6, 8192}} {
 		sym := quantizeSymmetric(randMat(rng, c.rows*c.cols), c.rows, c.cols, 4, 32)
@@ -115,22 +128,27 @@ func TestQGemmPairsBitIdentical(t *testing.T) {
 			if !qI8Pairs(w) {
 				t.Fatalf("%dx%d: not the pair layout", c.rows, c.cols)
 			}
-			// the tile against its twin, on four inputs prepared as prefill does
+			// the tile against its twin, on four inputs prepared as prefill
+			// does (for the tile on, as packPairsTiles packs them for it)
 			x := randMat(rng, 4*c.cols)
-			var p qPrep
+			var p, pGo qPrep
+			set(false)
+			pGo.prepare(x, 4, w)
+			set(true)
 			p.prepare(x, 4, w)
+			tile := qGemmPairsTile(&p)
 			sc := make([]float32, w.numScales())
 			sc = w.scalesOf(0, len(sc), &sc)
 			pairs := c.cols / 64
 			q8, dv, c16 := p.pq8, p.pdv, p.pc16 // packed by prepare
 			var got, want, split [64]float32
-			qGemmPairs(&got, q8, dv, c16, w.Packed, w.wordsPerRow(), sc, w.groups(), pairs, false)
-			qGemmPairsGo(&want, q8, dv, c16, w.Packed, w.wordsPerRow(), sc, w.groups(), pairs, false)
+			tile(&got, q8, dv, c16, w.Packed, w.wordsPerRow(), sc, w.groups(), pairs, false)
+			qGemmPairsGo(&want, pGo.pq8, pGo.pdv, pGo.pc16, w.Packed, w.wordsPerRow(), sc, w.groups(), pairs, false)
 			// in two parts of K, the second continuing the first's sums
 			h := pairs / 2
-			qGemmPairs(&split, q8, dv, c16, w.Packed, w.wordsPerRow(), sc, w.groups(), h, false)
+			tile(&split, q8, dv, c16, w.Packed, w.wordsPerRow(), sc, w.groups(), h, false)
 			if pairs-h > 0 {
-				qGemmPairs(&split, q8[256*h:], dv[32*h:], c16[64*h:], w.Packed[8*h:], w.wordsPerRow(), sc[2*h:], w.groups(), pairs-h, h > 0)
+				tile(&split, q8[256*h:], dv[32*h:], c16[64*h:], w.Packed[8*h:], w.wordsPerRow(), sc[2*h:], w.groups(), pairs-h, h > 0)
 			}
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(split[i]) != math.Float32bits(want[i]) {
@@ -143,10 +161,10 @@ func TestQGemmPairsBitIdentical(t *testing.T) {
 				for r0 := 0; r0 < c.rows; r0 += 11 { // the workers' splits
 					qMatMulRangeFast(got, x, n, w, r0, min(r0+11, c.rows))
 				}
-				useAVX2 = false
+				set(false)
 				portable := make([]float32, n*c.rows)
 				qMatMulRangeFast(portable, x, n, w, 0, c.rows)
-				useAVX2 = hasAVX2
+				set(true)
 				for i := 0; i < n; i++ {
 					dec := make([]float32, c.rows)
 					qMatMulRangeFast(dec, x[i*c.cols:(i+1)*c.cols], 1, w, 0, c.rows)

@@ -25,17 +25,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	enc "etchat/internal/arm64enc"
 )
 
-var b strings.Builder
-
-func p(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
-func label(s string)            { fmt.Fprintf(&b, "%s:\n", s) }
-func word(i enc.Inst)           { p("%s", i.Directive()) }
+// asm is the file being written.
+var asm = enc.NewFile("qkernel_neon_gen.go")
 
 var (
 	words  = []string{"R1", "R2", "R3", "R4"}
@@ -48,29 +43,29 @@ var (
 // planes, converted, and multiplied into sq (first: the group's first
 // block, whose plane 0 is a plain multiply).
 func block(bits int, first bool) {
-	p("VLD1.P 64(R0), [V16.S4, V17.S4, V18.S4, V19.S4]")
-	p("VLD1.P 64(R0), [V20.S4, V21.S4, V22.S4, V23.S4]")
+	asm.Op("VLD1.P 64(R0), [V16.S4, V17.S4, V18.S4, V19.S4]")
+	asm.Op("VLD1.P 64(R0), [V20.S4, V21.S4, V22.S4, V23.S4]")
 	for j := 0; j < 4; j++ {
 		if bits == 4 {
-			p("VLD1.P 16(%s), [V24.S4]", words[j])
-			p("VUSHR $4, V24.S4, V25.S4") // lanes 4–7: the same words' odd nibbles
+			asm.Op("VLD1.P 16(%s), [V24.S4]", words[j])
+			asm.Op("VUSHR $4, V24.S4, V25.S4") // lanes 4–7: the same words' odd nibbles
 		} else {
-			p("VLD1.P 32(%s), [V24.S4, V25.S4]", words[j])
+			asm.Op("VLD1.P 32(%s), [V24.S4, V25.S4]", words[j])
 		}
 		for pl := 0; pl < 4; pl++ {
 			for h := 0; h < 2; h++ {
 				w, t := 24+h, 26+h
 				if bits == 8 && pl == 3 {
-					p("VUSHR $24, V%d.S4, V%d.S4", w, t) // Q, not Q·2^24 (no int32 holds it)
+					asm.Op("VUSHR $24, V%d.S4, V%d.S4", w, t) // Q, not Q·2^24 (no int32 holds it)
 				} else {
-					p("VAND V%d.B16, V%d.B16, V%d.B16", 28+pl, w, t)
+					asm.Op("VAND V%d.B16, V%d.B16, V%d.B16", 28+pl, w, t)
 				}
-				word(enc.SCVTF4S(t, t))
+				asm.Word(enc.SCVTF4S(t, t))
 				sq, x := 8+2*j+h, 16+2*pl+h
 				if first && pl == 0 {
-					word(enc.FMUL4S(sq, x, t))
+					asm.Word(enc.FMUL4S(sq, x, t))
 				} else {
-					p("VFMLA V%d.S4, V%d.S4, V%d.S4", x, t, sq)
+					asm.Op("VFMLA V%d.S4, V%d.S4, V%d.S4", x, t, sq)
 				}
 			}
 		}
@@ -79,61 +74,60 @@ func block(bits int, first bool) {
 
 func gen(bits int) {
 	name := fmt.Sprintf("qDotRows4Q%dNEON", bits)
-	fmt.Fprintf(&b, "\n// func %s(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg int, out *[4]float32)\n", name)
-	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
-	p("MOVD xp+0(FP), R0")
-	p("MOVD words+8(FP), R1")
-	p("MOVD wstride+16(FP), R16")
-	p("ADD R16, R1, R2")
-	p("ADD R16, R2, R3")
-	p("ADD R16, R3, R4")
-	p("MOVD scales+24(FP), R5")
-	p("MOVD biases+32(FP), R9")
-	p("MOVD sstride+40(FP), R16")
+	asm.Func(name+"(xp *float32, words *uint32, wstride int, scales, biases *float32, sstride, groups, bpg int, out *[4]float32)", 72)
+	asm.Op("MOVD xp+0(FP), R0")
+	asm.Op("MOVD words+8(FP), R1")
+	asm.Op("MOVD wstride+16(FP), R16")
+	asm.Op("ADD R16, R1, R2")
+	asm.Op("ADD R16, R2, R3")
+	asm.Op("ADD R16, R3, R4")
+	asm.Op("MOVD scales+24(FP), R5")
+	asm.Op("MOVD biases+32(FP), R9")
+	asm.Op("MOVD sstride+40(FP), R16")
 	for j := 1; j < 4; j++ {
-		p("ADD R16, %s, %s", scales[j-1], scales[j])
-		p("ADD R16, %s, %s", biases[j-1], biases[j])
+		asm.Op("ADD R16, %s, %s", scales[j-1], scales[j])
+		asm.Op("ADD R16, %s, %s", biases[j-1], biases[j])
 	}
-	p("MOVD groups+48(FP), R13")
-	p("MOVD bpg+56(FP), R14")
-	p("MOVD $qmask%d<>(SB), R16", bits)
-	p("VLD1 (R16), [V28.S4, V29.S4, V30.S4, V31.S4]")
+	asm.Op("MOVD groups+48(FP), R13")
+	asm.Op("MOVD bpg+56(FP), R14")
+	asm.Op("MOVD $qmask%d<>(SB), R16", bits)
+	asm.Op("VLD1 (R16), [V28.S4, V29.S4, V30.S4, V31.S4]")
 	for i := 0; i < 8; i++ {
-		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+		asm.Op("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
 	}
 	l := fmt.Sprintf("q%dn", bits)
-	p("CBZ R13, %sdone", l)
-	label(l + "group")
-	p("MOVD R14, R15")
+	asm.Op("CBZ R13, %sdone", l)
+	asm.Label(l + "group")
+	asm.Op("MOVD R14, R15")
 	block(bits, true)
-	p("SUBS $1, R15, R15")
-	p("BEQ %send", l)
-	label(l + "block")
+	asm.Op("SUBS $1, R15, R15")
+	asm.Op("BEQ %send", l)
+	asm.Label(l + "block")
 	block(bits, false)
-	p("SUBS $1, R15, R15")
-	p("BNE %sblock", l)
-	label(l + "end")
+	asm.Op("SUBS $1, R15, R15")
+	asm.Op("BNE %sblock", l)
+	asm.Label(l + "end")
 	// the group's eight lane sums of x, then per row sq·s and sx·b
-	p("VLD1.P 32(R0), [V16.S4, V17.S4]")
+	asm.Op("VLD1.P 32(R0), [V16.S4, V17.S4]")
 	for j := 0; j < 4; j++ {
-		p("VLD1R.P 4(%s), [V24.S4]", scales[j])
-		p("VLD1R.P 4(%s), [V25.S4]", biases[j])
-		p("VFMLA V24.S4, V%d.S4, V%d.S4", 8+2*j, 2*j)
-		p("VFMLA V24.S4, V%d.S4, V%d.S4", 9+2*j, 2*j+1)
-		p("VFMLA V25.S4, V16.S4, V%d.S4", 2*j)
-		p("VFMLA V25.S4, V17.S4, V%d.S4", 2*j+1)
+		asm.Op("VLD1R.P 4(%s), [V24.S4]", scales[j])
+		asm.Op("VLD1R.P 4(%s), [V25.S4]", biases[j])
+		asm.Op("VFMLA V24.S4, V%d.S4, V%d.S4", 8+2*j, 2*j)
+		asm.Op("VFMLA V24.S4, V%d.S4, V%d.S4", 9+2*j, 2*j+1)
+		asm.Op("VFMLA V25.S4, V16.S4, V%d.S4", 2*j)
+		asm.Op("VFMLA V25.S4, V17.S4, V%d.S4", 2*j+1)
 	}
-	p("SUBS $1, R13, R13")
-	p("BNE %sgroup", l)
-	label(l + "done")
-	p("MOVD out+64(FP), R16")
+	asm.Op("SUBS $1, R13, R13")
+	asm.Op("BNE %sgroup", l)
+	asm.Label(l + "done")
+	asm.Op("MOVD out+64(FP), R16")
 	for j := 0; j < 4; j++ {
-		word(enc.FADD4S(24, 2*j, 2*j+1)) // (0+4), (1+5), (2+6), (3+7)
-		word(enc.FADDP4S(24, 24, 24))
-		word(enc.FADDPS(24, 24))
-		p("FMOVS F24, %d(R16)", 4*j)
+		asm.Word(enc.FADD4S(24, 2*j, 2*j+1)) // (0+4), (1+5), (2+6), (3+7)
+		asm.Word(enc.FADDP4S(24, 24, 24))
+		asm.Word(enc.FADDPS(24, 24))
+		asm.Op("FMOVS F24, %d(R16)", 4*j)
 	}
-	p("RET")
+	asm.Op("RET")
 }
 
 // dot3x4 is dot3x4F32NEON, dot_amd64.s's dot3x4F32AVX2 (the prefill
@@ -144,48 +138,47 @@ func gen(bits int) {
 // V0–V23 the sums (x row i, w row j: V8i+2j lanes 0–3, V8i+2j+1 lanes
 // 4–7), V24–V29 the x rows' eight values, V30–V31 a w row's.
 func dot3x4() {
-	fmt.Fprintf(&b, "\n// func dot3x4F32NEON(x *float32, ldx int, w *float32, ldw int, n int, out *[12]float32)\n")
-	fmt.Fprintf(&b, "TEXT ·dot3x4F32NEON(SB), NOSPLIT, $0-48\n")
-	p("MOVD x+0(FP), R0")
-	p("MOVD ldx+8(FP), R8")
-	p("ADD R8<<2, R0, R1")
-	p("ADD R8<<2, R1, R2")
-	p("MOVD w+16(FP), R3")
-	p("MOVD ldw+24(FP), R8")
-	p("ADD R8<<2, R3, R4")
-	p("ADD R8<<2, R4, R5")
-	p("ADD R8<<2, R5, R6")
-	p("MOVD n+32(FP), R7")
-	p("LSR $3, R7, R7")
+	asm.Func("dot3x4F32NEON(x *float32, ldx int, w *float32, ldw int, n int, out *[12]float32)", 48)
+	asm.Op("MOVD x+0(FP), R0")
+	asm.Op("MOVD ldx+8(FP), R8")
+	asm.Op("ADD R8<<2, R0, R1")
+	asm.Op("ADD R8<<2, R1, R2")
+	asm.Op("MOVD w+16(FP), R3")
+	asm.Op("MOVD ldw+24(FP), R8")
+	asm.Op("ADD R8<<2, R3, R4")
+	asm.Op("ADD R8<<2, R4, R5")
+	asm.Op("ADD R8<<2, R5, R6")
+	asm.Op("MOVD n+32(FP), R7")
+	asm.Op("LSR $3, R7, R7")
 	for i := 0; i < 24; i++ {
-		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+		asm.Op("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
 	}
-	p("CBZ R7, d3x4done")
-	label("d3x4loop")
+	asm.Op("CBZ R7, d3x4done")
+	asm.Label("d3x4loop")
 	for i, r := range []string{"R0", "R1", "R2"} {
-		p("VLD1.P 32(%s), [V%d.S4, V%d.S4]", r, 24+2*i, 25+2*i)
+		asm.Op("VLD1.P 32(%s), [V%d.S4, V%d.S4]", r, 24+2*i, 25+2*i)
 	}
 	for j, r := range []string{"R3", "R4", "R5", "R6"} {
-		p("VLD1.P 32(%s), [V30.S4, V31.S4]", r)
+		asm.Op("VLD1.P 32(%s), [V30.S4, V31.S4]", r)
 		for i := 0; i < 3; i++ {
-			p("VFMLA V%d.S4, V30.S4, V%d.S4", 24+2*i, 8*i+2*j)
-			p("VFMLA V%d.S4, V31.S4, V%d.S4", 25+2*i, 8*i+2*j+1)
+			asm.Op("VFMLA V%d.S4, V30.S4, V%d.S4", 24+2*i, 8*i+2*j)
+			asm.Op("VFMLA V%d.S4, V31.S4, V%d.S4", 25+2*i, 8*i+2*j+1)
 		}
 	}
-	p("SUBS $1, R7, R7")
-	p("BNE d3x4loop")
-	label("d3x4done")
-	p("MOVD out+40(FP), R8")
+	asm.Op("SUBS $1, R7, R7")
+	asm.Op("BNE d3x4loop")
+	asm.Label("d3x4done")
+	asm.Op("MOVD out+40(FP), R8")
 	for i := 0; i < 3; i++ {
 		for j := 0; j < 4; j++ {
 			a := 8*i + 2*j
-			word(enc.FADD4S(30, a, a+1))
-			word(enc.FADDP4S(30, 30, 30))
-			word(enc.FADDPS(30, 30))
-			p("FMOVS F30, %d(R8)", 4*(4*i+j))
+			asm.Word(enc.FADD4S(30, a, a+1))
+			asm.Word(enc.FADDP4S(30, 30, 30))
+			asm.Word(enc.FADDPS(30, 30))
+			asm.Op("FMOVS F30, %d(R8)", 4*(4*i+j))
 		}
 	}
-	p("RET")
+	asm.Op("RET")
 }
 
 // dequant is qDequantQ{4,8}NEON, qkernel_amd64.s's qDequantQ*AVX2 (the
@@ -198,73 +191,68 @@ func dot3x4() {
 func dequant(bits int) {
 	name := fmt.Sprintf("qDequantQ%dNEON", bits)
 	l := fmt.Sprintf("dq%d", bits)
-	fmt.Fprintf(&b, "\n// func %s(dst *float32, words *uint32, scales, biases *float32, groups, gs int)\n", name)
-	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-48\n", name)
-	p("MOVD dst+0(FP), R0")
-	p("MOVD words+8(FP), R1")
-	p("MOVD scales+16(FP), R2")
-	p("MOVD biases+24(FP), R3")
-	p("MOVD groups+32(FP), R4")
-	p("MOVD gs+40(FP), R5")
-	p("LSR $5, R5, R5")
-	p("VMOVI $15, V31.B16")
-	p("CBZ R4, %sdone", l)
-	p("CBZ R5, %sdone", l)
-	label(l + "group")
-	p("VLD1R.P 4(R2), [V30.S4]")
-	p("VLD1R.P 4(R3), [V29.S4]")
-	p("MOVD R5, R6")
-	label(l + "block")
+	asm.Func(name+"(dst *float32, words *uint32, scales, biases *float32, groups, gs int)", 48)
+	asm.Op("MOVD dst+0(FP), R0")
+	asm.Op("MOVD words+8(FP), R1")
+	asm.Op("MOVD scales+16(FP), R2")
+	asm.Op("MOVD biases+24(FP), R3")
+	asm.Op("MOVD groups+32(FP), R4")
+	asm.Op("MOVD gs+40(FP), R5")
+	asm.Op("LSR $5, R5, R5")
+	asm.Op("VMOVI $15, V31.B16")
+	asm.Op("CBZ R4, %sdone", l)
+	asm.Op("CBZ R5, %sdone", l)
+	asm.Label(l + "group")
+	asm.Op("VLD1R.P 4(R2), [V30.S4]")
+	asm.Op("VLD1R.P 4(R3), [V29.S4]")
+	asm.Op("MOVD R5, R6")
+	asm.Label(l + "block")
 	if bits == 4 {
 		// byte j holds elements 2j (low nibble) and 2j+1 (high)
-		p("VLD1.P 16(R1), [V0.B16]")
-		p("VAND V31.B16, V0.B16, V1.B16")
-		p("VUSHR $4, V0.B16, V2.B16")
-		p("VZIP1 V2.B16, V1.B16, V3.B16")
-		p("VZIP2 V2.B16, V1.B16, V4.B16")
+		asm.Op("VLD1.P 16(R1), [V0.B16]")
+		asm.Op("VAND V31.B16, V0.B16, V1.B16")
+		asm.Op("VUSHR $4, V0.B16, V2.B16")
+		asm.Op("VZIP1 V2.B16, V1.B16, V3.B16")
+		asm.Op("VZIP2 V2.B16, V1.B16, V4.B16")
 	} else {
-		p("VLD1.P 32(R1), [V3.B16, V4.B16]") // byte k is element k
+		asm.Op("VLD1.P 32(R1), [V3.B16, V4.B16]") // byte k is element k
 	}
-	p("VUXTL V3.B8, V5.H8")
-	p("VUXTL2 V3.B16, V6.H8")
-	p("VUXTL V4.B8, V7.H8")
-	p("VUXTL2 V4.B16, V8.H8")
+	asm.Op("VUXTL V3.B8, V5.H8")
+	asm.Op("VUXTL2 V3.B16, V6.H8")
+	asm.Op("VUXTL V4.B8, V7.H8")
+	asm.Op("VUXTL2 V4.B16, V8.H8")
 	for i := 0; i < 4; i++ {
-		p("VUXTL V%d.H4, V%d.S4", 5+i, 10+2*i)
-		p("VUXTL2 V%d.H8, V%d.S4", 5+i, 11+2*i)
+		asm.Op("VUXTL V%d.H4, V%d.S4", 5+i, 10+2*i)
+		asm.Op("VUXTL2 V%d.H8, V%d.S4", 5+i, 11+2*i)
 	}
 	for i := 0; i < 8; i++ {
-		word(enc.UCVTF4S(10+i, 10+i))
-		p("VMOV V29.B16, V%d.B16", 18+i)
-		p("VFMLA V30.S4, V%d.S4, V%d.S4", 10+i, 18+i)
+		asm.Word(enc.UCVTF4S(10+i, 10+i))
+		asm.Op("VMOV V29.B16, V%d.B16", 18+i)
+		asm.Op("VFMLA V30.S4, V%d.S4, V%d.S4", 10+i, 18+i)
 	}
-	p("VST1.P [V18.S4, V19.S4, V20.S4, V21.S4], 64(R0)")
-	p("VST1.P [V22.S4, V23.S4, V24.S4, V25.S4], 64(R0)")
-	p("SUBS $1, R6, R6")
-	p("BNE %sblock", l)
-	p("SUBS $1, R4, R4")
-	p("BNE %sgroup", l)
-	label(l + "done")
-	p("RET")
+	asm.Op("VST1.P [V18.S4, V19.S4, V20.S4, V21.S4], 64(R0)")
+	asm.Op("VST1.P [V22.S4, V23.S4, V24.S4, V25.S4], 64(R0)")
+	asm.Op("SUBS $1, R6, R6")
+	asm.Op("BNE %sblock", l)
+	asm.Op("SUBS $1, R4, R4")
+	asm.Op("BNE %sgroup", l)
+	asm.Label(l + "done")
+	asm.Op("RET")
 }
 
 func masks(bits int) {
 	m := uint32(1)<<bits - 1
 	for pl := 0; pl < 4; pl++ {
 		for l := 0; l < 4; l++ {
-			fmt.Fprintf(&b, "DATA qmask%d<>+%d(SB)/4, $0x%x\n", bits, 16*pl+4*l, m<<(8*pl))
+			asm.Printf("DATA qmask%d<>+%d(SB)/4, $0x%x\n", bits, 16*pl+4*l, m<<(8*pl))
 		}
 	}
-	fmt.Fprintf(&b, "GLOBL qmask%d<>(SB), RODATA|NOPTR, $64\n", bits)
+	asm.Printf("GLOBL qmask%d<>(SB), RODATA|NOPTR, $64\n", bits)
 }
 
 func main() {
-	out := "qkernel_neon_arm64.s" // or the path given (TestNEONGenerated)
-	if len(os.Args) > 1 {
-		out = os.Args[1]
-	}
-	b.WriteString("// Code generated by qkernel_neon_gen.go; DO NOT EDIT.\n\n//go:build arm64 && !purego\n\n#include \"textflag.h\"\n\n")
-	b.WriteString("// Plane masks: plane p of a word is word & (2^bits−1)<<8p (qkernel_amd64.s).\n")
+	asm.Printf("\n")
+	asm.Printf("// Plane masks: plane p of a word is word & (2^bits−1)<<8p (qkernel_amd64.s).\n")
 	masks(4)
 	masks(8)
 	gen(4)
@@ -272,8 +260,5 @@ func main() {
 	dot3x4()
 	dequant(4)
 	dequant(8)
-	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	asm.Save("qkernel_neon_arm64.s") // or the path given (TestNEONGenerated)
 }

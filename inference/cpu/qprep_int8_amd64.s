@@ -5,11 +5,14 @@
 // The fast mode's input quantizer for the pair kernel in AVX2
 // (qPrepPairsRowGo's bits; hand-written: one loop, no variants to
 // generate). Per block of 32 inputs: amax = max|x|, d = amax/127 and
-// id = 1/d by VDIVSS as Go divides; q = x·id rounded half away from zero
+// id = 1/d by VDIVSS as Go divides, then id = 0 where d = 0 as Go leaves
+// it (VCMPSS not-equal, true for NaN, as a mask): d is 0 for a block whose
+// max|x| is at most 63 denormal steps too, where 1/d = +Inf would make the
+// nonzero q ±127 and Go's are 0; q = x·id rounded half away from zero
 // as trunc(v + copysign(0.49999997, v)) (equal to Go's float64
 // trunc(v ± 0.5) for every float32 v: see TestQPrepPairsRowBitIdentical),
-// clamped to ±127; NaN lanes (0·Inf when d is 0 or denormal enough that
-// 1/d overflows, or ∞·0 when the block holds ±Inf) become 0 as Go's
+// clamped to ±127; NaN lanes (0·Inf when d is denormal enough that 1/d
+// overflows, or ∞·0 when the block holds ±Inf) become 0 as Go's
 // int8(NaN) does on amd64. max|x| is taken on the bits as unsigned
 // integers (VPMAXUD): the order of non-negative floats, and a NaN's |bits|
 // are above +Inf's, so a NaN input makes d NaN and the block's q 0 as Go's
@@ -83,6 +86,9 @@ GLOBL qpi8ones<>(SB), RODATA|NOPTR, $32
 	VDIVSS       X12, X4, D; \
 	VMOVSS       qpi8c<>+20(SB), X4; \
 	VDIVSS       D, X4, X4; \
+	VXORPS       X5, X5, X5; \
+	VCMPSS       $4, X5, D, X5; \
+	VANDPS       X5, X4, X4; \
 	VBROADCASTSS X4, Y4; \
 	QLANE(Y0); \
 	QLANE(Y1); \

@@ -7,15 +7,17 @@ import (
 )
 
 // TestQPrepPairsRowBitIdentical holds the pair kernel's input quantizer
-// (qPrepPairsRow, AVX2 on amd64) to its Go twin bit for bit, on random
-// rows of every magnitude and on the edges: zero and −0 blocks, ±MaxFloat32,
-// a lone nonzero, denormal blocks (1/d overflows: 0·Inf lanes), ±Inf and NaN, and, with
-// d = 1, every k+0.5 for |k| ≤ 127 and the floats around it (the rounding
-// half away from zero). Each result is also checked against what Q8_0
+// (qPrepPairsRow, AVX2 on amd64, NEON on arm64) to its Go twin bit for
+// bit, on random rows of every magnitude and on the edges: zero and −0
+// blocks, ±MaxFloat32, a lone nonzero, denormal blocks (1/d overflows:
+// 0·Inf lanes), blocks of denormals so small that d underflows to 0 (Go's
+// id stays 0: every q 0) and the smallest with d ≠ 0, all-equal blocks,
+// ±Inf and NaN, and, with d = 1, every k+0.5 for |k| ≤ 127 and the floats
+// around it (the rounding half away from zero; ties to even fails). Each result is also checked against what Q8_0
 // means (|q| ≤ 127, |x − d·q| ≤ d/2 + rounding), so the test is not only
 // the Go twin against itself where there is no assembly.
 func TestQPrepPairsRowBitIdentical(t *testing.T) {
-	t.Logf("AVX2: %v", useAVX2)
+	t.Logf("quantizer: %s", qPrepPairsKernel())
 	rng := rand.New(rand.NewPCG(38, 2))
 	var rows [][]float32
 	for _, scale := range []float32{1, 1e-3, 1e3, 1e-30, 1e30, 3e-37, 1e-38} {
@@ -54,6 +56,27 @@ func TestQPrepPairsRowBitIdentical(t *testing.T) {
 	odd[64+7] = float32(math.NaN())
 	odd[128+1], odd[128+2], odd[128+33] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
 	rows = append(rows, odd)
+	// max|x| ≤ 63 denormal steps: amax/127 rounds to d = 0 though the
+	// inputs are not all zero; 64 steps: d is the least denormal and 1/d
+	// overflows; then all-equal blocks (every q ±127), a NaN block, a −Inf
+	// block
+	tiny := make([]float32, 64*4)
+	for i := range tiny[:64] {
+		tiny[i] = math.Float32frombits(uint32(i%64)) * float32(i%2*2-1)
+	}
+	for i := range tiny[64:128] {
+		tiny[64+i] = math.Float32frombits(uint32(i%65)) * float32(i%3-1)
+	}
+	for i := range tiny[128:192] {
+		tiny[128+i] = float32(0.3) * float32(i/32*2-1)
+	}
+	for i := range tiny[192:256] {
+		tiny[192+i] = float32(math.NaN())
+		if i >= 32 {
+			tiny[192+i] = float32(math.Inf(-1))
+		}
+	}
+	rows = append(rows, tiny)
 	// d = 1 (each block starts with 127): v = x, around every k + 0.5
 	var half []float32
 	for k := -128; k <= 127; k++ {

@@ -9,3 +9,11 @@ func setSIMD(on bool) (restore func()) {
 	useAVX2, useAVX512 = on && a2, on && a512
 	return func() { useAVX2, useAVX512 = a2, a512 }
 }
+
+// qPrepPairsKernel names the input quantizer qPrepPairsRow runs.
+func qPrepPairsKernel() string {
+	if useAVX2 {
+		return "AVX2"
+	}
+	return "Go"
+}

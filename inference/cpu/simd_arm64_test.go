@@ -41,3 +41,11 @@ func TestARM64Features(t *testing.T) {
 		t.Errorf("this CPU has i8mm, not expected (QEMU_CPU=%s): the no-I8MM path goes untested", os.Getenv("QEMU_CPU"))
 	}
 }
+
+// qPrepPairsKernel names the input quantizer qPrepPairsRow runs.
+func qPrepPairsKernel() string {
+	if useNEON {
+		return "NEON"
+	}
+	return "Go"
+}

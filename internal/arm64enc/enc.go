@@ -1,11 +1,12 @@
 // Package arm64enc encodes the few AArch64 Advanced SIMD instructions that
 // Go's arm64 assembler does not know (vector FMUL, FADD, FADDP, FCMGT,
-// SCVTF, UCVTF, SADDLP, SDOT, SMMLA), for the generators of the NEON
-// kernels (inference/cpu, inference/sampler), which emit them as WORD
-// directives. Encodings from the Arm Architecture
+// SCVTF, UCVTF, FCVTAS, SADDLP, SADALP, SQXTN, SMAX, UMAXV, SDOT, SMMLA),
+// for the generators of the NEON kernels (inference/cpu,
+// inference/sampler), which emit them as WORD directives. Encodings from the Arm Architecture
 // Reference Manual for A-profile (DDI 0487), section C7.2 (Alphabetical
 // list of A64 Advanced SIMD and floating-point instructions); the tests
-// hold each one to the words GNU as writes for the same instruction.
+// hold each one to the words GNU as (or, for the input quantizer's, LLVM's
+// assembler) writes for the same instruction.
 package arm64enc
 
 import "fmt"
@@ -97,3 +98,43 @@ func SMMLA(d, n, m int) Inst { return three(0x4e80a400, "SMMLA", "4S", d, n, m, 
 // SADDLP Vd.4S, Vn.8H (SADDLP, Q=1 size=01): adjacent int16
 // pairs summed into int32 lanes.
 func SADDLP4S(d, n int) Inst { return two(0x4e602800, "SADDLP", "4S", "8H", d, n) }
+
+// The input quantizer's (inference/cpu's qPrepPairsNEON) instructions.
+
+// FCVTAS Vd.4S, Vn.4S (FCVTAS (vector), Q=1 sz=0): each lane converted
+// to int32 rounding to nearest with ties away from zero (Go's
+// math.Round; FCVTNS would round ties to even), saturating, NaN to 0.
+func FCVTAS4S(d, n int) Inst { return two(0x4e21c800, "FCVTAS", "4S", "4S", d, n) }
+
+// SQXTN Vd.4H, Vn.4S (SQXTN, Q=0 size=01): int32 lanes narrowed to
+// int16 with saturation into the low half of d (the high half zeroed).
+func SQXTN4H(d, n int) Inst { return two(0x0e614800, "SQXTN", "4H", "4S", d, n) }
+
+// SQXTN2 Vd.8H, Vn.4S (SQXTN2, Q=1 size=01): SQXTN4H into the high half
+// of d, the low half kept.
+func SQXTN28H(d, n int) Inst { return two(0x4e614800, "SQXTN2", "8H", "4S", d, n) }
+
+// SQXTN Vd.8B, Vn.8H (SQXTN, Q=0 size=00): int16 lanes narrowed to
+// int8 with saturation into the low half of d.
+func SQXTN8B(d, n int) Inst { return two(0x0e214800, "SQXTN", "8B", "8H", d, n) }
+
+// SQXTN2 Vd.16B, Vn.8H (SQXTN2, Q=1 size=00): SQXTN8B into the high
+// half of d.
+func SQXTN216B(d, n int) Inst { return two(0x4e214800, "SQXTN2", "16B", "8H", d, n) }
+
+// SMAX Vd.16B, Vn.16B, Vm.16B (SMAX, Q=1 size=00): signed byte maxima.
+func SMAX16B(d, n, m int) Inst { return three(0x4e206400, "SMAX", "16B", d, n, m, "16B", "16B") }
+
+// SADDLP Vd.8H, Vn.16B (SADDLP, Q=1 size=00): adjacent int8 pairs
+// summed into int16 lanes.
+func SADDLP8H(d, n int) Inst { return two(0x4e202800, "SADDLP", "8H", "16B", d, n) }
+
+// SADALP Vd.8H, Vn.16B (SADALP, Q=1 size=00): SADDLP8H added to d.
+func SADALP8H(d, n int) Inst { return two(0x4e206800, "SADALP", "8H", "16B", d, n) }
+
+// UMAXV Sd, Vn.4S (UMAXV, Q=1 size=10): the largest of the four lanes
+// as unsigned integers.
+func UMAXVS(d, n int) Inst {
+	check(d, n)
+	return Inst{0x6eb0a800 | uint32(n)<<5 | uint32(d), fmt.Sprintf("UMAXV S%d, V%d.4S", d, n)}
+}
