@@ -489,10 +489,7 @@ func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sb
 		}
 		for t := 0; t < nt; t++ {
 			for j := 0; j < np; j++ {
-				acc := (*[64]float32)((*ab)[(t*np+j)*64:])
-				for l := 0; l < 8; l++ { // l = 4·row + input
-					out[(4*t+l%4)*w.Rows+r0+2*j+l/4] = hsum8((*[8]float32)(acc[8*l:]))
-				}
+				storeTile(out, (*[64]float32)((*ab)[(t*np+j)*64:]), 4*t, r0+2*j, w.Rows)
 			}
 			if r := r0 + 2*np; r < end {
 				for a := 0; a < 4; a++ {
@@ -506,6 +503,15 @@ func qMatMulPairsGemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sb
 		r0 = end
 	}
 	qGemmAccs.Put(ab)
+}
+
+// storeTile writes a prefill tile's sums (two weight rows × four inputs,
+// eight lanes each, as the tiles leave them: lane group l = 4·row +
+// input) to out: inputs i0…i0+3, rows r and r+1 of rows.
+func storeTile(out []float32, acc *[64]float32, i0, r, rows int) {
+	for l := 0; l < 8; l++ {
+		out[(i0+l%4)*rows+r+l/4] = hsum8((*[8]float32)(acc[8*l:]))
+	}
 }
 
 // qGemmPairsFunc is a pair layout prefill tile (qGemmPairsGo's

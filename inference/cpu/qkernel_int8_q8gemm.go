@@ -120,10 +120,7 @@ func qMatMulQ8Gemm(out []float32, p *qPrep, n int, w *qMatrix, r0, r1 int, sbuf 
 		}
 		for t := 0; t < nt; t++ {
 			for j := 0; j < np; j++ {
-				acc := (*[64]float32)((*ab)[(t*np+j)*64:])
-				for l := 0; l < 8; l++ { // l = 4·row + input
-					out[(4*t+l%4)*w.Rows+r0+2*j+l/4] = hsum8((*[8]float32)(acc[8*l:]))
-				}
+				storeTile(out, (*[64]float32)((*ab)[(t*np+j)*64:]), 4*t, r0+2*j, w.Rows)
 			}
 			if r := r0 + 2*np; r < end {
 				for a := 0; a < 4; a++ {
